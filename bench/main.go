@@ -1,0 +1,445 @@
+// Command bench measures what toolgate adds to a tool call over MCP
+// streamable HTTP. In one process it serves the same echo tool twice on
+// loopback ports: from a bare mcp-go server and from a toolgate gateway.
+// For every concurrency level it opens that many initialized mcp-go client
+// sessions against each target, warms them up, issues -n calls spread over
+// the sessions and records the latency of every call. Rounds alternate the
+// order of the targets; the round with the median throughput is reported.
+// The result is a markdown table on stdout, for docs/benchmarks.md;
+// progress goes to stderr.
+//
+//	go run ./bench -n 20000 -c 1,16,64 -rounds 3
+//
+// bench is a program, not a library: nothing imports it.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// echoSchema is the input schema of the echo tool on both targets.
+const echoSchema = `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`
+
+// echoText is what every measured call sends and expects back.
+const echoText = "hello, toolgate"
+
+// protocolVersions are the revisions both targets serve; toolgate serves
+// only those that have sessions.
+var protocolVersions = []string{
+	mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
+	mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105,
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// params are the command-line settings.
+type params struct {
+	n       int
+	levels  []int
+	rounds  int
+	warmup  int
+	timeout time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (params, error) {
+	var p params
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&p.n, "n", 20000, "measured calls per target, round and concurrency level")
+	levels := fs.String("c", "1,16,64", "comma-separated concurrency levels (client sessions)")
+	fs.IntVar(&p.rounds, "rounds", 3, "rounds per concurrency level; the median round is reported")
+	fs.IntVar(&p.warmup, "warmup", 200, "unmeasured calls before each measurement (at least one per session)")
+	fs.DurationVar(&p.timeout, "timeout", 15*time.Minute, "upper bound on the whole run")
+	if err := fs.Parse(args); err != nil {
+		return p, err
+	}
+	if fs.NArg() > 0 {
+		return p, fmt.Errorf("parsing flags: unexpected arguments %q", fs.Args())
+	}
+	for f := range strings.SplitSeq(*levels, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 {
+			return p, fmt.Errorf("parsing -c: %q is not a positive integer", f)
+		}
+		p.levels = append(p.levels, c)
+	}
+	switch {
+	case p.n < 1:
+		return p, errors.New("parsing flags: -n must be at least 1")
+	case p.rounds < 1:
+		return p, errors.New("parsing flags: -rounds must be at least 1")
+	case p.warmup < 0:
+		return p, errors.New("parsing flags: -warmup must not be negative")
+	case p.timeout <= 0:
+		return p, errors.New("parsing flags: -timeout must be positive")
+	}
+	return p, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	p, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+
+	bare, err := startBare()
+	if err != nil {
+		return err
+	}
+	defer bare.close()
+	tg, err := startToolgate()
+	if err != nil {
+		return err
+	}
+	defer tg.close()
+	targets := []*target{bare, tg}
+
+	// results[level][target] holds one run per round.
+	results := make([][][]runResult, len(p.levels))
+	for li, c := range p.levels {
+		results[li] = make([][]runResult, len(targets))
+		for r := range p.rounds {
+			for k := range targets {
+				ti := k
+				if r%2 == 1 { // alternate which target goes first
+					ti = len(targets) - 1 - k
+				}
+				t := targets[ti]
+				res, err := measure(ctx, t, c, p.n, p.warmup)
+				if err != nil {
+					return fmt.Errorf("measuring %s at c=%d: %w", t.name, c, err)
+				}
+				fmt.Fprintf(stderr, "c=%d round %d %-8s %8.0f calls/s  p50 %6.0fµs  p99 %6.0fµs  errors %d\n",
+					c, r+1, t.name, res.throughput, us(res.p50), us(res.p99), res.errors)
+				results[li][ti] = append(results[li][ti], res)
+			}
+		}
+	}
+	errs := report(stdout, p, targets, results)
+	if errs > 0 {
+		return fmt.Errorf("%d calls failed", errs)
+	}
+	return nil
+}
+
+// target is one MCP endpoint under test, with the HTTP client its sessions
+// share.
+type target struct {
+	name   string
+	url    string
+	client *http.Client
+	close  func()
+}
+
+// serve runs h on an ephemeral loopback port. stop shuts the server down.
+func serve(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("listening: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Serve(ln) })
+	stop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			_ = srv.Close()
+		}
+		wg.Wait()
+	}
+	return "http://" + ln.Addr().String() + "/mcp", stop, nil
+}
+
+// newHTTPClient returns a client whose connection pool holds a connection
+// for every session, so that no run pays for reconnecting.
+func newHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: 1024,
+		IdleConnTimeout:     time.Minute,
+	}}
+}
+
+// startBare serves echo from an mcp-go server with nothing in between.
+func startBare() (*target, error) {
+	discard := slog.New(slog.DiscardHandler)
+	s := server.NewMCPServer("bare", "1.0.0", server.WithToolCapabilities(true), server.WithLogger(discard))
+	s.AddTool(mcp.NewToolWithRawSchema("echo", "Returns its text argument.", json.RawMessage(echoSchema)),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(req.GetString("text", "")), nil
+		})
+	sh := server.NewStreamableHTTPServer(s,
+		server.WithStateful(true),
+		server.WithStreamableHTTPProtocolVersions(protocolVersions...),
+		server.WithStreamableHTTPLogger(discard),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", sh)
+	url, stop, err := serve(mux)
+	if err != nil {
+		return nil, fmt.Errorf("starting bare mcp-go: %w", err)
+	}
+	hc := newHTTPClient()
+	return &target{name: "bare", url: url, client: hc, close: func() {
+		stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = sh.Shutdown(ctx)
+		hc.CloseIdleConnections()
+	}}, nil
+}
+
+// startToolgate serves echo from a gateway built from the embedded default
+// configuration, the tool registered through the embedding API.
+func startToolgate() (*target, error) {
+	cfg, err := config.Default(nil)
+	if err != nil {
+		return nil, fmt.Errorf("loading default config: %w", err)
+	}
+	cfg.Builtin = nil
+	g, err := gateway.New(cfg, gateway.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return nil, fmt.Errorf("building gateway: %w", err)
+	}
+	err = g.RegisterStateless(registry.Tool{
+		Name:        "echo",
+		Description: "Returns its text argument.",
+		InputSchema: json.RawMessage(echoSchema),
+	}, func(_ context.Context, args map[string]any) (executors.Result, error) {
+		s, _ := args["text"].(string) // the schema guarantees a string
+		return executors.Text(s), nil
+	})
+	if err != nil {
+		g.Close()
+		return nil, fmt.Errorf("registering echo: %w", err)
+	}
+	url, stop, err := serve(g.Handler())
+	if err != nil {
+		g.Close()
+		return nil, fmt.Errorf("starting toolgate: %w", err)
+	}
+	hc := newHTTPClient()
+	return &target{name: "toolgate", url: url, client: hc, close: func() {
+		stop()
+		g.Close()
+		hc.CloseIdleConnections()
+	}}, nil
+}
+
+// runResult is one measurement of one target at one concurrency level.
+type runResult struct {
+	throughput    float64 // calls per second
+	p50, p95, p99 time.Duration
+	errors        int
+}
+
+// measure opens c sessions to t, warms them up, then makes n calls spread
+// over the sessions, each session calling back to back from its own
+// goroutine. A call counts as failed when it errors, returns isError or
+// does not echo its text.
+func measure(ctx context.Context, t *target, c, n, warmup int) (runResult, error) {
+	sessions := make([]*client.Client, 0, c)
+	defer func() {
+		for _, s := range sessions {
+			_ = s.Close()
+		}
+	}()
+	for range c {
+		s, err := connect(ctx, t)
+		if err != nil {
+			return runResult{}, err
+		}
+		sessions = append(sessions, s)
+	}
+
+	perSession := max(1, (warmup+c-1)/c)
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		wg.Go(func() {
+			for range perSession {
+				_ = call(ctx, s)
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return runResult{}, err
+	}
+
+	lat := make([][]time.Duration, c)
+	failed := make([]int, c)
+	start := time.Now()
+	for i, s := range sessions {
+		calls := n / c
+		if i < n%c {
+			calls++
+		}
+		lat[i] = make([]time.Duration, 0, calls)
+		wg.Go(func() {
+			for range calls {
+				t0 := time.Now()
+				err := call(ctx, s)
+				lat[i] = append(lat[i], time.Since(t0))
+				if err != nil {
+					failed[i]++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return runResult{}, err
+	}
+
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	res := runResult{
+		throughput: float64(len(all)) / elapsed.Seconds(),
+		p50:        percentile(all, 0.50),
+		p95:        percentile(all, 0.95),
+		p99:        percentile(all, 0.99),
+	}
+	for _, f := range failed {
+		res.errors += f
+	}
+	return res, nil
+}
+
+// connect opens one initialized session. Both targets serve only the
+// revisions that have sessions, so the client is pinned to the newest of
+// them instead of probing for 2026-07-28.
+func connect(ctx context.Context, t *target) (*client.Client, error) {
+	tr, err := transport.NewStreamableHTTP(t.url,
+		transport.WithHTTPBasicClient(t.client),
+		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("creating transport: %w", err)
+	}
+	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	if err := c.Start(ctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("starting client: %w", err)
+	}
+	var req mcp.InitializeRequest
+	req.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	req.Params.ClientInfo = mcp.Implementation{Name: "toolgate-bench", Version: "1.0.0"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("initializing session: %w", err)
+	}
+	return c, nil
+}
+
+// call makes one echo call and checks its result.
+func call(ctx context.Context, c *client.Client) error {
+	var req mcp.CallToolRequest
+	req.Params.Name = "echo"
+	req.Params.Arguments = map[string]any{"text": echoText}
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		return err
+	}
+	if res.IsError || len(res.Content) != 1 {
+		return fmt.Errorf("calling echo: unexpected result %+v", res.Content)
+	}
+	if tc, ok := mcp.AsTextContent(res.Content[0]); !ok || tc.Text != echoText {
+		return fmt.Errorf("calling echo: unexpected result %+v", res.Content)
+	}
+	return nil
+}
+
+// percentile returns the p-quantile of sorted (nearest rank).
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// median returns the run with the median throughput.
+func median(runs []runResult) runResult {
+	s := slices.Clone(runs)
+	slices.SortFunc(s, func(a, b runResult) int {
+		switch {
+		case a.throughput < b.throughput:
+			return -1
+		case a.throughput > b.throughput:
+			return 1
+		}
+		return 0
+	})
+	return s[len(s)/2]
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// report writes the markdown tables and returns the number of failed calls
+// over all runs.
+func report(w io.Writer, p params, targets []*target, results [][][]runResult) int {
+	fmt.Fprintf(w, "Machine: %s/%s, %d CPUs (GOMAXPROCS %d), %s. ", runtime.GOOS, runtime.GOARCH,
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Fprintf(w, "%d calls per run after %d warm-up calls, %d rounds, median round by throughput; "+
+		"client and servers in one process over loopback HTTP.\n\n", p.n, p.warmup, p.rounds)
+	fmt.Fprintln(w, "| sessions | target | calls/s | p50 µs | p95 µs | p99 µs | failed |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|")
+	failed := 0
+	for li, c := range p.levels {
+		for ti, t := range targets {
+			m := median(results[li][ti])
+			for _, r := range results[li][ti] {
+				failed += r.errors
+			}
+			fmt.Fprintf(w, "| %d | %s | %.0f | %.0f | %.0f | %.0f | %d |\n",
+				c, t.name, m.throughput, us(m.p50), us(m.p95), us(m.p99), m.errors)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| sessions | throughput toolgate/bare | p50 toolgate − bare (µs) |")
+	fmt.Fprintln(w, "|---:|---:|---:|")
+	for li, c := range p.levels {
+		b, g := median(results[li][0]), median(results[li][1])
+		fmt.Fprintf(w, "| %d | %.2f | %+.0f |\n", c, g.throughput/b.throughput, us(g.p50)-us(b.p50))
+	}
+	return failed
+}

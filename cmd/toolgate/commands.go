@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolgate/toolgate/builtin"
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = gateway.Version
+
+// common holds the flags every command takes.
+type common struct {
+	config    string
+	logLevel  string
+	logFormat string
+}
+
+func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *common) {
+	fs := flag.NewFlagSet("toolgate "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := &common{}
+	fs.StringVar(&c.config, "config", "", "configuration `file` (default ./toolgate.yaml if present, else the embedded default)")
+	fs.StringVar(&c.logLevel, "log-level", "", "log `level`: debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "", "log `format`: text or json")
+	return fs, c
+}
+
+// parse parses args; a usage error has already been printed by fs.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitError{code: 0}
+		}
+		return exitError{code: 2}
+	}
+	return nil
+}
+
+// load reads the configuration and builds a logger from it and the flags.
+func (c *common) load(stderr io.Writer) (*config.Config, *slog.Logger, error) {
+	cfg, err := config.Resolve(c.config, &config.Options{Builtins: builtin.Names()})
+	if err != nil {
+		return nil, nil, exitError{code: 1, msg: "invalid configuration:\n" + indent(err.Error())}
+	}
+	level, format := cfg.Log.Level, cfg.Log.Format
+	if c.logLevel != "" {
+		level = c.logLevel
+	}
+	if c.logFormat != "" {
+		format = c.logFormat
+	}
+	logger, err := newLogger(stderr, level, format)
+	if err != nil {
+		return nil, nil, exitError{code: 2, msg: err.Error()}
+	}
+	return cfg, logger, nil
+}
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: use text or json", format)
+}
+
+// build loads the configuration and builds a gateway with its builtins.
+func build(c *common, stderr io.Writer) (*config.Config, *slog.Logger, *gateway.Gateway, error) {
+	cfg, logger, err := c.load(stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	g, err := gateway.New(cfg, gateway.WithLogger(logger), gateway.WithVersion(version))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := builtin.Register(g, cfg.Builtin, nil); err != nil {
+		g.Close()
+		return nil, nil, nil, fmt.Errorf("registering builtin tools: %w", err)
+	}
+	return cfg, logger, g, nil
+}
+
+func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
+	fs, c := newFlags("serve", stderr)
+	listen := fs.String("listen", "", "listen `address` host:port, overriding server.listen (port 0 picks a free port)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, logger, g, err := build(c, stderr)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	addr := cfg.Server.Listen
+	if *listen != "" {
+		addr = *listen
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           g.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		// No WriteTimeout: SSE and streamable-HTTP GET streams are long-lived.
+	}
+	url := "http://" + ln.Addr().String()
+	logger.Info("listening", "addr", ln.Addr().String(), "mcp", url+cfg.Server.MCPPath, "config", cfg.Source, "tools", len(g.Tools()))
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+
+	grace := cfg.Server.ShutdownGrace.D()
+	logger.Info("shutting down", "grace", grace)
+	// Stop accepting connections now; Shutdown returns once the long-lived
+	// streams are closed by g.Shutdown below.
+	httpDone := make(chan error, 1)
+	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), grace+5*time.Second)
+	defer hcancel()
+	go func() { httpDone <- srv.Shutdown(hctx) }()
+	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer gcancel()
+	if err := g.Shutdown(gctx); err != nil {
+		logger.Warn("shutdown grace ran out; calls were cancelled")
+	}
+	if err := <-httpDone; err != nil {
+		_ = srv.Close()
+	}
+	<-serveErr
+	logger.Info("stopped")
+	return nil
+}
+
+func cmdStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs, c := newFlags("stdio", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, logger, g, err := build(c, stderr)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	logger.Info("serving stdio", "config", cfg.Source, "tools", len(g.Tools()))
+	if err := g.ServeStdio(ctx, stdin, stdout); err != nil {
+		return fmt.Errorf("serving stdio: %w", err)
+	}
+	return nil
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) error {
+	fs, c := newFlags("validate", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, _, g, err := build(c, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	fmt.Fprintf(stdout, "%s: valid (%d tools)\n", cfg.Source, len(g.Tools()))
+	return nil
+}
+
+func cmdTools(args []string, stdout, stderr io.Writer) error {
+	fs, c := newFlags("tools", stderr)
+	asJSON := fs.Bool("json", false, "print the tools as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	_, _, g, err := build(c, stderr)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	tools := g.Tools()
+	if *asJSON {
+		type row struct {
+			Name        string          `json:"name"`
+			Kind        registry.Kind   `json:"kind"`
+			Source      string          `json:"source"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+		}
+		rows := make([]row, 0, len(tools))
+		for _, t := range tools {
+			rows = append(rows, row{t.Name, t.Kind, t.Source, t.Description, t.InputSchema})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tSOURCE\tDESCRIPTION")
+	for _, t := range tools {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Kind, t.Source, firstLine(t.Description, 70))
+	}
+	return tw.Flush()
+}
+
+func firstLine(s string, max int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > max {
+		s = s[:max-1] + "…"
+	}
+	return s
+}
+
+func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, c := newFlags("call", stderr)
+	thread := fs.String("thread", "", "run the call in this named `thread`")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolgate call [flags] NAME [JSON-ARGUMENTS]")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		fs.Usage()
+		return exitError{code: 2}
+	}
+	var raw json.RawMessage
+	if fs.NArg() == 2 {
+		raw = json.RawMessage(fs.Arg(1))
+		if !json.Valid(raw) {
+			return exitError{code: 2, msg: "the arguments are not valid JSON; write an object like '{\"expression\": \"1+2\"}'"}
+		}
+	}
+	_, _, g, err := build(c, stderr)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	var meta map[string]any
+	if *thread != "" {
+		meta = map[string]any{gateway.ThreadMetaKey: *thread}
+	}
+	res, err := g.Call(ctx, fs.Arg(0), raw, meta)
+	if err != nil {
+		return exitError{code: 1, msg: err.Error()}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(res); err != nil {
+		return err
+	}
+	if res.IsError {
+		return exitError{code: 1}
+	}
+	return nil
+}

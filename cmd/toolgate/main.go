@@ -1,0 +1,95 @@
+// Command toolgate is an MCP gateway: one MCP endpoint in front of
+// stateless and per-thread stateful Go tools (and, later, REST APIs and
+// other MCP servers).
+//
+//	toolgate serve    [--config FILE] [--listen ADDR]   streamable HTTP + SSE
+//	toolgate stdio    [--config FILE]                   for Claude Desktop
+//	toolgate validate [--config FILE]
+//	toolgate tools    [--config FILE] [--json]
+//	toolgate call     [--config FILE] [--thread ID] NAME [JSON]
+//	toolgate version
+//
+// Every command also takes --log-level and --log-format. Logs go to stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		code := 1
+		if ec, ok := errors.AsType[exitError](err); ok {
+			code = ec.code
+			if ec.msg == "" {
+				os.Exit(code)
+			}
+		}
+		fmt.Fprintln(os.Stderr, "toolgate:", err)
+		os.Exit(code)
+	}
+}
+
+// exitError ends the program with code, printing msg if it is not empty.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+const usage = `toolgate: an MCP gateway
+
+usage:
+  toolgate serve    [flags]             serve MCP over streamable HTTP (and SSE)
+  toolgate stdio    [flags]             serve MCP over stdio (Claude Desktop)
+  toolgate validate [flags]             check a configuration file
+  toolgate tools    [flags] [--json]    list the tools a configuration yields
+  toolgate call     [flags] NAME [JSON] call one tool through the full pipeline
+  toolgate version                      print the version
+
+common flags:
+  --config FILE        configuration (default ./toolgate.yaml if present, else the embedded default)
+  --log-level LEVEL    debug, info, warn or error (default from config: info)
+  --log-format FORMAT  text or json (default from config: text)
+
+run 'toolgate COMMAND --help' for a command's own flags.
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitError{code: 2}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return cmdServe(ctx, rest, stderr)
+	case "stdio":
+		return cmdStdio(ctx, rest, stdin, stdout, stderr)
+	case "validate":
+		return cmdValidate(rest, stdout, stderr)
+	case "tools":
+		return cmdTools(rest, stdout, stderr)
+	case "call":
+		return cmdCall(ctx, rest, stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "toolgate", version)
+		return nil
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return exitError{code: 2, msg: fmt.Sprintf("unknown command %q", cmd)}
+	}
+}

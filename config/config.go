@@ -1,0 +1,134 @@
+// Package config holds the shape of toolgate's YAML configuration: typed
+// structs, `${ENV}` expansion, defaults, and validation whose errors carry
+// file:line:col and say what to write instead.
+//
+// Loading ([Parse], [Load], [Default], [Resolve]) parses the YAML with
+// goccy/go-yaml, expands ${NAME} and ${NAME:-default} in scalar values,
+// decodes strictly over the defaults and runs [Config.Validate]. Every
+// problem comes back at once, each a [*PosError] naming file:line:col and the
+// key path; values that came from the environment are never shown. See
+// config.example.yaml at the repository root for every key.
+//
+// config must not import any toolgate package.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Config is a whole toolgate configuration file.
+type Config struct {
+	Server   Server   `yaml:"server"`
+	Defaults Defaults `yaml:"defaults"`
+	Threads  Threads  `yaml:"threads"`
+	Guards   Guards   `yaml:"guards"`
+	Log      Log      `yaml:"log"`
+	// Builtin names the demonstration tools to switch on.
+	Builtin []string `yaml:"builtin"`
+
+	// Source is where the configuration came from: a file path, or
+	// "(embedded default)". Set by the loader.
+	Source string `yaml:"-"`
+}
+
+// Server configures the MCP endpoint and its HTTP server.
+type Server struct {
+	// Listen is the address `toolgate serve` listens on. Default 127.0.0.1:8080.
+	Listen string `yaml:"listen"`
+	// MCPPath is the path of the streamable HTTP endpoint. Default /mcp.
+	MCPPath string `yaml:"mcp_path"`
+	// SSE serves the legacy SSE transport at /sse and /message. Default true.
+	SSE bool `yaml:"sse"`
+	// MaxBodyBytes caps an HTTP request body. Default 4 MiB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ShutdownGrace is how long in-flight calls may run after SIGTERM. Default 20s.
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// SessionIdleTTL ends an HTTP session after this long without a request.
+	// Default 30m.
+	SessionIdleTTL Duration `yaml:"session_idle_ttl"`
+	// AllowedOrigins lists the browser origins (scheme://host[:port]) allowed
+	// to call the endpoint cross-origin. Default none.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+}
+
+// Defaults apply to every tool unless the tool overrides them.
+type Defaults struct {
+	// Timeout bounds one tool call. Default 30s.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Threads configures per-thread instances of stateful tools.
+type Threads struct {
+	// IdleTTL closes an instance unused for this long. Default 30m.
+	IdleTTL Duration `yaml:"idle_ttl"`
+	// MaxInstances caps live instances across all threads. Default 1000.
+	MaxInstances int `yaml:"max_instances"`
+}
+
+// Guards configures the call pipeline's protections.
+type Guards struct {
+	// NameRepair resolves a tool name that differs only in case (or
+	// separator) to the real tool. Default true.
+	NameRepair bool `yaml:"name_repair"`
+}
+
+// Log configures logging; command-line flags override it.
+type Log struct {
+	// Level is debug, info, warn or error. Default info.
+	Level string `yaml:"level"`
+	// Format is text or json. Default text.
+	Format string `yaml:"format"`
+}
+
+// Duration is a time.Duration written in YAML as a string like "30s" or "1m30s"
+// (anything [time.ParseDuration] accepts). A bare number is rejected: "30"
+// could mean seconds or nanoseconds, so the file has to say.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats d like [time.Duration.String], e.g. "1m30s".
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalYAML writes d as a duration string, so a marshalled [Config] loads
+// back unchanged.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// UnmarshalYAML reads a duration string such as "30s". It exists for callers
+// that decode a [Duration] with goccy/go-yaml directly; [Parse] has its own
+// decoder, which reports positions and hides values that came from the
+// environment.
+func (d *Duration) UnmarshalYAML(b []byte) error {
+	var v any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("decoding duration: %w", err)
+	}
+	s, ok := v.(string)
+	if !ok {
+		return errDurationUnit
+	}
+	p, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = p
+	return nil
+}
+
+// errDurationUnit is the advice for a duration written without a unit.
+var errDurationUnit = errors.New("write a duration with a unit, like 30s")
+
+// parseDuration parses s with [time.ParseDuration]. Its error never contains
+// s, which may have come from the environment.
+func parseDuration(s string) (Duration, error) {
+	p, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errDurationUnit
+	}
+	return Duration(p), nil
+}

@@ -1,0 +1,148 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Limits on server.max_body_bytes.
+const (
+	minBodyBytes = 1024
+	maxBodyBytes = 1 << 30
+)
+
+// Validate checks c as [Parse] does after decoding, and returns every problem
+// as an [errors.Join] of *PosError values. A Config built in Go has no
+// positions, so the errors carry only File (c.Source) and Path. opts may be
+// nil; opts.Builtins, when not nil, lists the names allowed in c.Builtin.
+func (c *Config) Validate(opts *Options) error {
+	return joinSorted(validate(c, opts, c.Source, nil, nil))
+}
+
+// checker collects validation problems.
+type checker struct {
+	file string
+	// at positions a path; nil means no positions are known.
+	at func(path string) pos
+	// fromEnv maps paths whose value came from ${...} to the text written
+	// in the file; such values are never shown.
+	fromEnv map[string]string
+	errs    []*PosError
+}
+
+// fail records a problem at path. got is the offending value, shown as
+// `; got "x"` unless it came from the environment.
+func (c *checker) fail(path, got, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if raw, ok := c.fromEnv[path]; ok {
+		msg += " (value came from " + raw + ")"
+	} else if got != "" {
+		msg += "; got " + got
+	}
+	e := &PosError{File: c.file, Path: path, Msg: oneLine(msg)}
+	if c.at != nil {
+		p := c.at(path)
+		e.Line, e.Col = p.line, p.col
+	}
+	c.errs = append(c.errs, e)
+}
+
+// validate checks the values in cfg. at and fromEnv come from the decoder
+// and may be nil.
+func validate(cfg *Config, opts *Options, file string, at func(string) pos, fromEnv map[string]string) []*PosError {
+	c := &checker{file: file, at: at, fromEnv: fromEnv}
+	s := cfg.Server
+
+	if !validListen(s.Listen) {
+		c.fail("server.listen", quoteShort(s.Listen), "must be host:port with a numeric port, like 127.0.0.1:8080 or :8080")
+	}
+	switch p := s.MCPPath; {
+	case !strings.HasPrefix(p, "/"):
+		c.fail("server.mcp_path", quoteShort(p), `must start with "/", like /mcp`)
+	case reservedPath(p) != "":
+		c.fail("server.mcp_path", quoteShort(p), "is reserved for %s; pick another path, like /mcp", reservedPath(p))
+	}
+	if s.MaxBodyBytes < minBodyBytes || s.MaxBodyBytes > maxBodyBytes {
+		c.fail("server.max_body_bytes", strconv.FormatInt(s.MaxBodyBytes, 10), "must be between %d and %d (1 GiB)", minBodyBytes, maxBodyBytes)
+	}
+	for _, f := range []struct {
+		path string
+		d    Duration
+	}{
+		{"server.shutdown_grace", s.ShutdownGrace},
+		{"server.session_idle_ttl", s.SessionIdleTTL},
+		{"defaults.timeout", cfg.Defaults.Timeout},
+		{"threads.idle_ttl", cfg.Threads.IdleTTL},
+	} {
+		if f.d <= 0 {
+			c.fail(f.path, f.d.String(), "must be positive, like 30s")
+		}
+	}
+	for i, o := range s.AllowedOrigins {
+		if !validOrigin(o) {
+			c.fail(fmt.Sprintf("server.allowed_origins[%d]", i), quoteShort(o), "must be scheme://host[:port] with no path, like https://app.example.com")
+		}
+	}
+	if cfg.Threads.MaxInstances < 1 {
+		c.fail("threads.max_instances", strconv.Itoa(cfg.Threads.MaxInstances), "must be at least 1")
+	}
+	if l := cfg.Log.Level; !slices.Contains([]string{"debug", "info", "warn", "error"}, l) {
+		c.fail("log.level", quoteShort(l), "must be one of debug, info, warn, error")
+	}
+	if f := cfg.Log.Format; f != "text" && f != "json" {
+		c.fail("log.format", quoteShort(f), "must be text or json")
+	}
+	first := map[string]int{}
+	for i, b := range cfg.Builtin {
+		path := fmt.Sprintf("builtin[%d]", i)
+		if j, dup := first[b]; dup {
+			c.fail(path, quoteShort(b), "duplicate entry, already listed as builtin[%d]; remove one", j)
+			continue
+		}
+		first[b] = i
+		if opts != nil && opts.Builtins != nil && !slices.Contains(opts.Builtins, b) {
+			c.fail(path, quoteShort(b), "unknown builtin; valid names: %s", strings.Join(opts.Builtins, ", "))
+		}
+	}
+	return c.errs
+}
+
+// validListen reports whether s is host:port with a numeric port; the host
+// may be empty (all interfaces) and port 0 picks a free port.
+func validListen(s string) bool {
+	_, port, err := net.SplitHostPort(s)
+	return err == nil && validPort(port)
+}
+
+func validPort(p string) bool {
+	_, err := strconv.ParseUint(p, 10, 16)
+	return err == nil
+}
+
+// reservedPath says what toolgate serves at p itself, or "" if nothing.
+func reservedPath(p string) string {
+	switch p {
+	case "/sse", "/message":
+		return "the legacy SSE transport"
+	case "/metrics":
+		return "Prometheus metrics"
+	case "/healthz", "/readyz":
+		return "health checks"
+	}
+	return ""
+}
+
+// validOrigin reports whether o is a browser origin: scheme://host[:port],
+// with no user info, path, query or fragment.
+func validOrigin(o string) bool {
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme == "" || u.Opaque != "" || u.User != nil || u.Hostname() == "" ||
+		u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(u.Host, ":") {
+		return false
+	}
+	return u.Port() == "" || validPort(u.Port())
+}

@@ -1,0 +1,39 @@
+// Package executors runs tool calls. It defines the one-method [Executor]
+// interface every tool kind implements, the [Call] and [Result] types that
+// flow through the pipeline, the [Dispatcher] that picks an executor by kind
+// and applies the per-call deadline, and the two in-process kinds:
+// [Stateless] (a Go function) and [Stateful] (a factory of per-thread
+// instances, pooled by threadctx).
+//
+// executors must not import mcp-go, chi or prometheus: results are
+// toolgate's own types, and gateway maps them to the wire.
+package executors
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/toolgate/toolgate/registry"
+)
+
+// Executor runs calls of one kind of tool. Execute must honour ctx: when ctx
+// is done it returns promptly with ctx's error (wrapped or classified).
+// A failure is returned as an error, preferably a *retry.Error; executors
+// never build error results themselves.
+type Executor interface {
+	Execute(ctx context.Context, call Call) (Result, error)
+}
+
+// Call is one validated tool call.
+type Call struct {
+	// Tool is the resolved tool definition. It is never nil.
+	Tool *registry.Tool
+	// Args are the decoded arguments. They have passed the tool's input
+	// schema; a call without arguments has an empty, non-nil map.
+	Args map[string]any
+	// Raw is the arguments exactly as the client sent them, or nil when the
+	// call came without arguments. Proxying executors forward it unchanged.
+	Raw json.RawMessage
+	// Thread is the thread the call runs in; never empty.
+	Thread string
+}

@@ -1,0 +1,25 @@
+package executors
+
+import "context"
+
+// StatelessFunc implements a stateless tool. args have passed the tool's
+// input schema. A failure is returned as an error, ideally a *retry.Error
+// whose class tells the model what went wrong.
+type StatelessFunc func(ctx context.Context, args map[string]any) (Result, error)
+
+// Instance is one thread's instance of a stateful tool. If it implements
+// io.Closer, Close is called exactly once when the instance is discarded.
+type Instance interface {
+	Call(ctx context.Context, args map[string]any) (Result, error)
+}
+
+// Factory creates the instances of a stateful tool.
+type Factory struct {
+	// New creates the instance for thread. It is called lazily, on the
+	// first call of the tool in the thread, at most once at a time per
+	// thread. Required.
+	New func(ctx context.Context, thread string) (Instance, error)
+	// Concurrent declares an instance safe for concurrent calls. When false
+	// (the default), calls on one instance are serialized.
+	Concurrent bool
+}

@@ -1,0 +1,267 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// eventsPerSession bounds the event store (see eventStore).
+const eventsPerSession = 256
+
+// httpParts are the mcp-go HTTP transports behind [Gateway.Handler].
+type httpParts struct {
+	streamable *server.StreamableHTTPServer
+	sse        *server.SSEServer // nil when server.sse is false
+	streams    sync.Map          // SSE session ID → *sseStream
+}
+
+func (p *httpParts) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = p.streamable.Shutdown(ctx)
+	if p.sse != nil {
+		p.sse.CloseSessions()
+	}
+}
+
+// Handler returns the gateway's HTTP handler: MCP over streamable HTTP at
+// server.mcp_path, legacy SSE at /sse and /message (when server.sse is on),
+// /metrics, /healthz and /readyz. Request bodies are capped at
+// server.max_body_bytes and cross-origin browser requests are refused
+// unless their origin is in server.allowed_origins. The same handler is
+// returned on every call.
+func (g *Gateway) Handler() http.Handler {
+	g.httpOnce.Do(g.buildHTTP)
+	return g.router
+}
+
+func (g *Gateway) buildHTTP() {
+	s := g.cfg.Server
+	ttl := s.SessionIdleTTL.D()
+	heartbeat := min(25*time.Second, ttl/3)
+	p := &httpParts{
+		streamable: server.NewStreamableHTTPServer(g.mcp,
+			server.WithStateful(true),
+			// Serve only the 2025 revisions: a 2026-07-28 client would get
+			// no session, so no thread, no session end and no list_changed
+			// (MCPGO.md pitfall 3).
+			server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
+				mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105),
+			server.WithSessionIdleTTL(ttl),
+			server.WithHeartbeatInterval(heartbeat),
+			server.WithEventStore(newEventStore(eventsPerSession)),
+			server.WithStreamableHTTPLogger(g.logger),
+		),
+	}
+	if s.SSE {
+		p.sse = server.NewSSEServer(g.mcp, server.WithKeepAlive(true), server.WithUseFullURLForMessageEndpoint(false))
+	}
+	g.mu.Lock()
+	g.httpParts = p
+	g.mu.Unlock()
+
+	cop := http.NewCrossOriginProtection()
+	for _, o := range s.AllowedOrigins {
+		// Validated by config; an error here cannot happen.
+		_ = cop.AddTrustedOrigin(o)
+	}
+	r := chi.NewRouter()
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	r.Get("/readyz", g.serveReady)
+	r.Handle("/metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg}))
+	r.Handle(s.MCPPath, cop.Handler(g.streamableHandler(p)))
+	if p.sse != nil {
+		r.Handle("/sse", cop.Handler(g.sseHandler(p)))
+		r.Handle("/message", cop.Handler(g.messageHandler(p)))
+	}
+	g.router = r
+}
+
+func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	status, code := "ready", http.StatusOK
+	if g.calls.isDraining() {
+		status, code = "shutting_down", http.StatusServiceUnavailable
+	}
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "tools": g.reg.Len()})
+}
+
+// readBody reads a request body up to server.max_body_bytes. On failure it
+// has written the response (413 for an oversized body) and returns false.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	limit := g.cfg.Server.MaxBodyBytes
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err == nil {
+		return body, true
+	}
+	code, msg := http.StatusBadRequest, "reading the request body failed"
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		code = http.StatusRequestEntityTooLarge
+		msg = fmt.Sprintf("request body exceeds %d bytes (server.max_body_bytes); send a smaller request or raise the limit", limit)
+	}
+	writeJSON(w, code, jsonRPCError(mcp.INVALID_REQUEST, msg))
+	return nil, false
+}
+
+func writeJSON(w http.ResponseWriter, code int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// streamableHandler caps POST bodies and runs preflight on requests of
+// established sessions; requests without a live session go to mcp-go
+// untouched so that it answers them as the transport spec says.
+func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			p.streamable.ServeHTTP(w, r)
+			return
+		}
+		body, ok := g.readBody(w, r)
+		if !ok {
+			return
+		}
+		if _, live := g.sessions.Load(r.Header.Get(server.HeaderKeySessionID)); live {
+			var reply []byte
+			if reply, body = g.preflight(body); reply != nil {
+				writeJSON(w, http.StatusOK, reply)
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		p.streamable.ServeHTTP(w, r)
+	})
+}
+
+// sseHandler serves the legacy SSE stream through an sseStream, which lets
+// preflight send its replies on the stream as mcp-go would.
+func (g *Gateway) sseHandler(p *httpParts) http.Handler {
+	h := p.sse.SSEHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, ok := w.(http.Flusher)
+		if !ok {
+			h.ServeHTTP(w, r)
+			return
+		}
+		s := &sseStream{w: w, f: f, parts: p}
+		defer s.done()
+		h.ServeHTTP(s, r)
+	})
+}
+
+func (g *Gateway) messageHandler(p *httpParts) http.Handler {
+	h := p.sse.MessageHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, ok := g.readBody(w, r)
+		if !ok {
+			return
+		}
+		if v, live := p.streams.Load(r.URL.Query().Get("sessionId")); live {
+			var reply []byte
+			if reply, body = g.preflight(body); reply != nil {
+				w.WriteHeader(http.StatusAccepted)
+				v.(*sseStream).send(reply)
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// sseStream wraps the ResponseWriter of one SSE stream. It learns the
+// session ID from the endpoint event mcp-go writes first, and serialises
+// mcp-go's writes with preflight's. mcp-go writes each event in one Write.
+type sseStream struct {
+	parts *httpParts
+
+	mu     sync.Mutex // guards w, f, id and closed
+	w      http.ResponseWriter
+	f      http.Flusher
+	id     string
+	closed bool
+}
+
+func (s *sseStream) Header() http.Header         { return s.w.Header() }
+func (s *sseStream) WriteHeader(code int)        { s.w.WriteHeader(code) }
+func (s *sseStream) Unwrap() http.ResponseWriter { return s.w }
+
+func (s *sseStream) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.id == "" {
+		if id := endpointSessionID(b); id != "" {
+			s.id = id
+			s.parts.streams.Store(id, s)
+		}
+	}
+	return s.w.Write(b)
+}
+
+func (s *sseStream) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.f.Flush()
+}
+
+func (s *sseStream) send(msg []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	_, _ = fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", msg)
+	s.f.Flush()
+}
+
+func (s *sseStream) done() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.id != "" {
+		s.parts.streams.Delete(s.id)
+	}
+}
+
+// endpointSessionID extracts the session ID from mcp-go's first SSE event,
+// "event: endpoint\ndata: /message?sessionId=ID\r\n\r\n".
+func endpointSessionID(b []byte) string {
+	const key = "sessionId="
+	s := string(b)
+	if !strings.HasPrefix(s, "event: endpoint") {
+		return ""
+	}
+	i := strings.Index(s, key)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(key):]
+	if j := strings.IndexAny(s, "&\r\n"); j >= 0 {
+		s = s[:j]
+	}
+	return s
+}

@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/threadctx"
+)
+
+// metrics are the gateway's Prometheus collectors, in a registry of its own
+// (never the default registerer), so that many gateways can live in one
+// process. Labels come from small fixed sets: tool names are registered
+// names only, never what a client typed, and never threads or sessions.
+type metrics struct {
+	reg          *prometheus.Registry
+	calls        *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	inFlight     prometheus.Gauge
+	sessions     prometheus.Gauge
+	unknownTools prometheus.Counter
+}
+
+func newMetrics(pool *threadctx.Pool, reg *registry.Registry) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_tool_calls_total",
+			Help: "Tool calls that reached a registered tool, by outcome (ok or error) and error class.",
+		}, []string{"tool", "kind", "outcome", "error_class"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "toolgate_tool_call_duration_seconds",
+			Help:    "Duration of tool calls through the whole pipeline.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"tool", "kind"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolgate_tool_calls_in_flight",
+			Help: "Tool calls currently running.",
+		}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolgate_sessions",
+			Help: "Open MCP sessions (streamable HTTP, SSE and stdio).",
+		}),
+		unknownTools: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolgate_unknown_tool_calls_total",
+			Help: "Calls naming a tool that does not exist (answered with JSON-RPC -32602).",
+		}),
+	}
+	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.sessions, m.unknownTools,
+		&instancesCollector{pool: pool, reg: reg},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+func (m *metrics) observe(t *registry.Tool, outcome, class string, d time.Duration) {
+	m.calls.WithLabelValues(t.Name, string(t.Kind), outcome, class).Inc()
+	m.duration.WithLabelValues(t.Name, string(t.Kind)).Observe(d.Seconds())
+}
+
+var instancesDesc = prometheus.NewDesc("toolgate_thread_instances",
+	"Live per-thread instances of stateful tools.", []string{"tool"}, nil)
+
+// instancesCollector reads the thread pool's counts at scrape time, so the
+// pool needs no metrics hooks. Every stateful tool is reported, with 0 when
+// it has no live instance.
+type instancesCollector struct {
+	pool *threadctx.Pool
+	reg  *registry.Registry
+}
+
+func (c *instancesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- instancesDesc }
+
+func (c *instancesCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := c.pool.Counts()
+	for _, t := range c.reg.List() {
+		if t.Kind == registry.Stateful {
+			ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(counts[t.Name]), t.Name)
+		}
+	}
+}

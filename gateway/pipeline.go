@@ -1,0 +1,315 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
+	"github.com/toolgate/toolgate/schemas"
+	"github.com/toolgate/toolgate/threadctx"
+)
+
+// ThreadMetaKey is the _meta key by which a call names its thread
+// explicitly. Calls naming the same thread share stateful instances, across
+// sessions.
+const ThreadMetaKey = "toolgate/thread"
+
+// ErrorClassMetaKey is the _meta key of an error result that carries its
+// [retry.Class].
+const ErrorClassMetaKey = "toolgate/error_class"
+
+const (
+	maxThreadIDLen     = 256
+	shutdownCancelWait = 2 * time.Second
+)
+
+// errShutdown is the cause given to calls cancelled because toolgate is
+// stopping.
+var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the call finished; call again once it is back")
+
+// The call pipeline. Its steps, in order:
+//
+//  1. resolve   exact name, else case/separator repair, else JSON-RPC -32602
+//     with suggestions (preflight.go, before mcp-go sees the request)
+//  2. permit    (inbound auth; a later issue)
+//  3. validate  arguments against the input schema; violations are an
+//     isError result listing every one, and the tool is never called
+//  4. guard     (loop guard; a later issue)
+//  5. dispatch  thread resolved, executor by kind, timeout (executors)
+//  6. map       toolgate's Result → MCP result (wire.go)
+//  7. record    metrics and one log line per call
+
+// handleToolCall is the mcp-go handler of every tool. It always returns a
+// result and a nil error: a non-nil error would become a JSON-RPC internal
+// error, and tool failures must reach the model as results.
+func (g *Gateway) handleToolCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	t, ok := g.reg.Get(req.Params.Name)
+	if !ok {
+		// Removed between mcp-go's lookup and ours.
+		return errorResult(retry.Errorf(retry.NotFound, "tool %q was just removed; call tools/list", req.Params.Name)), nil
+	}
+	session := ""
+	if s := server.ClientSessionFromContext(ctx); s != nil {
+		session = s.SessionID()
+	}
+	return g.run(ctx, t, req.Params.Arguments, req.Params.RawArguments, mcpMeta(req.Params.Meta), session), nil
+}
+
+// Call runs one call through the whole pipeline, as if a client had sent
+// it: name resolution (with repair when enabled), validation, dispatch.
+// args is the JSON arguments object (nil or empty means {}). meta is the
+// request's _meta (it may name a thread with [ThreadMetaKey]); without a
+// thread the call runs in a fresh one-call thread. An unknown tool is
+// returned as an error wrapping registry.ErrNotFound; every other failure is
+// an isError result.
+func (g *Gateway) Call(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (*mcp.CallToolResult, error) {
+	t, err := g.reg.Resolve(name, g.cfg.Guards.NameRepair)
+	if err != nil {
+		g.metrics.unknownTools.Inc()
+		return nil, err
+	}
+	var decoded any
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &decoded); err != nil {
+			return errorResult(retry.Errorf(retry.Validation, "arguments are not valid JSON: %v", err)), nil
+		}
+	}
+	return g.run(ctx, t, decoded, args, meta, ""), nil
+}
+
+// run is pipeline steps 3 to 7 for a resolved tool.
+func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, session string) *mcp.CallToolResult {
+	start := time.Now()
+	g.metrics.inFlight.Inc()
+	defer g.metrics.inFlight.Dec()
+	if !g.calls.enter() {
+		err := retry.Errorf(retry.Unavailable, "toolgate is shutting down and takes no new calls; call again once it is back")
+		g.record(ctx, t, "", start, executors.Result{}, err)
+		return errorResult(err)
+	}
+	defer g.calls.leave()
+
+	res, thread, err := g.execute(ctx, t, args, raw, meta, session)
+	g.record(ctx, t, thread, start, res, err)
+	if err != nil {
+		return errorResult(err)
+	}
+	return wireResult(res)
+}
+
+func (g *Gateway) execute(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, session string) (executors.Result, string, error) {
+	argMap, err := checkArgs(t, args)
+	if err != nil {
+		return executors.Result{}, "", err
+	}
+	thread, oneShot, err := g.thread(meta, session)
+	if err != nil {
+		return executors.Result{}, "", err
+	}
+	if oneShot {
+		defer g.pool.CloseThread(thread)
+	}
+	if g.logger.Enabled(ctx, slog.LevelDebug) {
+		g.logger.Debug("tool call arguments", "tool", t.Name, "thread", threadLabel(thread), "arguments", string(raw))
+	}
+	ctx, cancel := context.WithCancelCause(threadctx.WithThread(ctx, thread))
+	defer cancel(nil)
+	stop := context.AfterFunc(g.root, func() { cancel(errShutdown) })
+	defer stop()
+	res, err := g.dispatcher.Dispatch(ctx, executors.Call{Tool: t, Args: argMap, Raw: raw, Thread: thread})
+	return res, thread, err
+}
+
+// checkArgs is pipeline step 3: the arguments must be an object that passes
+// the tool's input schema. Absent or null arguments are {}.
+func checkArgs(t *registry.Tool, args any) (map[string]any, error) {
+	var m map[string]any
+	switch a := args.(type) {
+	case nil:
+		m = map[string]any{}
+	case map[string]any:
+		m = a
+	default:
+		return nil, retry.Errorf(retry.Validation, "arguments must be a JSON object, got %s; send {} for no arguments", jsonKind(args))
+	}
+	if vs := t.Validate(m); len(vs) > 0 {
+		return nil, retry.Errorf(retry.Validation, "%s", schemas.Format(vs))
+	}
+	return m, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64, json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// thread picks the thread of a call: the explicit _meta thread, else the
+// MCP session's, else a fresh one-call thread (oneShot). Explicit and
+// session threads live in separate namespaces, so naming a thread can never
+// reach into another session's instances.
+func (g *Gateway) thread(meta map[string]any, session string) (id string, oneShot bool, err error) {
+	if v, ok := meta[ThreadMetaKey]; ok && v != nil {
+		s, isStr := v.(string)
+		switch {
+		case !isStr:
+			return "", false, retry.Errorf(retry.Validation, "_meta %q must be a string naming the thread", ThreadMetaKey)
+		case s == "":
+			// An empty name means "no explicit thread".
+		case len(s) > maxThreadIDLen:
+			return "", false, retry.Errorf(retry.Validation, "_meta %q is %d bytes long; use at most %d", ThreadMetaKey, len(s), maxThreadIDLen)
+		default:
+			return "t:" + s, false, nil
+		}
+	}
+	if session != "" {
+		return sessionThread(session), false, nil
+	}
+	return "c:" + strconv.FormatUint(g.oneShot.Add(1), 10), true, nil
+}
+
+func sessionThread(session string) string { return "s:" + session }
+
+// threadLabel is how a thread appears in logs: a short hash, since session
+// IDs grant access to a session and explicit thread names are the client's.
+func threadLabel(thread string) string {
+	if thread == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(thread))
+	return hex.EncodeToString(sum[:6])
+}
+
+// record is pipeline step 7: metrics and one log line per call.
+func (g *Gateway) record(ctx context.Context, t *registry.Tool, thread string, start time.Time, res executors.Result, err error) {
+	d := time.Since(start)
+	outcome, class := "ok", ""
+	switch {
+	case err != nil:
+		outcome, class = "error", string(retry.Classify(err))
+	case res.IsError:
+		outcome, class = "error", string(retry.Execution)
+	}
+	g.metrics.observe(t, outcome, class, d)
+	if g.logger.Enabled(ctx, slog.LevelInfo) {
+		g.logger.LogAttrs(ctx, slog.LevelInfo, "tool call",
+			slog.String("tool", t.Name), slog.String("kind", string(t.Kind)), slog.String("thread", threadLabel(thread)),
+			slog.Duration("duration", d), slog.String("outcome", outcome), slog.String("class", class))
+	}
+}
+
+// tracker counts calls in flight so that shutdown can wait for them. Its
+// zero value is ready to use.
+type tracker struct {
+	mu       sync.Mutex
+	n        int           // calls in flight; guarded by mu
+	stopping chan struct{} // closed when draining starts (no new calls); guarded by mu, made lazily
+	zero     chan struct{} // closed when n drops to 0 while draining; guarded by mu
+}
+
+// stoppingLocked returns the stopping channel, making it if needed.
+func (t *tracker) stoppingLocked() chan struct{} {
+	if t.stopping == nil {
+		t.stopping = make(chan struct{})
+	}
+	return t.stopping
+}
+
+func (t *tracker) drainingLocked() bool {
+	select {
+	case <-t.stoppingLocked():
+		return true
+	default:
+		return false
+	}
+}
+
+func (t *tracker) enter() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.drainingLocked() {
+		return false
+	}
+	t.n++
+	return true
+}
+
+func (t *tracker) leave() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.n == 0 && t.zero != nil {
+		close(t.zero)
+		t.zero = nil
+	}
+}
+
+func (t *tracker) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
+func (t *tracker) isDraining() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.drainingLocked()
+}
+
+// draining returns a channel closed once draining has started.
+func (t *tracker) draining() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stoppingLocked()
+}
+
+func (t *tracker) startDraining() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.drainingLocked() {
+		close(t.stopping)
+	}
+}
+
+// drain refuses new calls and waits until none is in flight or ctx is done.
+func (t *tracker) drain(ctx context.Context) error {
+	t.mu.Lock()
+	if !t.drainingLocked() {
+		close(t.stopping)
+	}
+	if t.n == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	if t.zero == nil {
+		t.zero = make(chan struct{})
+	}
+	ch := t.zero
+	t.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// stdioWorkers is how many tool calls run at once over stdio; mcp-go's
+// default of 5 would serialise a client's parallel calls.
+const stdioWorkers = 64
+
+// ServeStdio serves MCP over newline-delimited JSON-RPC on in and out, as
+// Claude Desktop expects when it launches `toolgate stdio`. Nothing but
+// protocol messages is written to out. The whole process is one session and
+// one thread. ServeStdio returns when in reaches EOF (calls in flight are
+// then cancelled, as the client has gone) or, after a graceful drain of up
+// to server.shutdown_grace, when ctx is done. Only one ServeStdio may run
+// per process (an mcp-go limit). The caller still calls Close.
+func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	lw := &lockedWriter{w: out}
+	pr, pw := io.Pipe()
+	stdio := server.NewStdioServer(g.mcp)
+	server.WithWorkerPoolSize(stdioWorkers)(stdio)
+	server.WithErrorLogger(slog.NewLogLogger(g.logger.Handler(), slog.LevelWarn))(stdio)
+
+	listenCtx, stopListen := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopListen()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := g.pumpStdio(in, pw, lw)
+		pw.CloseWithError(err)
+	})
+	watchDone := make(chan struct{})
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.Server.ShutdownGrace.D())
+			if err := g.calls.drain(gctx); err != nil {
+				g.rootCancel(errShutdown)
+				wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownCancelWait)
+				_ = g.calls.drain(wctx)
+				wcancel()
+			}
+			cancel()
+			stopListen()
+		case <-watchDone:
+		}
+	})
+	err := stdio.Listen(listenCtx, pr, lw)
+	close(watchDone)
+	// Unblock the pump if it is waiting to hand a line to Listen; a pump
+	// blocked reading in returns when in does.
+	pr.CloseWithError(io.ErrClosedPipe)
+	wg.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// pumpStdio copies messages from in to mcp-go (w), line by line, answering
+// oversized lines and unknown tools itself (on out).
+func (g *Gateway) pumpStdio(in io.Reader, w io.Writer, out *lockedWriter) error {
+	limit := int(g.cfg.Server.MaxBodyBytes)
+	br := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, tooLong, err := readLine(br, limit)
+		if tooLong {
+			msg := fmt.Sprintf("message exceeds %d bytes (server.max_body_bytes); send a smaller request or raise the limit", limit)
+			if _, werr := out.Write(append(jsonRPCError(mcp.INVALID_REQUEST, msg), '\n')); werr != nil {
+				return werr
+			}
+		} else if len(line) > 0 {
+			reply, fwd := g.preflight(line)
+			if reply != nil {
+				_, err = out.Write(append(reply, '\n'))
+			} else {
+				_, err = w.Write(append(fwd, '\n'))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// readLine reads one line without its newline. A line longer than limit is
+// consumed and reported as tooLong, without keeping more than limit bytes.
+func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > limit+1 { // +1: the newline
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if n := len(line); n > 0 && line[n-1] == '\n' {
+			line = line[:n-1]
+		}
+		return line, tooLong, err
+	}
+}
+
+// lockedWriter serialises whole-message writes to the stdio output: mcp-go
+// writes each message in one Write call, and so does preflight.
+type lockedWriter struct {
+	mu sync.Mutex // guards w
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}

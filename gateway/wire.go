@@ -1,0 +1,81 @@
+package gateway
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"maps"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
+)
+
+var objectSchema = json.RawMessage(`{"type":"object"}`)
+
+// wireTool converts a registry tool to mcp-go's type. Schemas are passed as
+// raw bytes: mcp.ToolInputSchema models only part of JSON Schema and would
+// drop keywords (MCPGO.md §5).
+func wireTool(t *registry.Tool) mcp.Tool {
+	in := t.InputSchema
+	if len(in) == 0 {
+		in = objectSchema
+	}
+	return mcp.Tool{
+		Name:            t.Name,
+		Title:           t.Title,
+		Description:     t.Description,
+		RawInputSchema:  in,
+		RawOutputSchema: t.OutputSchema,
+		Annotations: mcp.ToolAnnotation{
+			Title:           t.Annotations.Title,
+			ReadOnlyHint:    t.Annotations.ReadOnlyHint,
+			DestructiveHint: t.Annotations.DestructiveHint,
+			IdempotentHint:  t.Annotations.IdempotentHint,
+			OpenWorldHint:   t.Annotations.OpenWorldHint,
+		},
+	}
+}
+
+// wireResult maps a successful execution to an MCP result (pipeline step 6).
+func wireResult(r executors.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{Content: make([]mcp.Content, 0, len(r.Content)), StructuredContent: r.Structured, IsError: r.IsError}
+	for _, c := range r.Content {
+		out.Content = append(out.Content, wireContent(c))
+	}
+	if len(r.Meta) > 0 {
+		out.Meta = &mcp.Meta{AdditionalFields: maps.Clone(r.Meta)}
+	}
+	return out
+}
+
+func wireContent(c executors.Content) mcp.Content {
+	switch c.Type {
+	case executors.ImageContent:
+		return mcp.NewImageContent(base64.StdEncoding.EncodeToString(c.Data), c.MIMEType)
+	case executors.AudioContent:
+		return mcp.NewAudioContent(base64.StdEncoding.EncodeToString(c.Data), c.MIMEType)
+	case executors.ResourceLinkContent:
+		return mcp.NewResourceLink(c.URI, c.Name, c.Description, c.MIMEType)
+	case executors.ResourceContent:
+		if c.Data != nil {
+			return mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: c.URI, MIMEType: c.MIMEType, Blob: base64.StdEncoding.EncodeToString(c.Data)})
+		}
+		return mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: c.URI, MIMEType: c.MIMEType, Text: c.Text})
+	default:
+		return mcp.NewTextContent(c.Text)
+	}
+}
+
+// errorResult turns a failure into the isError result the model sees: the
+// text starts with the error's class, and _meta carries the class.
+func errorResult(err error) *mcp.CallToolResult {
+	class := retry.Classify(err)
+	res := mcp.NewToolResultError(string(class) + ": " + err.Error())
+	res.Meta = &mcp.Meta{AdditionalFields: map[string]any{ErrorClassMetaKey: string(class)}}
+	if ra := retry.RetryAfterOf(err); ra > 0 {
+		res.Meta.AdditionalFields["toolgate/retry_after_ms"] = ra.Milliseconds()
+	}
+	return res
+}

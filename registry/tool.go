@@ -1,0 +1,76 @@
+package registry
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/toolgate/toolgate/schemas"
+)
+
+// Kind says who provides a tool's behaviour. The set is closed.
+type Kind string
+
+// The four kinds of tool.
+const (
+	Stateless Kind = "stateless" // a Go function of the embedding program
+	Stateful  Kind = "stateful"  // a factory of per-thread instances
+	REST      Kind = "rest"      // an HTTP API described in config
+	MCP       Kind = "mcp"       // a tool of an upstream MCP server
+)
+
+// Annotations are MCP's behaviour hints about a tool. A nil hint is unset.
+type Annotations struct {
+	Title           string
+	ReadOnlyHint    *bool
+	DestructiveHint *bool
+	IdempotentHint  *bool
+	OpenWorldHint   *bool
+}
+
+// Tool is the definition of one tool. Tools are values while being built;
+// once added to a [Registry] they are shared as *Tool and must not be
+// modified.
+type Tool struct {
+	// Name is the tool's unique MCP name: [A-Za-z0-9_.-], 1 to 64 characters.
+	Name string
+	// Title is an optional human-readable name.
+	Title string
+	// Description tells a model what the tool does.
+	Description string
+	// Kind is the kind of tool; required.
+	Kind Kind
+	// Source names who registered the tool ("builtin", "embedder",
+	// "rest:<name>", "upstream:<name>"); shown in errors about duplicates
+	// and by `toolgate tools`.
+	Source string
+	// InputSchema is the JSON Schema of the arguments object. Nil means
+	// {"type":"object"}.
+	InputSchema json.RawMessage
+	// OutputSchema, when not nil, is the JSON Schema of structuredContent.
+	OutputSchema json.RawMessage
+	// Annotations are passed to clients unchanged.
+	Annotations Annotations
+	// Timeout bounds one call; zero means the dispatcher's default.
+	Timeout time.Duration
+	// Idempotent reports that repeating a call has no further effect.
+	Idempotent bool
+
+	schema *schemas.Schema // compiled InputSchema; set by Registry.Add
+}
+
+// Validate validates args, a value decoded by encoding/json, against the
+// tool's input schema, and returns every violation (nil when valid; see
+// [schemas.Schema.Validate]). A tool obtained from a [Registry] uses the
+// schema compiled when it was added. Any other Tool value compiles its
+// InputSchema on every call, which is slow but correct; if that schema does
+// not compile, the result is a single violation saying so.
+func (t *Tool) Validate(args any) []schemas.Violation {
+	s := t.schema
+	if s == nil {
+		var err error
+		if s, err = schemas.Compile(t.InputSchema); err != nil {
+			return []schemas.Violation{{Message: "the tool cannot be called: " + err.Error()}}
+		}
+	}
+	return s.Validate(args)
+}

@@ -1,0 +1,108 @@
+package tests
+
+import (
+	"go/build"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/toolgate/toolgate"
+
+// allowed lists, for each package, the toolgate packages it may import
+// (docs/architecture.md). Third-party imports are checked separately:
+// mcp-go's server only in gateway, its client only in executors/mcpup.
+var allowed = map[string][]string{
+	"cmd/toolgate": {"builtin", "config", "gateway", "registry"},
+	"builtin":      {"registry", "executors", "retry"},
+	"gateway":      {"config", "registry", "executors", "threadctx", "retry", "schemas"},
+	"executors":    {"registry", "threadctx", "retry"},
+	"registry":     {"schemas"},
+	"schemas":      {},
+	"threadctx":    {},
+	"retry":        {},
+	"config":       {},
+	"bench":        {"config", "gateway", "registry", "executors"},
+	"tests":        {},
+}
+
+// thirdParty lists, for third-party module prefixes confined to some
+// packages, the packages allowed to import them.
+var thirdParty = map[string][]string{
+	"github.com/mark3labs/mcp-go/server":    {"gateway", "bench"},
+	"github.com/mark3labs/mcp-go/client":    {"bench"},
+	"github.com/mark3labs/mcp-go":           {"gateway", "bench"},
+	"github.com/go-chi/chi":                 {"gateway"},
+	"github.com/prometheus/client_golang":   {"gateway"},
+	"github.com/santhosh-tekuri/jsonschema": {"schemas"},
+	"github.com/goccy/go-yaml":              {"config"},
+	"github.com/hashicorp/go-retryablehttp": {},
+}
+
+func TestLayering(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no Go files here
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			return nil
+		}
+		seen++
+		allow, ok := allowed[rel]
+		if !ok {
+			t.Errorf("package %s is not in the layering allow-list; add it to tests/layering_test.go and docs/architecture.md", rel)
+			return nil
+		}
+		for _, imp := range pkg.Imports {
+			if dep, ok := strings.CutPrefix(imp, module+"/"); ok {
+				if !slices.Contains(allow, dep) {
+					t.Errorf("%s imports %s; allowed toolgate imports: %v", rel, dep, allow)
+				}
+				continue
+			}
+			for prefix, who := range thirdParty {
+				if strings.HasPrefix(imp, prefix) && !slices.Contains(who, rel) && !longerPrefixAllows(imp, prefix, rel) {
+					t.Errorf("%s imports %s, which only %v may import", rel, imp, who)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen < 8 {
+		t.Fatalf("checked only %d packages; is the walk rooted at the module?", seen)
+	}
+}
+
+// longerPrefixAllows reports whether a more specific prefix than prefix
+// matches imp and allows rel (so "mcp-go/client" rules override "mcp-go").
+func longerPrefixAllows(imp, prefix, rel string) bool {
+	for p, who := range thirdParty {
+		if len(p) > len(prefix) && strings.HasPrefix(imp, p) {
+			return slices.Contains(who, rel)
+		}
+	}
+	return false
+}

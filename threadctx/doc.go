@@ -1,0 +1,14 @@
+// Package threadctx owns toolgate's notion of a thread: the thread ID carried
+// in a request's context ([WithThread], [ThreadFrom]) and the per-thread
+// instance pool for stateful tools ([Pool]).
+//
+// A thread is the isolation unit for stateful tools. By default it is one
+// MCP session; a call may name one explicitly. Each stateful tool has at most
+// one instance per thread: [Pool.Acquire] creates it lazily on first use,
+// reuses it within the thread and never shows it to another thread. The
+// pool closes instances that stay idle longer than a TTL, evicts the least
+// recently used idle instance when it reaches its cap, and closes every
+// instance of a thread when the thread ends ([Pool.CloseThread]).
+//
+// threadctx must not import anything beyond the standard library.
+package threadctx

@@ -1,0 +1,475 @@
+package threadctx
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// ErrCapacity reports that the pool is at [Options.MaxInstances] and no idle
+// instance can be evicted to make room. Errors from [Pool.Acquire] wrap it;
+// test with errors.Is.
+var ErrCapacity = errors.New("thread instance capacity reached")
+
+// ErrClosed reports that the pool has been closed. Errors from
+// [Pool.Acquire] wrap it; test with errors.Is.
+var ErrClosed = errors.New("thread pool closed")
+
+const (
+	defaultIdleTTL      = 30 * time.Minute
+	defaultMaxInstances = 1000
+	minJanitorPeriod    = 10 * time.Millisecond
+	maxJanitorPeriod    = time.Minute
+)
+
+// Options configures a [Pool]. The zero value is ready to use, and
+// [NewPool] accepts a nil *Options.
+type Options struct {
+	// IdleTTL is how long an instance may stay unused (no lease held) before
+	// the pool closes it. Zero or negative means 30 minutes.
+	IdleTTL time.Duration
+	// MaxInstances caps the live instances across all threads and tools,
+	// counting those being created. Zero or negative means 1000.
+	MaxInstances int
+	// Logger receives Warn records for instances whose Close fails (keys
+	// "thread", a hash of the thread ID, and "tool") and Debug records when
+	// instances are discarded. Nil means discard.
+	Logger *slog.Logger
+}
+
+// Spec says how to create a tool's instance and how the instance may be
+// shared between calls of one thread.
+type Spec struct {
+	// New creates the instance. It is required. It runs without any pool
+	// lock held and at most once at a time per (thread, tool). ctx is the
+	// context of the Acquire that triggered creation: use it to bound
+	// creation, not the instance's lifetime, which the pool decides. If the
+	// value implements io.Closer, the pool calls Close exactly once when it
+	// discards the instance.
+	New func(ctx context.Context) (any, error)
+	// Concurrent reports whether the instance may serve several calls at
+	// once. False makes leases exclusive: calls on one instance are
+	// serialised. True allows any number of leases at a time.
+	Concurrent bool
+}
+
+// Pool holds the per-thread instances of stateful tools: at most one per
+// (thread, tool key), created lazily, closed when idle longer than the TTL,
+// when evicted to make room under the cap, when its thread ends
+// ([Pool.CloseThread]) and when the pool closes ([Pool.Close]).
+//
+// A Pool is safe for concurrent use. It owns a janitor goroutine, so its
+// creator must call [Pool.Close].
+type Pool struct {
+	// Fixed at creation.
+	idleTTL     time.Duration
+	max         int
+	logger      *slog.Logger
+	stopJanitor context.CancelFunc
+	janitor     sync.WaitGroup
+	closeOnce   sync.Once
+
+	// mu guards closed, entries and the fields of every entry marked as
+	// guarded by Pool.mu. It is never held across Spec.New, an instance's
+	// Close or logging.
+	mu      sync.Mutex
+	closed  bool
+	entries map[slot]*entry // live instances, including ones being created
+}
+
+// slot identifies an instance: one per tool key per thread.
+type slot struct {
+	thread, key string
+}
+
+// entry is one instance, from the start of its creation until it is closed.
+type entry struct {
+	slot  slot
+	ready chan struct{} // closed by the creator when creation has ended
+
+	// Written under Pool.mu by the creator before ready is closed;
+	// read-only afterwards.
+	val   any
+	err   error         // creation failed; val is nil
+	retry bool          // err came from the creator's ctx ending: waiters try again
+	sem   chan struct{} // 1-buffered lease semaphore; nil when Spec.Concurrent
+
+	// Guarded by Pool.mu.
+	creating  bool      // Spec.New is running
+	refs      int       // leases held plus acquirers waiting for creation or the semaphore
+	lastUsed  time.Time // last lease release (or creation)
+	discarded bool      // removed from Pool.entries
+	finished  bool      // handed to closeValue (or failed); never closed twice
+}
+
+// NewPool returns an empty pool configured by opts (nil means defaults) and
+// starts its janitor, which closes idle instances every IdleTTL/4 (at least
+// 10ms, at most 1m). The caller must call [Pool.Close].
+func NewPool(opts *Options) *Pool {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.IdleTTL <= 0 {
+		o.IdleTTL = defaultIdleTTL
+	}
+	if o.MaxInstances <= 0 {
+		o.MaxInstances = defaultMaxInstances
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	// The pool's Close ends the janitor, so the janitor's context is a root
+	// owned by the pool rather than any request's.
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pool{
+		idleTTL:     o.IdleTTL,
+		max:         o.MaxInstances,
+		logger:      o.Logger,
+		stopJanitor: cancel,
+		entries:     make(map[slot]*entry),
+	}
+	period := janitorPeriod(o.IdleTTL)
+	p.janitor.Go(func() { p.runJanitor(ctx, period) })
+	return p
+}
+
+// janitorPeriod is how often the janitor looks for idle instances: a quarter
+// of the TTL, clamped to [10ms, 1m].
+func janitorPeriod(ttl time.Duration) time.Duration {
+	return min(max(ttl/4, minJanitorPeriod), maxJanitorPeriod)
+}
+
+// Acquire leases the instance of the tool key in thread, creating it with
+// spec.New if the thread has none. Concurrent Acquires of a missing
+// instance create it once: the others wait for that creation and share its
+// result (they try again themselves only if the creation failed because its
+// own caller's ctx ended). Without spec.Concurrent, Acquire waits until no
+// other lease of the instance is held.
+//
+// Every wait honours ctx; a wait cut short returns ctx's error, wrapped. A
+// failed creation returns the error of spec.New wrapped as "creating
+// instance of %q: ..." and leaves nothing behind, so a later Acquire tries
+// again. When a new instance is needed and the pool is at its cap, Acquire
+// closes the least recently used idle instance to make room, or returns an
+// error wrapping [ErrCapacity] if none is idle. After [Pool.Close] it
+// returns an error wrapping [ErrClosed].
+//
+// On success the caller must call [Lease.Release] exactly once.
+func (p *Pool) Acquire(ctx context.Context, thread, key string, spec Spec) (*Lease, error) {
+	if spec.New == nil {
+		return nil, fmt.Errorf("acquiring instance of %q: spec has no New function", key)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("acquiring instance of %q: %w", key, err)
+		}
+		l, retry, err := p.acquire(ctx, slot{thread: thread, key: key}, spec)
+		if !retry {
+			return l, err
+		}
+	}
+}
+
+// acquire makes one attempt; retry reports that the instance it waited for
+// failed to be created for reasons of its creator's, so Acquire tries again.
+func (p *Pool) acquire(ctx context.Context, s slot, spec Spec) (l *Lease, retry bool, err error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, false, fmt.Errorf("acquiring instance of %q: %w", s.key, ErrClosed)
+	}
+	if e, ok := p.entries[s]; ok {
+		e.refs++ // a waiter counts as a user, so the instance is not evicted under it
+		p.mu.Unlock()
+		return p.join(ctx, e)
+	}
+	var evicted *entry
+	if len(p.entries) >= p.max {
+		evicted = p.lruIdleLocked()
+		if evicted == nil {
+			p.mu.Unlock()
+			return nil, false, fmt.Errorf("acquiring instance of %q: all %d thread instances are in use; raise threads.max_instances or wait for calls to finish: %w",
+				s.key, p.max, ErrCapacity)
+		}
+		p.discardLocked(evicted) // idle, so it is ours to close
+	}
+	e := &entry{slot: s, ready: make(chan struct{}), creating: true, refs: 1}
+	p.entries[s] = e
+	p.mu.Unlock()
+
+	if evicted != nil {
+		p.closeValue(evicted, "evicting least recently used instance")
+	}
+	l, err = p.create(ctx, e, spec)
+	return l, false, err
+}
+
+// create runs spec.New for e, which the caller has put in the pool with
+// creating set and one ref (its own).
+func (p *Pool) create(ctx context.Context, e *entry, spec Spec) (*Lease, error) {
+	v, err := spec.New(ctx)
+
+	p.mu.Lock()
+	e.creating = false
+	if err != nil {
+		e.err = fmt.Errorf("creating instance of %q: %w", e.slot.key, err)
+		e.retry = ctx.Err() != nil
+		if !e.discarded {
+			delete(p.entries, e.slot)
+			e.discarded = true
+		}
+		e.refs--
+		e.finished = true // nothing to close
+		close(e.ready)
+		p.mu.Unlock()
+		return nil, e.err
+	}
+	e.val = v
+	e.lastUsed = time.Now()
+	if !spec.Concurrent {
+		e.sem = make(chan struct{}, 1)
+		e.sem <- struct{}{} // the creator takes the first lease
+	}
+	close(e.ready)
+	if p.closed {
+		// Close discarded e while it was being created. Give up the first
+		// lease (and the semaphore it holds), which closes the instance
+		// unless someone else still waits for it.
+		p.mu.Unlock()
+		p.drop(e, true)
+		return nil, fmt.Errorf("acquiring instance of %q: %w", e.slot.key, ErrClosed)
+	}
+	p.mu.Unlock()
+	return &Lease{p: p, e: e}, nil
+}
+
+// join waits for e, which the caller found in the pool and took a ref on,
+// to be created and, for exclusive instances, for its semaphore.
+func (p *Pool) join(ctx context.Context, e *entry) (*Lease, bool, error) {
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		p.drop(e, false)
+		return nil, false, fmt.Errorf("waiting for instance of %q to be created: %w", e.slot.key, ctx.Err())
+	}
+	if e.err != nil {
+		p.drop(e, false)
+		if e.retry {
+			return nil, true, nil
+		}
+		return nil, false, e.err
+	}
+	if e.sem != nil {
+		select {
+		case e.sem <- struct{}{}:
+		case <-ctx.Done():
+			p.drop(e, false)
+			return nil, false, fmt.Errorf("waiting for instance of %q to be free: %w", e.slot.key, ctx.Err())
+		}
+	}
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		p.drop(e, true)
+		return nil, false, fmt.Errorf("acquiring instance of %q: %w", e.slot.key, ErrClosed)
+	}
+	return &Lease{p: p, e: e}, false, nil
+}
+
+// drop gives up one ref on e, first freeing its semaphore if the ref held
+// it (leased), and closes e if it was discarded and this was the last ref.
+func (p *Pool) drop(e *entry, leased bool) {
+	if leased && e.sem != nil {
+		<-e.sem
+	}
+	p.mu.Lock()
+	e.refs--
+	if leased {
+		e.lastUsed = time.Now()
+	}
+	closeNow := p.finishLocked(e)
+	p.mu.Unlock()
+	if closeNow {
+		p.closeValue(e, "closing discarded instance after its last lease")
+	}
+}
+
+// lruIdleLocked returns the idle entry (no ref, not being created) used
+// least recently, or nil if none is idle. p.mu must be held.
+func (p *Pool) lruIdleLocked() *entry {
+	var lru *entry
+	for _, e := range p.entries {
+		if e.refs == 0 && !e.creating && (lru == nil || e.lastUsed.Before(lru.lastUsed)) {
+			lru = e
+		}
+	}
+	return lru
+}
+
+// discardLocked removes e from the pool and reports whether the caller must
+// now close it (nobody uses it); otherwise its last [Pool.drop] will. p.mu
+// must be held.
+func (p *Pool) discardLocked(e *entry) bool {
+	if !e.discarded {
+		delete(p.entries, e.slot)
+		e.discarded = true
+	}
+	return p.finishLocked(e)
+}
+
+// finishLocked reports, once per entry, that e is discarded and unused, so
+// it is time to close it. p.mu must be held.
+func (p *Pool) finishLocked(e *entry) bool {
+	if !e.discarded || e.refs > 0 || e.creating || e.finished {
+		return false
+	}
+	e.finished = true
+	return true
+}
+
+// closeValue closes e's instance if it is an io.Closer. It must be called
+// without p.mu held, and once per entry (see finishLocked).
+func (p *Pool) closeValue(e *entry, msg string) {
+	c, ok := e.val.(io.Closer)
+	if !ok {
+		return
+	}
+	thread := threadLabel(e.slot.thread)
+	p.logger.Debug(msg, "thread", thread, "tool", e.slot.key)
+	if err := c.Close(); err != nil {
+		p.logger.Warn("closing thread instance", "thread", thread, "tool", e.slot.key, "error", err)
+	}
+}
+
+// CloseThread discards every instance of thread, for when the thread ends.
+// Idle instances are closed before it returns; leased ones are removed at
+// once (a later Acquire in thread creates a fresh instance) and closed when
+// their last lease is released. Unknown threads are ignored.
+func (p *Pool) CloseThread(thread string) {
+	p.mu.Lock()
+	var idle []*entry
+	for s, e := range p.entries {
+		if s.thread == thread && p.discardLocked(e) {
+			idle = append(idle, e)
+		}
+	}
+	p.mu.Unlock()
+	for _, e := range idle {
+		p.closeValue(e, "closing instance of ended thread")
+	}
+}
+
+// Close stops the janitor and waits for it, then discards every instance:
+// idle ones are closed before Close returns, leased ones when their last
+// lease is released. Afterwards [Pool.Acquire] returns [ErrClosed]. Close is
+// safe to call more than once and concurrently with other methods; later
+// calls wait for the first to finish. It returns nil: failures of instances'
+// Close are logged, and the error result lets Pool serve as an io.Closer.
+func (p *Pool) Close() error {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		var idle []*entry
+		for _, e := range p.entries {
+			if p.discardLocked(e) {
+				idle = append(idle, e)
+			}
+		}
+		p.mu.Unlock()
+		p.stopJanitor()
+		p.janitor.Wait()
+		for _, e := range idle {
+			p.closeValue(e, "closing instance of closed pool")
+		}
+	})
+	return nil
+}
+
+// Len returns the number of live instances in the pool, including those
+// being created. Discarded instances waiting for their last lease to be
+// released are not counted.
+func (p *Pool) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.entries)
+}
+
+// Counts returns the number of live instances per tool key, counted as by
+// [Pool.Len]; keys without instances are absent. The map is the caller's.
+func (p *Pool) Counts() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	counts := make(map[string]int)
+	for s := range p.entries {
+		counts[s.key]++
+	}
+	return counts
+}
+
+// runJanitor closes idle instances every period until ctx is done.
+func (p *Pool) runJanitor(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			p.sweep(time.Now())
+		}
+	}
+}
+
+// sweep closes the instances that have had no lease for IdleTTL or longer.
+func (p *Pool) sweep(now time.Time) {
+	p.mu.Lock()
+	var expired []*entry
+	for _, e := range p.entries {
+		if e.refs == 0 && !e.creating && now.Sub(e.lastUsed) >= p.idleTTL && p.discardLocked(e) {
+			expired = append(expired, e)
+		}
+	}
+	p.mu.Unlock()
+	for _, e := range expired {
+		p.closeValue(e, "closing idle instance")
+	}
+}
+
+// threadLabel is how a thread appears in logs: a short hash, since session
+// IDs grant access to a session and explicit thread names are the client's.
+// It matches the label gateway logs, so records can be correlated.
+func threadLabel(thread string) string {
+	if thread == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(thread))
+	return hex.EncodeToString(sum[:6])
+}
+
+// Lease is one use of an instance, from [Pool.Acquire] to [Lease.Release].
+// While it is held the instance is neither closed nor evicted, and, for an
+// exclusive [Spec], no other lease of it exists.
+type Lease struct {
+	p    *Pool
+	e    *entry
+	once sync.Once
+}
+
+// Value returns the instance that [Spec.New] created. It must not be used
+// after [Lease.Release].
+func (l *Lease) Value() any { return l.e.val }
+
+// Release ends the lease. If the instance was discarded while leased and
+// this was its last lease, Release closes it. Calling Release again does
+// nothing. It is safe for concurrent use.
+func (l *Lease) Release() {
+	l.once.Do(func() { l.p.drop(l.e, true) })
+}
