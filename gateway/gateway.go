@@ -116,7 +116,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		server.WithToolCapabilities(true),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
-		server.WithLogger(g.logger),
+		server.WithLogger(g.libLogger()),
 		server.WithInstructions("toolgate gateway: every tool behind one endpoint. Tool failures come back as isError results whose text starts with an error class (validation, not_found, timeout, ...); fix validation errors and retry transient ones."),
 	)
 	g.unsubscribe = g.reg.Subscribe(g.syncTools)
@@ -258,10 +258,36 @@ func (g *Gateway) Close() error {
 	return nil
 }
 
+// libLogger is the logger handed to mcp-go.
+func (g *Gateway) libLogger() *slog.Logger {
+	return slog.New(quietHandler{g.logger.Handler(), slog.LevelWarn})
+}
+
 // mcpMeta returns the _meta additional fields of a request, or nil.
 func mcpMeta(m *mcp.Meta) map[string]any {
 	if m == nil {
 		return nil
 	}
 	return m.AdditionalFields
+}
+
+// quietHandler passes on only records at or above min. mcp-go logs every
+// request at info with its session ID (a bearer credential for the session),
+// and toolgate logs calls itself, so mcp-go gets a logger that keeps only
+// its warnings and errors.
+type quietHandler struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{h.Handler.WithGroup(name), h.min}
 }

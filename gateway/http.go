@@ -63,7 +63,7 @@ func (g *Gateway) buildHTTP() {
 			server.WithSessionIdleTTL(ttl),
 			server.WithHeartbeatInterval(heartbeat),
 			server.WithEventStore(newEventStore(eventsPerSession)),
-			server.WithStreamableHTTPLogger(g.logger),
+			server.WithStreamableHTTPLogger(g.libLogger()),
 		),
 	}
 	if s.SSE {
@@ -139,7 +139,16 @@ func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
 		if !ok {
 			return
 		}
-		if _, live := g.sessions.Load(r.Header.Get(server.HeaderKeySessionID)); live {
+		sid := r.Header.Get(server.HeaderKeySessionID)
+		if sid == "" && needsSession(body) {
+			// mcp-go answers 404 here, which tells a client its session
+			// expired; the transport spec asks for 400 when the header is
+			// missing altogether.
+			writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
+				"missing Mcp-Session-Id header: send initialize first and repeat the session ID it returns on every request"))
+			return
+		}
+		if _, live := g.sessions.Load(sid); live {
 			var reply []byte
 			if reply, body = g.preflight(body); reply != nil {
 				writeJSON(w, http.StatusOK, reply)
@@ -150,6 +159,20 @@ func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
 		r.ContentLength = int64(len(body))
 		p.streamable.ServeHTTP(w, r)
 	})
+}
+
+// needsSession reports whether a POSTed message may only be sent within a
+// session: every single message except initialize (and the 2026-07-28
+// discovery probe, which mcp-go answers). Batches and garbage are left to
+// mcp-go.
+func needsSession(body []byte) bool {
+	var m struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method == "" {
+		return false
+	}
+	return m.Method != string(mcp.MethodInitialize) && m.Method != "server/discover"
 }
 
 // sseHandler serves the legacy SSE stream through an sseStream, which lets

@@ -51,24 +51,29 @@ func TestCLIValidate(t *testing.T) {
 	tests := []struct {
 		name string
 		yaml string
-		// want are `:LINE:COL:` positions that must each appear in an error
-		// line naming the file.
+		// want are `:LINE:COL: path: ` prefixes that must each follow the
+		// file's name in an error line.
 		want []string
 	}{
 		{
 			name: "unknown key",
 			yaml: "server:\n  sse: true\n  listn: 127.0.0.1:9\nbuiltin: [calc]\n",
-			want: []string{":3:3:"},
+			want: []string{":3:3: server.listn: "},
 		},
 		{
 			name: "unknown top-level key",
 			yaml: "builtin: [calc]\nplugins: []\n",
-			want: []string{":2:1:"},
+			want: []string{":2:1: plugins: "},
 		},
 		{
 			name: "wrong type",
 			yaml: "server:\n  max_body_bytes: lots\n",
-			want: []string{":2:19:"},
+			want: []string{":2:19: server.max_body_bytes: "},
+		},
+		{
+			name: "every problem at once",
+			yaml: "server:\n  max_body_bytes: -1\n  shutdown_grace: -5s\nbuiltin: [calc, abacus]\nlog: {level: loud}\n",
+			want: []string{":2:19: server.max_body_bytes: ", ":3:19: server.shutdown_grace: ", ":4:17: builtin[1]: ", ":5:14: log.level: "},
 		},
 	}
 	for _, tc := range tests {

@@ -151,9 +151,6 @@ builtin: [calc, clock_now, scratchpad, sleep]
 	if code := srv.Wait(t, stopTimeout); code != 0 {
 		t.Errorf("toolgate serve exited with code %d after SIGTERM, want 0", code)
 	}
-	if !strings.Contains(srv.Stderr(), `"msg":"stopped"`) {
-		t.Logf("no \"stopped\" log line; stderr:\n%s", srv.Stderr())
-	}
 
 	hctx, hcancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer hcancel()
@@ -164,6 +161,49 @@ builtin: [calc, clock_now, scratchpad, sleep]
 	if resp, err := newHTTPClient().Do(req); err == nil {
 		resp.Body.Close()
 		t.Errorf("GET /healthz after exit = %d, want the connection to fail", resp.StatusCode)
+	}
+}
+
+func TestShutdownGraceExpires(t *testing.T) {
+	srv := startServe(t, `
+server:
+  sse: true
+  shutdown_grace: 1s
+builtin: [calc, clock_now, scratchpad, sleep]
+`)
+	c := connect(t, streamableHTTP, srv)
+
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	go func() {
+		res, err := c.CallTool(ctx, callRequest("sleep", map[string]any{"ms": 20000}, ""))
+		done <- outcome{res, err}
+	}()
+	waitMetric(t, srv.URL, "toolgate_tool_calls_in_flight", nil, 1)
+	start := time.Now()
+	srv.Signal(t, syscall.SIGTERM)
+
+	select {
+	case o := <-done:
+		// The call is cancelled when the grace runs out, and its client
+		// still gets the cancelled result.
+		if o.err != nil {
+			t.Fatalf("the call in flight at SIGTERM failed: %v; want a cancelled result", o.err)
+		}
+		wantError(t, o.res, "cancelled")
+	case <-ctx.Done():
+		t.Fatalf("the call in flight at SIGTERM did not end: %v", ctx.Err())
+	}
+	if code := srv.Wait(t, stopTimeout); code != 0 {
+		t.Errorf("toolgate serve exited with code %d after SIGTERM, want 0", code)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("toolgate serve took %v to exit with shutdown_grace 1s and a 20s call in flight", d)
 	}
 }
 
@@ -181,7 +221,8 @@ func TestBadInput(t *testing.T) {
 		name        string
 		body        []byte
 		withSession bool
-		wantStatus  int // 0: any status below 500
+		header      http.Header // when set, sent instead of the session's headers
+		wantStatus  int         // 0: any status below 500
 		check       func(t *testing.T, h httpReply)
 	}{
 		{
@@ -235,10 +276,20 @@ func TestBadInput(t *testing.T) {
 		{
 			name: "missing session id", body: []byte(`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`), withSession: false, wantStatus: http.StatusBadRequest,
 		},
+		{
+			name: "unknown session id", body: []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`),
+			header:     http.Header{"Mcp-Session-Id": {"mcp-session-00000000-0000-4000-8000-000000000000"}, "Mcp-Protocol-Version": {protocolVersion}},
+			wantStatus: http.StatusNotFound, // the transport spec's answer: start a new session
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := s.post(t, tc.body, tc.withSession)
+			var h httpReply
+			if tc.header != nil {
+				h = postRaw(t, newHTTPClient(), s.URL, tc.body, tc.header)
+			} else {
+				h = s.post(t, tc.body, tc.withSession)
+			}
 			switch {
 			case tc.wantStatus != 0 && h.Status != tc.wantStatus:
 				t.Errorf("HTTP %d, want %d; body %.300s", h.Status, tc.wantStatus, h.Body)
@@ -327,7 +378,16 @@ func TestSecretsNeverLogged(t *testing.T) {
 	if stderr == "" {
 		t.Fatalf("toolgate serve wrote nothing to stderr; expected at least its lifecycle logs")
 	}
-	if strings.Contains(stderr, secret) {
-		t.Errorf("the argument value %q appears in the server's stderr:\n%s", secret, stderr)
-	}
+	t.Run("argument value", func(t *testing.T) {
+		if strings.Contains(stderr, secret) {
+			t.Errorf("the argument value %q appears in the server's stderr:\n%s", secret, stderr)
+		}
+	})
+	// A session ID grants use of the session, like a token: it is a header
+	// and must not be logged either.
+	t.Run("session id", func(t *testing.T) {
+		if strings.Contains(stderr, raw.ID) {
+			t.Errorf("the Mcp-Session-Id %q appears in the server's stderr:\n%s", raw.ID, stderr)
+		}
+	})
 }

@@ -15,17 +15,18 @@ const module = "github.com/toolgate/toolgate"
 // (docs/architecture.md). Third-party imports are checked separately:
 // mcp-go's server only in gateway, its client only in executors/mcpup.
 var allowed = map[string][]string{
-	"cmd/toolgate": {"builtin", "config", "gateway", "registry"},
-	"builtin":      {"registry", "executors", "retry"},
-	"gateway":      {"config", "registry", "executors", "threadctx", "retry", "schemas"},
-	"executors":    {"registry", "threadctx", "retry"},
-	"registry":     {"schemas"},
-	"schemas":      {},
-	"threadctx":    {},
-	"retry":        {},
-	"config":       {},
-	"bench":        {"config", "gateway", "registry", "executors"},
-	"tests":        {},
+	"cmd/toolgate":   {"builtin", "config", "gateway", "registry"},
+	"builtin":        {"registry", "executors", "retry"},
+	"gateway":        {"config", "registry", "executors", "executors/rest", "threadctx", "retry", "schemas"},
+	"executors":      {"registry", "threadctx", "retry"},
+	"executors/rest": {"executors", "registry", "retry"},
+	"registry":       {"schemas"},
+	"schemas":        {},
+	"threadctx":      {},
+	"retry":          {},
+	"config":         {},
+	"bench":          {"config", "gateway", "registry", "executors"},
+	"tests":          {},
 }
 
 // thirdParty lists, for third-party module prefixes confined to some

@@ -194,7 +194,18 @@ func TestStdioStdoutIsProtocolOnly(t *testing.T) {
 			t.Errorf("toolgate stdio exited with code %d at EOF on stdin, want 0; stderr:\n%s", code, p.stderr)
 		}
 		checkJSONRPCLines(t, p.lines)
-		t.Logf("%d stdout lines answered a script that closed stdin at once", len(p.lines))
+		// Requests read before EOF are still answered.
+		var ids []string
+		for _, l := range p.lines {
+			var r rpcResponse
+			if json.Unmarshal([]byte(l), &r) == nil && r.ID != nil {
+				ids = append(ids, string(r.ID))
+			}
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, []string{"1", "2"}) {
+			t.Errorf("responses to ids %v, want 1 and 2; stdout:\n%s", ids, strings.Join(p.lines, ""))
+		}
 	})
 
 	t.Run("garbage line", func(t *testing.T) {

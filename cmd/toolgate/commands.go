@@ -142,7 +142,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 
 	grace := cfg.Server.ShutdownGrace.D()
-	logger.Info("shutting down", "grace", grace)
+	logger.Info("shutting down", "grace", grace.String())
 	// Stop accepting connections now; Shutdown returns once the long-lived
 	// streams are closed by g.Shutdown below.
 	httpDone := make(chan error, 1)

@@ -1,0 +1,71 @@
+// Package rest is the executor of REST tools: toolgate makes the HTTP call
+// described by a [Spec] (written in YAML, or derived from an OpenAPI 3
+// document by [FromOpenAPI]) through go-retryablehttp, with toolgate's own
+// retry policy, classification of failures, safe templating and result
+// mapping.
+//
+// rest must not import gateway, config, mcp-go or prometheus: gateway turns
+// config into Specs and counts what the [Options] hooks report.
+package rest
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Spec describes one REST tool.
+type Spec struct {
+	// Name is the MCP tool name. Required.
+	Name string
+	// Title and Description are shown to clients.
+	Title       string
+	Description string
+	// Source names where the tool came from: "rest:<name>" or
+	// "openapi:<source name>". Required.
+	Source string
+	// Method is the HTTP method; empty means GET.
+	Method string
+	// URL is the request URL template: scheme://host[:port]/path, where
+	// path segments and the query may hold {arg} placeholders (path values
+	// are path-escaped; they can never change scheme, host or port).
+	URL string
+	// Query maps query keys to value templates ("{units}", "en", "x-{id}").
+	// A key whose placeholders name absent arguments is dropped.
+	Query map[string]string
+	// Headers maps header names to value templates. A value with CR or LF
+	// after expansion is refused. Header values are never logged.
+	Headers map[string]string
+	// Body is a JSON template, or nil for no body. A JSON string that is
+	// exactly "{arg}" takes the argument's JSON value (not a string); other
+	// strings interpolate; object members whose placeholders name absent
+	// arguments are dropped.
+	Body json.RawMessage
+	// InputSchema is the arguments' JSON Schema. Nil means derived: every
+	// placeholder is a required string property.
+	InputSchema json.RawMessage
+	// Idempotent overrides the method's idempotency (GET HEAD PUT DELETE
+	// OPTIONS are idempotent, POST PATCH are not). Only idempotent calls are
+	// retried.
+	Idempotent *bool
+	// Timeout bounds one call, all attempts included; zero means the
+	// dispatcher's default.
+	Timeout time.Duration
+	// Retry configures retries of idempotent calls.
+	Retry RetrySpec
+	// MaxResponseBytes caps the response body kept; zero means 1 MiB.
+	MaxResponseBytes int64
+	// AllowedHosts are the hosts (host or host:port) the call and its
+	// redirects may reach; empty means the host of URL only.
+	AllowedHosts []string
+	// Secrets are values (from the environment) that must never appear in
+	// results, errors or logs; the executor replaces them with "[redacted]".
+	Secrets []string
+}
+
+// RetrySpec configures retries. Zero fields take the defaults: 3 attempts
+// in all, 100ms initial backoff, 5s maximum backoff.
+type RetrySpec struct {
+	Attempts       int
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+}
