@@ -57,10 +57,12 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "toolgate")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/toolgate")
+	// Built with the race detector: a race inside the server makes it exit
+	// with a non-zero code, which the servers' cleanups check.
+	build := exec.Command("go", "build", "-race", "-o", bin, "./cmd/toolgate")
 	build.Dir = ".." // the module root
 	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building toolgate (go build -o %s ./cmd/toolgate): %v\n%s", bin, err, out)
+		fmt.Fprintf(os.Stderr, "building toolgate (go build -race -o %s ./cmd/toolgate): %v\n%s", bin, err, out)
 		return 1
 	}
 	toolgateBin = bin

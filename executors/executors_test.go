@@ -1,0 +1,132 @@
+package executors
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
+	"github.com/toolgate/toolgate/threadctx"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type fakeExecutor func(ctx context.Context, call Call) (Result, error)
+
+func (f fakeExecutor) Execute(ctx context.Context, call Call) (Result, error) { return f(ctx, call) }
+
+func TestDispatch(t *testing.T) {
+	block := fakeExecutor(func(ctx context.Context, _ Call) (Result, error) {
+		<-ctx.Done()
+		return Result{}, ctx.Err()
+	})
+	tests := []struct {
+		name      string
+		exec      Executor
+		tool      registry.Tool
+		ctx       func(t *testing.T) context.Context
+		wantClass retry.Class
+	}{
+		{name: "ok", exec: fakeExecutor(func(context.Context, Call) (Result, error) { return Text("hi"), nil })},
+		{name: "classified error kept", exec: fakeExecutor(func(context.Context, Call) (Result, error) {
+			return Result{}, retry.Errorf(retry.NotFound, "gone")
+		}), wantClass: retry.NotFound},
+		{name: "tool timeout", exec: block, tool: registry.Tool{Timeout: time.Millisecond}, wantClass: retry.Timeout},
+		{name: "caller cancelled", exec: block, wantClass: retry.Cancelled, ctx: func(t *testing.T) context.Context {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			return ctx
+		}},
+		{name: "caller deadline", exec: block, wantClass: retry.Timeout, ctx: func(t *testing.T) context.Context {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
+			t.Cleanup(cancel)
+			return ctx
+		}},
+		{name: "cancel cause kept", exec: block, wantClass: retry.Cancelled, ctx: func(t *testing.T) context.Context {
+			ctx, cancel := context.WithCancelCause(t.Context())
+			cancel(retry.Errorf(retry.Cancelled, "shutting down"))
+			return ctx
+		}},
+		{name: "panic", exec: fakeExecutor(func(context.Context, Call) (Result, error) { panic("boom") }), wantClass: retry.Internal},
+		{name: "unknown kind", exec: nil, wantClass: retry.Internal},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := NewDispatcher(&DispatcherOptions{DefaultTimeout: time.Minute})
+			if tc.exec != nil {
+				d.Handle(registry.Stateless, tc.exec)
+			}
+			tool := tc.tool
+			tool.Name, tool.Kind = "t", registry.Stateless
+			ctx := t.Context()
+			if tc.ctx != nil {
+				ctx = tc.ctx(t)
+			}
+			_, err := d.Dispatch(ctx, Call{Tool: &tool, Thread: "x"})
+			if got := retry.Classify(err); got != tc.wantClass {
+				t.Errorf("Dispatch error = %v (class %q), want class %q", err, got, tc.wantClass)
+			}
+		})
+	}
+}
+
+func TestStatefulExecutor(t *testing.T) {
+	pool := threadctx.NewPool(&threadctx.Options{MaxInstances: 1})
+	defer pool.Close()
+	s := NewStateful(pool)
+	var created atomic.Int64
+	s.Set("t", Factory{New: func(_ context.Context, thread string) (Instance, error) {
+		created.Add(1)
+		return fakeInstance(thread), nil
+	}})
+	tool := &registry.Tool{Name: "t", Kind: registry.Stateful}
+	res, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "a"})
+	if err != nil || res.Content[0].Text != "a" {
+		t.Fatalf("Execute in thread a = %v, %v", res, err)
+	}
+	if _, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "a"}); err != nil || created.Load() != 1 {
+		t.Fatalf("second call in thread a: err %v, instances created %d, want 1", err, created.Load())
+	}
+	// The cap is 1 and thread a's instance is idle: it is evicted for b.
+	if res, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "b"}); err != nil || res.Content[0].Text != "b" {
+		t.Fatalf("Execute in thread b = %v, %v", res, err)
+	}
+	if _, err := s.Execute(t.Context(), Call{Tool: &registry.Tool{Name: "missing"}, Thread: "a"}); retry.Classify(err) != retry.NotFound {
+		t.Errorf("Execute of a tool without factory: %v, want not_found", err)
+	}
+	pool.Close()
+	if _, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "c"}); retry.Classify(err) != retry.Unavailable {
+		t.Errorf("Execute on a closed pool: %v, want unavailable", err)
+	}
+}
+
+type fakeInstance string
+
+func (f fakeInstance) Call(context.Context, map[string]any) (Result, error) { return Text(string(f)), nil }
+
+func TestStatelessExecutor(t *testing.T) {
+	s := NewStateless()
+	s.Set("t", func(_ context.Context, args map[string]any) (Result, error) { return Text(args["x"].(string)), nil })
+	tool := &registry.Tool{Name: "t"}
+	if res, err := s.Execute(t.Context(), Call{Tool: tool, Args: map[string]any{"x": "y"}}); err != nil || res.Content[0].Text != "y" {
+		t.Fatalf("Execute = %v, %v", res, err)
+	}
+	s.Delete("t")
+	if _, err := s.Execute(t.Context(), Call{Tool: tool}); retry.Classify(err) != retry.NotFound {
+		t.Errorf("Execute after Delete: %v, want not_found", err)
+	}
+}
+
+func TestStructuredText(t *testing.T) {
+	r := Structured(map[string]any{"a": 1}, "")
+	if r.Content[0].Text != `{"a":1}` {
+		t.Errorf("Structured text = %q, want the JSON copy", r.Content[0].Text)
+	}
+	if r := Structured(map[string]any{"a": 1}, "one"); r.Content[0].Text != "one" {
+		t.Errorf("Structured text = %q, want one", r.Content[0].Text)
+	}
+}
