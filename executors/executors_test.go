@@ -106,7 +106,9 @@ func TestStatefulExecutor(t *testing.T) {
 
 type fakeInstance string
 
-func (f fakeInstance) Call(context.Context, map[string]any) (Result, error) { return Text(string(f)), nil }
+func (f fakeInstance) Call(context.Context, map[string]any) (Result, error) {
+	return Text(string(f)), nil
+}
 
 func TestStatelessExecutor(t *testing.T) {
 	s := NewStateless()
