@@ -168,7 +168,10 @@ type target struct {
 	close  func()
 }
 
-// serve runs h on an ephemeral loopback port. stop shuts the server down.
+// serve runs h on an ephemeral loopback port. stop shuts the server down;
+// close the clients' idle connections first, or Shutdown waits up to 5s for
+// connections the client pool dialled but never used (net/http treats a new
+// connection as idle only after 5s, golang/go#22682).
 func serve(h http.Handler) (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -219,11 +222,11 @@ func startBare() (*target, error) {
 	}
 	hc := newHTTPClient()
 	return &target{name: "bare", url: url, client: hc, close: func() {
+		hc.CloseIdleConnections()
 		stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = sh.Shutdown(ctx)
-		hc.CloseIdleConnections()
 	}}, nil
 }
 
@@ -258,9 +261,9 @@ func startToolgate() (*target, error) {
 	}
 	hc := newHTTPClient()
 	return &target{name: "toolgate", url: url, client: hc, close: func() {
+		hc.CloseIdleConnections()
 		stop()
 		g.Close()
-		hc.CloseIdleConnections()
 	}}, nil
 }
 

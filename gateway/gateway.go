@@ -116,7 +116,6 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		server.WithToolCapabilities(true),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
-		server.WithLogger(g.libLogger()),
 		server.WithInstructions("toolgate gateway: every tool behind one endpoint. Tool failures come back as isError results whose text starts with an error class (validation, not_found, timeout, ...); fix validation errors and retry transient ones."),
 	)
 	g.unsubscribe = g.reg.Subscribe(g.syncTools)
