@@ -15,6 +15,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -29,11 +30,32 @@ type Config struct {
 	Log      Log      `yaml:"log"`
 	// Builtin names the demonstration tools to switch on.
 	Builtin []string `yaml:"builtin"`
+	// Rest lists REST tools written out in the file. Default none.
+	Rest []RESTTool `yaml:"rest"`
+	// OpenAPI lists OpenAPI 3 documents whose operations become REST
+	// tools. Default none.
+	OpenAPI []OpenAPISource `yaml:"openapi"`
 
 	// Source is where the configuration came from: a file path, or
 	// "(embedded default)". Set by the loader.
 	Source string `yaml:"-"`
+
+	// secrets holds the values the environment supplied to ${...}, in the
+	// order first used, without duplicates. Set by [Parse]; see
+	// [Config.Secrets].
+	secrets []string
 }
+
+// Secrets returns every non-empty value the environment supplied to a
+// ${NAME} or ${NAME:-default} reference anywhere in the file, without
+// duplicates, in the order first used. Executors scrub them from results,
+// errors and logs. A default written after :- is not included: it is in the
+// file for anyone to read. A [Config] built in Go has none.
+//
+// The values are returned whatever key they went to, so a short or common
+// value (an environment-supplied log level, say) will be scrubbed wherever
+// it appears. The slice is a copy; the caller may keep or change it.
+func (c *Config) Secrets() []string { return slices.Clone(c.secrets) }
 
 // Server configures the MCP endpoint and its HTTP server.
 type Server struct {
@@ -59,6 +81,10 @@ type Server struct {
 type Defaults struct {
 	// Timeout bounds one tool call. Default 30s.
 	Timeout Duration `yaml:"timeout"`
+	// Retry is the retry policy of REST tools that set none, and fills
+	// the fields a tool's own retry leaves out. Default 3 attempts, 100ms
+	// initial backoff, 5s maximum backoff.
+	Retry Retry `yaml:"retry"`
 }
 
 // Threads configures per-thread instances of stateful tools.

@@ -1,11 +1,13 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +15,15 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // builtinNames are the demonstration tools known to the tests.
 var builtinNames = []string{"calc", "clock_now", "scratchpad", "sleep"}
+
+// ignoreSecrets makes cmp skip Config's unexported fields (the recorded
+// secrets); TestSecrets checks them through Config.Secrets.
+var ignoreSecrets = cmpopts.IgnoreUnexported(Config{})
 
 // yamlLines joins lines into a YAML document, so positions in a test case
 // can be read off line by line.
@@ -68,7 +75,7 @@ func want(mutate func(*Config)) *Config {
 			ShutdownGrace:  Duration(20 * time.Second),
 			SessionIdleTTL: Duration(30 * time.Minute),
 		},
-		Defaults: Defaults{Timeout: Duration(30 * time.Second)},
+		Defaults: Defaults{Timeout: Duration(30 * time.Second), Retry: defaultRetry()},
 		Threads:  Threads{IdleTTL: Duration(30 * time.Minute), MaxInstances: 1000},
 		Guards:   Guards{NameRepair: true},
 		Log:      Log{Level: "info", Format: "text"},
@@ -127,7 +134,7 @@ func TestParseValues(t *testing.T) {
 					ShutdownGrace: Duration(90 * time.Second), SessionIdleTTL: Duration(2 * time.Hour),
 					AllowedOrigins: []string{"https://app.example.com", "http://localhost:5173"},
 				},
-				Defaults: Defaults{Timeout: Duration(500 * time.Millisecond)},
+				Defaults: Defaults{Timeout: Duration(500 * time.Millisecond), Retry: defaultRetry()},
 				Threads:  Threads{IdleTTL: Duration(10 * time.Minute), MaxInstances: 1},
 				Guards:   Guards{NameRepair: false},
 				Log:      Log{Level: "debug", Format: "json"},
@@ -217,7 +224,7 @@ func TestParseValues(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse(%q) error:\n%v", tc.in, err)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got, ignoreSecrets); diff != "" {
 				t.Errorf("Parse(%q) mismatch (-want +got):\n%s", tc.in, diff)
 			}
 		})
@@ -241,7 +248,7 @@ func TestParseErrors(t *testing.T) {
 			"unknown top-level key",
 			yamlLines("builtins: [calc]"),
 			nil,
-			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin"},
+			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi"},
 		},
 		{
 			"odd key is quoted in the path",
@@ -313,7 +320,7 @@ func TestParseErrors(t *testing.T) {
 			"root must be a mapping",
 			yamlLines("- calc"),
 			nil,
-			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, got a list`},
+			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, got a list`},
 		},
 		{
 			"duration without a unit",
@@ -654,7 +661,7 @@ func TestDefault(t *testing.T) {
 				c.Builtin = []string{"calc", "clock_now", "scratchpad", "sleep"}
 				c.Source = EmbeddedSource
 			})
-			if diff := cmp.Diff(w, got); diff != "" {
+			if diff := cmp.Diff(w, got, ignoreSecrets); diff != "" {
 				t.Errorf("Default() mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -678,27 +685,82 @@ func TestGoccyAgrees(t *testing.T) {
 		t.Fatalf("goccy strict decode: %v", err)
 	}
 	theirs.Source = EmbeddedSource
-	if diff := cmp.Diff(ours, &theirs); diff != "" {
+	if diff := cmp.Diff(ours, &theirs, ignoreSecrets); diff != "" {
 		t.Errorf("Parse and goccy disagree (-Parse +goccy):\n%s", diff)
 	}
+}
+
+// exampleREST sets the rest and openapi sections config.example.yaml
+// gives with no environment.
+func exampleREST(c *Config) {
+	c.Rest = []RESTTool{
+		{
+			Name:        "get_weather",
+			Description: "Current weather for a city.",
+			Method:      "GET",
+			URL:         "http://127.0.0.1:9000/weather/{city}",
+			Query:       map[string]string{"units": "{units}", "lang": "en"},
+			Headers:     map[string]string{"Accept": "application/json", "Authorization": "Bearer dev-token"},
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"City name, like Paris"},` +
+				`"units":{"type":"string","enum":["metric","imperial"]}},"required":["city"],"additionalProperties":false}`),
+			Idempotent:       new(true),
+			Timeout:          Duration(10 * time.Second),
+			Retry:            &Retry{Attempts: 4, InitialBackoff: Duration(200 * time.Millisecond), MaxBackoff: Duration(2 * time.Second)},
+			MaxResponseBytes: 262144,
+			AllowedHosts:     []string{"127.0.0.1:9000"},
+		},
+		{
+			Name:        "create_ticket",
+			Description: "Open a support ticket; returns its ID.",
+			Method:      "POST",
+			URL:         "http://127.0.0.1:9000/tickets",
+			Headers:     map[string]string{"X-Api-Key": "example-key"},
+			Body:        json.RawMessage(`{"title":"{title}","priority":"{priority}","source":"toolgate","tags":["mcp"]}`),
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"},` +
+				`"priority":{"type":"integer","minimum":1,"maximum":5}},"required":["title"]}`),
+			Idempotent:       new(true),
+			MaxResponseBytes: 1 << 20,
+		},
+	}
+	c.OpenAPI = []OpenAPISource{{
+		Name:             "petstore",
+		Spec:             filepath.Join("..", "examples", "petstore.yaml"),
+		BaseURL:          "http://127.0.0.1:9000/v1",
+		Include:          []string{"*Pet", "listPets"},
+		Exclude:          []string{"delete*"},
+		Headers:          map[string]string{"X-Api-Key": "example-key"},
+		Timeout:          Duration(15 * time.Second),
+		Retry:            &Retry{Attempts: 2, InitialBackoff: Duration(100 * time.Millisecond), MaxBackoff: Duration(time.Second)},
+		MaxResponseBytes: 1 << 20,
+	}}
 }
 
 func TestExampleFile(t *testing.T) {
 	const path = "../config.example.yaml"
 	tests := []struct {
-		name string
-		env  map[string]string
-		want *Config
+		name        string
+		env         map[string]string
+		want        *Config
+		wantSecrets []string
 	}{
 		{"no environment", nil, want(func(c *Config) {
 			c.Builtin = []string{"calc", "clock_now", "scratchpad", "sleep"}
+			exampleREST(c)
 			c.Source = path
-		})},
+		}), nil},
 		{"TOOLGATE_LISTEN set", map[string]string{"TOOLGATE_LISTEN": "0.0.0.0:9000"}, want(func(c *Config) {
 			c.Server.Listen = "0.0.0.0:9000"
 			c.Builtin = []string{"calc", "clock_now", "scratchpad", "sleep"}
+			exampleREST(c)
 			c.Source = path
-		})},
+		}), []string{"0.0.0.0:9000"}},
+		{"tokens set", map[string]string{"WEATHER_TOKEN": "w-tok", "TICKETS_KEY": "t-key"}, want(func(c *Config) {
+			c.Builtin = []string{"calc", "clock_now", "scratchpad", "sleep"}
+			exampleREST(c)
+			c.Rest[0].Headers["Authorization"] = "Bearer w-tok"
+			c.Rest[1].Headers["X-Api-Key"] = "t-key"
+			c.Source = path
+		}), []string{"w-tok", "t-key"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -706,11 +768,25 @@ func TestExampleFile(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Load(%s) error:\n%v", path, err)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got, ignoreSecrets); diff != "" {
 				t.Errorf("Load(%s) mismatch (-want +got):\n%s", path, diff)
+			}
+			if diff := cmp.Diff(tc.wantSecrets, got.Secrets()); diff != "" {
+				t.Errorf("Load(%s).Secrets() mismatch (-want +got):\n%s", path, diff)
 			}
 		})
 	}
+	t.Run("openapi spec file exists", func(t *testing.T) {
+		cfg, err := Load(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range cfg.OpenAPI {
+			if _, err := os.Stat(o.Spec); err != nil {
+				t.Errorf("openapi source %s: %v", o.Name, err)
+			}
+		}
+	})
 }
 
 // TestExampleDocumentsEveryKey checks that config.example.yaml sets every
@@ -726,15 +802,23 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths := keyPaths("", reflect.TypeFor[Config]())
-	if len(paths) < 17 {
+	if len(paths) < 50 {
 		t.Fatalf("keyPaths found only %d keys: %v", len(paths), paths)
 	}
+	// A key inside a list counts as set if any element sets it.
+	set := map[string]bool{}
+	for path := range d.at {
+		set[listIndex.ReplaceAllString(path, "[]")] = true
+	}
 	for _, path := range paths {
-		if _, ok := d.at[path]; !ok {
+		if !set[path] {
 			t.Errorf("config.example.yaml does not set %s", path)
 		}
 	}
 }
+
+// listIndex matches the index in a key path such as rest[1].name.
+var listIndex = regexp.MustCompile(`\[\d+\]`)
 
 // decodeForTest parses data and decodes it into v with d, without
 // validating.
@@ -749,13 +833,23 @@ func decodeForTest(d *decoder, data []byte, v any) error {
 	return joinSorted(d.errs)
 }
 
-// keyPaths lists the dotted path of every key in struct type t.
+// keyPaths lists the dotted path of every key in struct type t, going into
+// sections, optional sections (*Retry) and lists of sections, whose
+// elements are written path[].
 func keyPaths(prefix string, t reflect.Type) []string {
 	var out []string
 	for _, f := range structFields(t) {
 		path := childPath(prefix, f.name)
 		out = append(out, path)
-		if ft := t.Field(f.index).Type; ft.Kind() == reflect.Struct && !isDuration(ft) {
+		ft := t.Field(f.index).Type
+		if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct {
+			path += "[]"
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && !isDuration(ft) {
 			out = append(out, keyPaths(path, ft)...)
 		}
 	}
@@ -998,6 +1092,13 @@ func FuzzParse(f *testing.F) {
 	f.Add(yamlLines("server:", "  listen: ${A:-x}", "  listn: 1", "builtin: [a, a]"))
 	f.Add(yamlLines("a: &x [*x]", "b: *x", "<<: {c: 1}", "? [k]", ": v"))
 	f.Add([]byte("log: {level: !!str 3, format: |\n  $$${B}\n}\n---\nx"))
+	f.Add(yamlLines(
+		"defaults: {retry: {attempts: 2}}",
+		"rest:",
+		"  - {name: a, url: 'http://h:1/{x}?q={y}', method: post, headers: {X-K: '${A}'}, retry: {max_backoff: 1s}}",
+		"  - {name: b, url: 'http://{h}/', body: {k: [1, 1.5, true, ~, &v x, *v]}, input_schema: {type: object}}",
+		"openapi: [{name: o, spec: o.yaml, include: ['[a-'], base_url: 'http://h/v1'}]",
+	))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse("fuzz.yaml", data, &Options{LookupEnv: envOf(map[string]string{"A": "1"}), Builtins: builtinNames})
 		if err == nil {

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,19 +38,47 @@ type decoder struct {
 	// fromEnv maps the path of every scalar that held ${...} to the scalar as
 	// written in the file, e.g. "${MAX:-1000}".
 	fromEnv map[string]string
+	// keyAt maps the path of every map entry to the position of its key.
+	keyAt map[string]pos
+	// broken holds the path of every section that was not a mapping.
+	broken map[string]bool
+	// failed holds the path of every value that could not be decoded.
+	failed map[string]bool
+	// jsonBytes counts the JSON written for json.RawMessage fields so far,
+	// against maxJSONBytes; jsonTooBig says the cap was reported.
+	jsonBytes  int
+	jsonTooBig bool
+	// secrets lists, once each and in the order first used, the non-empty
+	// values lookup supplied to ${...}; see [Config.Secrets].
+	secrets []string
 }
 
 func newDecoder(file string, lookup func(string) (string, bool)) *decoder {
-	return &decoder{
+	d := &decoder{
 		file:    file,
-		lookup:  lookup,
 		anchors: map[string]ast.Node{},
 		at:      map[string]pos{"": {1, 1}},
 		fromEnv: map[string]string{},
+		keyAt:   map[string]pos{},
+		broken:  map[string]bool{},
+		failed:  map[string]bool{},
 	}
+	// Every ${...} is resolved through here, so recording what the
+	// environment returns catches each value at the moment it is used. A
+	// default written after :- is used only when this returns "", so it is
+	// never recorded.
+	d.lookup = func(name string) (string, bool) {
+		v, ok := lookup(name)
+		if ok && v != "" && !slices.Contains(d.secrets, v) {
+			d.secrets = append(d.secrets, v)
+		}
+		return v, ok
+	}
+	return d
 }
 
 func (d *decoder) errorf(p pos, path, format string, args ...any) {
+	d.failed[path] = true
 	d.errs = append(d.errs, &PosError{File: d.file, Line: p.line, Col: p.col, Path: path, Msg: oneLine(fmt.Sprintf(format, args...))})
 }
 
@@ -143,6 +173,14 @@ func valuePos(mv *ast.MappingValueNode, kp pos) pos {
 		return kp
 	}
 	return nodePos(mv.Value)
+}
+
+// written reports whether the file gave path a value that decoded; the
+// decoder reported any that did not, so [complete] fills in the default
+// instead of leaving a zero for validation to complain about again.
+func (d *decoder) written(path string) bool {
+	_, ok := d.at[path]
+	return ok && !d.failed[path]
 }
 
 // setAt records p for path unless an outer node already did.
@@ -304,11 +342,17 @@ func (d *decoder) decode(path string, n ast.Node, p pos, v reflect.Value, depth 
 		n = ast.Null(nil)
 	}
 
-	if isDuration(v.Type()) {
+	switch {
+	case isDuration(v.Type()):
 		d.decodeDuration(path, n, v, p)
+		return
+	case v.Type() == reflect.TypeFor[json.RawMessage]():
+		d.decodeJSON(path, n, v, depth)
 		return
 	}
 	switch v.Kind() {
+	case reflect.Pointer:
+		d.decodePointer(path, n, v, p, depth)
 	case reflect.Struct:
 		d.decodeStruct(path, n, v, p, depth)
 	case reflect.Slice:
@@ -318,6 +362,24 @@ func (d *decoder) decode(path string, n ast.Node, p pos, v reflect.Value, depth 
 	default:
 		d.decodeScalar(path, n, v, p)
 	}
+}
+
+// decodePointer decodes into a new value for v to point at, starting from
+// what v points at already. An empty section (a key with no value) leaves a
+// pointer to a struct nil, which means "not set"; an optional scalar
+// (*bool) with no value is an error like any scalar.
+func (d *decoder) decodePointer(path string, n ast.Node, v reflect.Value, p pos, depth int) {
+	elem := v.Type().Elem()
+	if _, null := n.(*ast.NullNode); null && elem.Kind() == reflect.Struct {
+		v.SetZero()
+		return
+	}
+	nv := reflect.New(elem)
+	if !v.IsNil() {
+		nv.Elem().Set(v.Elem())
+	}
+	d.decode(path, n, p, nv.Elem(), depth+1)
+	v.Set(nv)
 }
 
 func (d *decoder) decodeDuration(path string, n ast.Node, v reflect.Value, p pos) {
@@ -414,6 +476,7 @@ func (d *decoder) decodeStruct(path string, n ast.Node, v reflect.Value, p pos, 
 	}
 	m, ok := n.(*ast.MappingNode)
 	if !ok {
+		d.broken[path] = true
 		got := collectionName(n)
 		if s, isScalar, ok := d.toScalar(path, n); isScalar {
 			if !ok {
@@ -537,6 +600,7 @@ func (d *decoder) decodeMap(path string, n ast.Node, v reflect.Value, p pos, dep
 				continue
 			}
 			seen[key] = kp
+			d.keyAt[cp] = kp
 			el := reflect.New(v.Type().Elem()).Elem()
 			d.decode(cp, mv.Value, valuePos(mv, kp), el, depth+1)
 			out.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), el)
@@ -573,6 +637,9 @@ func expectedName(t reflect.Type) string {
 }
 
 func isSection(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	return (t.Kind() == reflect.Struct && !isDuration(t)) || t.Kind() == reflect.Map
 }
 

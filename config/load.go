@@ -52,7 +52,7 @@ func defaults() Config {
 			ShutdownGrace:  Duration(20 * time.Second),
 			SessionIdleTTL: Duration(30 * time.Minute),
 		},
-		Defaults: Defaults{Timeout: Duration(30 * time.Second)},
+		Defaults: Defaults{Timeout: Duration(30 * time.Second), Retry: defaultRetry()},
 		Threads:  Threads{IdleTTL: Duration(30 * time.Minute), MaxInstances: 1000},
 		Guards:   Guards{NameRepair: true},
 		Log:      Log{Level: "info", Format: "text"},
@@ -61,8 +61,11 @@ func defaults() Config {
 
 // Parse loads a configuration from data: it parses the YAML, expands
 // ${NAME} and ${NAME:-default} in scalar values ($$ is a literal $), decodes
-// strictly over the defaults and validates the result. name is used in
-// error positions and as [Config.Source].
+// strictly over the defaults, completes the rest and openapi sections (see
+// [RESTTool] and [OpenAPISource]) and validates the result. name is used in
+// error positions and as [Config.Source], and its directory is where a
+// relative openapi spec path is resolved from. The values the environment
+// supplied are kept for [Config.Secrets].
 //
 // On failure the error is an [errors.Join] of *[PosError], one per problem,
 // sorted by position; the *Config is nil. No error text contains a value
@@ -94,10 +97,12 @@ func Parse(name string, data []byte, opts *Options) (*Config, error) {
 		d.decode("", body, nodePos(body), reflect.ValueOf(&cfg).Elem(), 0)
 	}
 	cfg.Source = name
-	errs := append(d.errs, validate(&cfg, opts, name, d.locate, d.fromEnv)...)
+	complete(&cfg, name, d.written)
+	errs := append(d.errs, validate(&cfg, opts, name, d)...)
 	if err := joinSorted(errs); err != nil {
 		return nil, err
 	}
+	cfg.secrets = d.secrets
 	return &cfg, nil
 }
 

@@ -20,7 +20,7 @@ const (
 // positions, so the errors carry only File (c.Source) and Path. opts may be
 // nil; opts.Builtins, when not nil, lists the names allowed in c.Builtin.
 func (c *Config) Validate(opts *Options) error {
-	return joinSorted(validate(c, opts, c.Source, nil, nil))
+	return joinSorted(validate(c, opts, c.Source, nil))
 }
 
 // checker collects validation problems.
@@ -28,10 +28,16 @@ type checker struct {
 	file string
 	// at positions a path; nil means no positions are known.
 	at func(path string) pos
+	// keyAt holds the positions of map keys, for problems with a key
+	// rather than its value (a header name).
+	keyAt map[string]pos
 	// fromEnv maps paths whose value came from ${...} to the text written
 	// in the file; such values are never shown.
 	fromEnv map[string]string
-	errs    []*PosError
+	// broken holds the paths of sections that were not mappings; the
+	// decoder reported them, so their (empty) fields are not checked.
+	broken map[string]bool
+	errs   []*PosError
 }
 
 // fail records a problem at path. got is the offending value, shown as
@@ -51,10 +57,32 @@ func (c *checker) fail(path, got, format string, args ...any) {
 	c.errs = append(c.errs, e)
 }
 
-// validate checks the values in cfg. at and fromEnv come from the decoder
-// and may be nil.
-func validate(cfg *Config, opts *Options, file string, at func(string) pos, fromEnv map[string]string) []*PosError {
-	c := &checker{file: file, at: at, fromEnv: fromEnv}
+// failKey records a problem with the key of the map entry at path, such as
+// a malformed header name. It points at the key, and got (the key) is
+// shown: keys never come from the environment.
+func (c *checker) failKey(path, got, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if got != "" {
+		msg += "; got " + got
+	}
+	e := &PosError{File: c.file, Path: path, Msg: oneLine(msg)}
+	if p, ok := c.keyAt[path]; ok {
+		e.Line, e.Col = p.line, p.col
+	} else if c.at != nil {
+		p := c.at(path)
+		e.Line, e.Col = p.line, p.col
+	}
+	c.errs = append(c.errs, e)
+}
+
+// validate checks the values in cfg. d is the decoder that read cfg, for
+// positions and for what came from the environment; nil for a Config built
+// in Go.
+func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
+	c := &checker{file: file}
+	if d != nil {
+		c.at, c.keyAt, c.fromEnv, c.broken = d.locate, d.keyAt, d.fromEnv, d.broken
+	}
 	s := cfg.Server
 
 	if !validListen(s.Listen) {
@@ -108,6 +136,7 @@ func validate(cfg *Config, opts *Options, file string, at func(string) pos, from
 			c.fail(path, quoteShort(b), "unknown builtin; valid names: %s", strings.Join(opts.Builtins, ", "))
 		}
 	}
+	c.restSections(cfg)
 	return c.errs
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/threadctx"
 )
@@ -60,6 +61,7 @@ type Gateway struct {
 	dispatcher  *executors.Dispatcher
 	stateless   *executors.Stateless
 	stateful    *executors.Stateful
+	rest        *rest.Executor
 	pool        *threadctx.Pool
 	metrics     *metrics
 	mcp         *server.MCPServer
@@ -105,9 +107,15 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{DefaultTimeout: cfg.Defaults.Timeout.D(), Logger: g.logger})
 	g.stateless = executors.NewStateless()
 	g.stateful = executors.NewStateful(g.pool)
+	g.metrics = newMetrics(g.pool, g.reg)
+	g.rest = rest.New(&rest.Options{
+		Logger:     g.logger,
+		OnResponse: g.metrics.httpResponse,
+		OnRetry:    g.metrics.retry,
+	})
 	g.dispatcher.Handle(registry.Stateless, g.stateless)
 	g.dispatcher.Handle(registry.Stateful, g.stateful)
-	g.metrics = newMetrics(g.pool, g.reg)
+	g.dispatcher.Handle(registry.REST, g.rest)
 
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) { g.sessionStarted(s.SessionID()) })
@@ -119,6 +127,10 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		server.WithInstructions("toolgate gateway: every tool behind one endpoint. Tool failures come back as isError results whose text starts with an error class (validation, not_found, timeout, ...); fix validation errors and retry transient ones."),
 	)
 	g.unsubscribe = g.reg.Subscribe(g.syncTools)
+	if err := g.addRESTTools(cfg); err != nil {
+		g.Close()
+		return nil, err
+	}
 	return g, nil
 }
 
@@ -175,6 +187,7 @@ func (g *Gateway) Unregister(names ...string) []string {
 	for _, n := range removed {
 		g.stateless.Delete(n)
 		g.stateful.Delete(n)
+		g.rest.Remove(n)
 	}
 	return removed
 }
@@ -253,6 +266,7 @@ func (g *Gateway) Close() error {
 		}
 		g.unsubscribe()
 		g.pool.Close()
+		g.rest.Close()
 	})
 	return nil
 }

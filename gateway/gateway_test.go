@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const echoSchema = `{"type":"object","properties":{"text":{"type":"string","maxLength":20},"n":{"type":"integer"}},"required":["text"],"additionalProperties":false}`
 
-func testConfig(t *testing.T) *config.Config {
+func testConfig(t testing.TB) *config.Config {
 	t.Helper()
 	cfg, err := config.Default(nil)
 	if err != nil {
@@ -34,7 +34,7 @@ func testConfig(t *testing.T) *config.Config {
 
 // newGateway returns a gateway with an "echo" stateless tool and a
 // "counter" stateful tool whose instances count their calls.
-func newGateway(t *testing.T, mutate func(*config.Config)) (*Gateway, *fakeCounters) {
+func newGateway(t testing.TB, mutate func(*config.Config)) (*Gateway, *fakeCounters) {
 	t.Helper()
 	cfg := testConfig(t)
 	if mutate != nil {

@@ -308,3 +308,60 @@ func TestStreamableClientSessionEndClosesInstances(t *testing.T) {
 		t.Errorf("live instances after the session ended = %d, want 0", got)
 	}
 }
+
+// TestCallsInOneSessionRunConcurrently proves with a barrier that two calls
+// of different tools in one session are in flight together: each tool
+// waits until the other has started.
+func TestCallsInOneSessionRunConcurrently(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	started := map[string]chan struct{}{"left": make(chan struct{}), "right": make(chan struct{})}
+	other := map[string]string{"left": "right", "right": "left"}
+	for name := range started {
+		if err := g.RegisterStateless(registry.Tool{Name: name}, func(ctx context.Context, _ map[string]any) (executors.Result, error) {
+			close(started[name])
+			select {
+			case <-started[other[name]]:
+				return executors.Text(name), nil
+			case <-ctx.Done():
+				return executors.Result{}, ctx.Err()
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := serveHTTP(t, g)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	tr, err := transport.NewStreamableHTTP(srv.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan string, 2)
+	for name := range started {
+		go func() {
+			req := mcp.CallToolRequest{}
+			req.Params.Name = name
+			res, err := c.CallTool(ctx, req)
+			if err != nil {
+				results <- "error: " + err.Error()
+				return
+			}
+			results <- resultText(t, res)
+		}()
+	}
+	got := map[string]bool{<-results: true, <-results: true}
+	if !got["left"] || !got["right"] {
+		t.Errorf("results = %v, want left and right (the calls must run concurrently)", got)
+	}
+}

@@ -1,12 +1,14 @@
 package gateway
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/threadctx"
 )
 
@@ -21,6 +23,8 @@ type metrics struct {
 	inFlight     prometheus.Gauge
 	sessions     prometheus.Gauge
 	unknownTools prometheus.Counter
+	httpRequests *prometheus.CounterVec
+	retries      *prometheus.CounterVec
 }
 
 func newMetrics(pool *threadctx.Pool, reg *registry.Registry) *metrics {
@@ -47,8 +51,16 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry) *metrics {
 			Name: "toolgate_unknown_tool_calls_total",
 			Help: "Calls naming a tool that does not exist (answered with JSON-RPC -32602).",
 		}),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_http_requests_total",
+			Help: "HTTP requests made by REST tools (each attempt), by status code.",
+		}, []string{"tool", "code"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_retries_total",
+			Help: "Retries of tool calls, by the class of the failure retried.",
+		}, []string{"tool", "error_class"}),
 	}
-	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.sessions, m.unknownTools,
+	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.sessions, m.unknownTools, m.httpRequests, m.retries,
 		&instancesCollector{pool: pool, reg: reg},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -59,6 +71,14 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry) *metrics {
 func (m *metrics) observe(t *registry.Tool, outcome, class string, d time.Duration) {
 	m.calls.WithLabelValues(t.Name, string(t.Kind), outcome, class).Inc()
 	m.duration.WithLabelValues(t.Name, string(t.Kind)).Observe(d.Seconds())
+}
+
+func (m *metrics) httpResponse(tool string, code int) {
+	m.httpRequests.WithLabelValues(tool, strconv.Itoa(code)).Inc()
+}
+
+func (m *metrics) retry(tool string, class retry.Class) {
+	m.retries.WithLabelValues(tool, string(class)).Inc()
 }
 
 var instancesDesc = prometheus.NewDesc("toolgate_thread_instances",

@@ -24,6 +24,17 @@ func (g *Gateway) preflight(msg []byte) (reply, forward []byte) {
 	if !bytes.Contains(msg, []byte(`tools/call`)) {
 		return nil, msg
 	}
+	method, name, hasID, ok := scanCall(msg)
+	if ok {
+		if !hasID || string(method) != string(mcp.MethodToolsCall) || name == nil {
+			return nil, msg
+		}
+		if _, known := g.reg.Get(string(name)); known {
+			return nil, msg // the hot path: no allocation
+		}
+	}
+	// Rare paths (an unknown or miscased name, or escapes the scanner does
+	// not decode): parse properly.
 	var req struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -35,12 +46,11 @@ func (g *Gateway) preflight(msg []byte) (reply, forward []byte) {
 		len(req.ID) == 0 || string(req.ID) == "null" || req.Params == nil || req.Params.Name == nil {
 		return nil, msg
 	}
-	name := *req.Params.Name
-	if _, ok := g.reg.Get(name); ok {
-		return nil, msg
-	}
-	t, err := g.reg.Resolve(name, g.cfg.Guards.NameRepair)
+	t, err := g.reg.Resolve(*req.Params.Name, g.cfg.Guards.NameRepair)
 	if err == nil {
+		if t.Name == *req.Params.Name {
+			return nil, msg
+		}
 		if out, ok := renameTool(msg, t.Name); ok {
 			g.logger.Debug("tool name repaired", "tool", t.Name)
 			return nil, out

@@ -1,6 +1,8 @@
 // Package retry owns toolgate's error taxonomy: the [Class] of every failure,
 // the [Error] type that carries it, and [Classify], which maps any error to a
-// class. Later work adds retry policies and backoff on top of the classes.
+// class. On top of the classes it owns retry policies: [Policy] with its
+// full-jitter [Policy.Backoff], [ParseRetryAfter], and [Do], the retry loop
+// of every tool kind but REST.
 //
 // retry imports only the standard library.
 package retry

@@ -39,7 +39,8 @@ var thirdParty = map[string][]string{
 	"github.com/prometheus/client_golang":   {"gateway"},
 	"github.com/santhosh-tekuri/jsonschema": {"schemas"},
 	"github.com/goccy/go-yaml":              {"config"},
-	"github.com/hashicorp/go-retryablehttp": {},
+	"github.com/hashicorp/go-retryablehttp": {"executors/rest"},
+	"github.com/getkin/kin-openapi":         {"executors/rest"},
 }
 
 func TestLayering(t *testing.T) {

@@ -1,0 +1,516 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
+)
+
+// maxRedirects is how many redirects one attempt follows.
+const maxRedirects = 5
+
+// Options configure an [Executor]. The zero value works; nil hooks are not
+// called.
+type Options struct {
+	// Logger receives one Debug line per retry, with the URL redacted (no
+	// query, no userinfo, secrets replaced) and the keys tool, attempt,
+	// class, url and duration (the wait). Nil discards.
+	Logger *slog.Logger
+	// Transport makes the HTTP requests of every tool. Nil means one
+	// *http.Transport tuned for many hosts and calls: 512 idle
+	// connections, 256 per host, kept 90s, HTTP/2 when the server offers
+	// it, 10s to dial and 10s for the TLS handshake, proxies from the
+	// environment. Tests pass an in-memory RoundTripper.
+	Transport http.RoundTripper
+	// OnResponse, when not nil, is called once per HTTP attempt that got
+	// a response, with the tool's name and the status code (the gateway
+	// counts toolgate_http_requests_total{tool,code}).
+	OnResponse func(tool string, code int)
+	// OnRetry, when not nil, is called once per retry, with the tool's
+	// name and the class of the failure retried (the gateway counts
+	// toolgate_retries_total{tool,error_class}).
+	OnRetry func(tool string, class retry.Class)
+	// Rand returns values in [0, 1) for backoff jitter; it must be safe
+	// for concurrent use. Nil means math/rand/v2's Float64. Tests fix it.
+	Rand func() float64
+}
+
+// Executor runs REST tools: each call is one HTTP request (retried as its
+// tool's policy allows) whose response becomes the result. All tools share
+// one http.Client and its connection pool. An Executor is safe for
+// concurrent use; its owner calls [Executor.Close].
+type Executor struct {
+	client     *http.Client // shared by every tool and call
+	closeIdle  func()       // the transport's CloseIdleConnections, or nil
+	logger     *slog.Logger
+	onResponse func(string, int)
+	onRetry    func(string, retry.Class)
+	rand       func() float64
+
+	mu    sync.RWMutex
+	tools map[string]*tool // guarded by mu
+}
+
+var _ executors.Executor = (*Executor)(nil)
+
+// New returns an executor with no tools. opts may be nil.
+func New(opts *Options) *Executor {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	e := &Executor{
+		logger:     o.Logger,
+		onResponse: o.OnResponse,
+		onRetry:    o.OnRetry,
+		rand:       o.Rand,
+		tools:      make(map[string]*tool),
+	}
+	if e.logger == nil {
+		e.logger = slog.New(slog.DiscardHandler)
+	}
+	if e.rand == nil {
+		e.rand = rand.Float64
+	}
+	rt := o.Transport
+	if rt == nil {
+		rt = newTransport()
+	}
+	if ci, ok := rt.(interface{ CloseIdleConnections() }); ok {
+		e.closeIdle = ci.CloseIdleConnections
+	}
+	// go-retryablehttp calls HTTPClient.CloseIdleConnections after every
+	// call that fails; on the shared client that would empty the pool of
+	// every tool. Hiding the method leaves that to Close.
+	e.client = &http.Client{Transport: poolKeeper{rt}, CheckRedirect: checkRedirect}
+	return e
+}
+
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   10 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// poolKeeper is a RoundTripper without CloseIdleConnections.
+type poolKeeper struct{ rt http.RoundTripper }
+
+func (p poolKeeper) RoundTrip(r *http.Request) (*http.Response, error) { return p.rt.RoundTrip(r) }
+
+// Add validates and compiles s, and returns the registry definition of its
+// tool: kind REST, the given or derived input schema, and annotations
+// (read-only for GET and HEAD, idempotent as the spec says, open world).
+// The caller registers it. An invalid spec gets an error listing every
+// problem, each with what to write instead; a name already added is
+// refused.
+func (e *Executor) Add(s Spec) (registry.Tool, error) {
+	t, def, err := compile(s)
+	if err != nil {
+		return registry.Tool{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, dup := e.tools[s.Name]; dup {
+		return registry.Tool{}, fmt.Errorf("a REST tool named %q is already added; remove it first or choose another name", s.Name)
+	}
+	e.tools[s.Name] = t
+	return def, nil
+}
+
+// Remove forgets the tool named name, if any. Calls in flight finish.
+func (e *Executor) Remove(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.tools, name)
+}
+
+// Close closes the idle connections of the shared transport. Calls in
+// flight finish; later calls open new connections. Close may be called
+// more than once.
+func (e *Executor) Close() {
+	if e.closeIdle != nil {
+		e.closeIdle()
+	}
+}
+
+// Execute makes call's HTTP request and maps the response to a result
+// whose Meta "toolgate/attempts" is the number of attempts made. ctx
+// carries the call's deadline: no retry starts past it, and cancelling
+// ctx aborts the request in flight. Every failure is a *retry.Error whose
+// message names the method, the URL without its query, and the attempts.
+func (e *Executor) Execute(ctx context.Context, call executors.Call) (executors.Result, error) {
+	e.mu.RLock()
+	t := e.tools[call.Tool.Name]
+	e.mu.RUnlock()
+	if t == nil {
+		return executors.Result{}, retry.Errorf(retry.Internal, "tool %q is not known to the REST executor", call.Tool.Name)
+	}
+	req, err := t.request(ctx, call.Args)
+	if err != nil {
+		return executors.Result{}, err
+	}
+	c := &callState{e: e, t: t, u: req.URL}
+	rc := &retryablehttp.Client{
+		HTTPClient: e.client,
+		Logger:     nil, // its messages hold whole URLs, query strings included
+		// CheckRetry decides; RetryMax only keeps the loop from ending
+		// before CheckRetry has said no.
+		RetryMax:       t.policy.Attempts,
+		RetryWaitMin:   t.policy.InitialBackoff,
+		RetryWaitMax:   t.policy.MaxBackoff,
+		CheckRetry:     c.checkRetry,
+		Backoff:        c.backoff,
+		ErrorHandler:   passthrough,
+		RequestLogHook: c.onRequest,
+	}
+	req.SetResponseHandler(c.read)
+	resp, err := rc.Do(req)
+	if resp != nil {
+		resp.Body.Close() // read closed it already, unless the request failed
+	}
+	if err != nil {
+		return executors.Result{}, c.failure(ctx, err)
+	}
+	if c.status < 200 || c.status > 299 {
+		return executors.Result{}, c.statusError()
+	}
+	return c.result(), nil
+}
+
+// passthrough is the ErrorHandler: it keeps go-retryablehttp from
+// building its "giving up" error, which holds the whole URL.
+func passthrough(resp *http.Response, err error, _ int) (*http.Response, error) {
+	return resp, err
+}
+
+// hostsKey is the context key of the hostSet a request's redirects may
+// reach; the shared client's CheckRedirect reads it.
+type hostsKey struct{}
+
+// checkRedirect allows a redirect to an allowed host, without a downgrade
+// from https to http, and at most maxRedirects of them.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > maxRedirects {
+		return &redirectError{tooMany: true}
+	}
+	hosts, _ := req.Context().Value(hostsKey{}).(hostSet)
+	switch {
+	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
+		return &redirectError{host: req.URL.Host, why: fmt.Sprintf("its scheme %q is not http or https", req.URL.Scheme)}
+	case via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme == "http":
+		return &redirectError{host: req.URL.Host, why: "it downgrades https to http"}
+	case !hosts.allows(req.URL):
+		return &redirectError{host: req.URL.Host, why: "the host is not in the tool's allowed_hosts"}
+	}
+	return nil
+}
+
+// redirectError is a redirect the executor refused to follow.
+type redirectError struct {
+	host    string
+	why     string
+	tooMany bool
+}
+
+func (e *redirectError) Error() string {
+	if e.tooMany {
+		return fmt.Sprintf("stopped after %d redirects", maxRedirects)
+	}
+	return fmt.Sprintf("refused a redirect to %s: %s", e.host, e.why)
+}
+
+// request builds the request of one call. Argument problems are
+// validation errors; the call is not made.
+func (t *tool) request(ctx context.Context, args map[string]any) (*retryablehttp.Request, error) {
+	invalid := func(err error) error {
+		return &retry.Error{Class: retry.Validation, Msg: t.redact(err.Error())}
+	}
+	rawURL, err := t.url.expand(args)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	header := make(http.Header, len(t.headers)+3)
+	for _, h := range t.headers {
+		v, _, ok := h.value.expand(args, nil)
+		if !ok {
+			continue // an optional header whose argument is absent
+		}
+		if !validHeaderValue(v) {
+			return nil, invalid(&controlCharError{header: h.name})
+		}
+		header[h.name] = []string{v}
+	}
+	var body any // nil: no body
+	if t.body != nil {
+		if v, ok := t.body.expand(args); ok {
+			b, err := marshalJSON(v)
+			if err != nil {
+				return nil, invalid(fmt.Errorf("encoding the request body: %v", err))
+			}
+			body = b
+			if t.jsonCT {
+				header.Set("Content-Type", "application/json")
+			}
+		}
+	}
+	if header.Get("User-Agent") == "" {
+		header.Set("User-Agent", "toolgate")
+	}
+	if header.Get("Accept") == "" {
+		header.Set("Accept", "application/json, */*;q=0.8")
+	}
+	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, hostsKey{}, t.hosts), t.method, rawURL, body)
+	if err != nil {
+		// The URL was checked by Add and arguments are escaped.
+		return nil, retry.Errorf(retry.Internal, "building the %s request of tool %q: %v", t.method, t.name, t.redact(stripURLErr(err).Error()))
+	}
+	req.Header = header
+	return req, nil
+}
+
+// callState follows one call through go-retryablehttp's loop. Its hooks
+// run one at a time on the calling goroutine.
+type callState struct {
+	e *Executor
+	t *tool
+	u *url.URL
+
+	attempt  int           // the attempt in progress, from 1
+	checked  int           // the attempt whose response or error CheckRetry has seen
+	decision bool          // CheckRetry's answer for attempt checked
+	wait     time.Duration // the wait before the next retry
+
+	// The final response, filled in by read.
+	status    int
+	header    http.Header
+	body      []byte // at most the cap
+	truncated bool   // the body had more than body
+	size      int64  // the body's true size when truncated
+	sizeKnown bool   // size is exact, not a lower bound
+}
+
+// onRequest runs before each attempt: i counts from 0.
+func (c *callState) onRequest(_ retryablehttp.Logger, _ *http.Request, i int) {
+	c.attempt = i + 1
+}
+
+// checkRetry is go-retryablehttp's CheckRetry. It is called once per
+// attempt, and a second time when read (the response handler) has run on
+// a response it let through: then it keeps its answer, unless reading the
+// body failed, which counts as a network error.
+func (c *callState) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if c.checked == c.attempt {
+		if err == nil {
+			return c.decision, nil
+		}
+		resp = nil
+	} else {
+		c.checked = c.attempt
+		if resp != nil && c.e.onResponse != nil {
+			c.e.onResponse(c.t.name, resp.StatusCode)
+		}
+	}
+	c.decision = c.decide(ctx, resp, err)
+	return c.decision, nil
+}
+
+// decide reports whether to retry after this attempt, and if so sets the
+// wait. Only idempotent calls are retried, only after a network error or
+// a status of 408, 425, 429, 500, 502, 503 or 504, only while attempts
+// remain, and never when the wait would reach ctx's deadline.
+func (c *callState) decide(ctx context.Context, resp *http.Response, err error) bool {
+	if ctx.Err() != nil || !c.t.idempotent || c.attempt >= c.t.policy.Attempts {
+		return false
+	}
+	var class retry.Class
+	var retryAfter time.Duration
+	if err != nil {
+		var ok bool
+		if class, ok = retryableError(err); !ok {
+			return false
+		}
+	} else {
+		class = statusClass(resp.StatusCode)
+		if !retryableStatus(resp.StatusCode) {
+			return false
+		}
+		if h := resp.Header.Get("Retry-After"); h != "" {
+			retryAfter, _ = retry.ParseRetryAfter(h, time.Now())
+		}
+	}
+	wait := c.t.policy.Backoff(c.attempt, retryAfter, c.e.rand)
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(deadline) {
+		return false
+	}
+	c.wait = wait
+	if c.e.onRetry != nil {
+		c.e.onRetry(c.t.name, class)
+	}
+	c.e.logger.Debug("retrying request", "tool", c.t.name, "attempt", c.attempt, "class", string(class),
+		"url", c.t.displayURL(c.u), "duration", wait)
+	return true
+}
+
+// backoff is go-retryablehttp's Backoff: the wait decide chose.
+func (c *callState) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
+	return c.wait
+}
+
+// retryableStatus reports the statuses worth another attempt.
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests,
+		http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// retryableError returns the class of a transport error and whether a
+// retry may help: refused redirects and certificate problems will fail the
+// same way again.
+func retryableError(err error) (retry.Class, bool) {
+	class := transportClass(err)
+	if _, ok := errors.AsType[*redirectError](err); ok {
+		return class, false
+	}
+	if isCertError(err) {
+		return class, false
+	}
+	return class, true
+}
+
+// failure turns the error of go-retryablehttp's loop into a *retry.Error.
+func (c *callState) failure(ctx context.Context, err error) error {
+	cause := stripURLErr(err)
+	what := c.t.method + " " + c.t.displayURL(c.u)
+	var class retry.Class
+	var msg string
+	switch ctxErr := ctx.Err(); {
+	case errors.Is(ctxErr, context.DeadlineExceeded):
+		class, msg = retry.Timeout, fmt.Sprintf("%s did not finish before the call's deadline (%s)", what, c.attempts())
+	case ctxErr != nil:
+		class, msg = retry.Cancelled, fmt.Sprintf("%s was cancelled (%s)", what, c.attempts())
+		if cc := context.Cause(ctx); cc != nil && !errors.Is(cc, context.Canceled) {
+			msg += ": " + cc.Error()
+		}
+	default:
+		class = transportClass(err)
+		if re, ok := errors.AsType[*redirectError](err); ok {
+			cause = re
+		}
+		msg = fmt.Sprintf("%s failed (%s): %v", what, c.attempts(), cause)
+	}
+	return &retry.Error{Class: class, Msg: c.t.redact(msg), Err: cause}
+}
+
+// transportClass classifies an error of the transport (not of ctx).
+func transportClass(err error) retry.Class {
+	if re, ok := errors.AsType[*redirectError](err); ok {
+		if re.tooMany {
+			return retry.Execution
+		}
+		return retry.Permission
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return retry.Timeout
+	}
+	// Resets, refused connections, DNS failures, truncated responses and
+	// TLS failures alike: the backend could not be reached properly.
+	return retry.Network
+}
+
+// attempts returns "after N attempt(s)".
+func (c *callState) attempts() string {
+	if c.attempt == 1 {
+		return "after 1 attempt"
+	}
+	return fmt.Sprintf("after %d attempts", c.attempt)
+}
+
+// read is the response handler: go-retryablehttp calls it on a response
+// CheckRetry did not retry. It keeps at most the tool's cap of a success
+// body (and measures the rest), or an excerpt of an error body, and closes
+// the body. An error makes CheckRetry reconsider the attempt.
+func (c *callState) read(resp *http.Response) error {
+	defer resp.Body.Close()
+	c.status, c.header = resp.StatusCode, resp.Header
+	c.body, c.truncated, c.size, c.sizeKnown = nil, false, 0, false
+	limit := int64(excerptBytes)
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		limit = c.t.maxBytes
+	}
+	body, err := readCapped(resp.Body, limit, resp.ContentLength)
+	if err != nil {
+		return err
+	}
+	c.body = body
+	if int64(len(body)) < limit {
+		return nil
+	}
+	var one [1]byte
+	if n, _ := io.ReadFull(resp.Body, one[:]); n == 0 {
+		return nil
+	}
+	c.truncated = true
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil // an excerpt needs no size
+	}
+	if resp.ContentLength > limit {
+		c.size, c.sizeKnown = resp.ContentLength, true
+		return nil
+	}
+	rest, err := io.Copy(io.Discard, resp.Body)
+	c.size, c.sizeKnown = limit+1+rest, err == nil
+	return nil
+}
+
+// readCapped reads r to its end or to limit bytes, never allocating more
+// than limit. hint is the expected size, or -1.
+func readCapped(r io.Reader, limit, hint int64) ([]byte, error) {
+	size := int64(32 << 10)
+	if hint >= 0 {
+		size = hint + 1 // one more, to see the end without growing
+	}
+	buf := make([]byte, 0, min(size, limit))
+	for int64(len(buf)) < limit {
+		if len(buf) == cap(buf) {
+			b := make([]byte, len(buf), min(max(2*int64(cap(buf)), 512), limit))
+			copy(b, buf)
+			buf = b
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}

@@ -1,0 +1,875 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// OpenAPISource describes one OpenAPI 3 document whose operations become
+// REST tools. [FromOpenAPI] reads it; the caller fetches the document.
+type OpenAPISource struct {
+	// Name prefixes every tool name: <Name>__<operationId>. It must match
+	// [A-Za-z0-9_.-]{1,64}.
+	Name string
+	// Spec is the document, YAML or JSON, OpenAPI 3.0 or 3.1.
+	Spec []byte
+	// Location is the file path or URL the document came from. It appears
+	// in errors only: references to other documents are never followed.
+	Location string
+	// BaseURL replaces the document's servers: every operation's URL is
+	// BaseURL + path. Empty means the first server URL of the operation,
+	// its path item or the document, with server variables at their
+	// defaults; it is required when the document has no absolute server
+	// URL.
+	BaseURL string
+	// Include and Exclude are path.Match globs over operationIds (over the
+	// derived name for an operation without one). An operation is kept when
+	// Include is empty or one of its globs matches, and none of Exclude's
+	// match.
+	Include, Exclude []string
+	// Headers are sent with every request. Values are literal (braces are
+	// escaped, not taken as placeholders); an operation's own header
+	// parameter of the same name wins.
+	Headers map[string]string
+	// Timeout, Retry, MaxResponseBytes and Secrets are copied into every
+	// Spec; see [Spec] for their meaning.
+	Timeout          time.Duration
+	Retry            RetrySpec
+	MaxResponseBytes int64
+	Secrets          []string
+}
+
+// Warning reports an operation that [FromOpenAPI] skipped, or converted
+// with a loss.
+type Warning struct {
+	// Operation names the operation: "METHOD /path", followed by
+	// " (operationId)" when it has one.
+	Operation string
+	// Msg says what happened, ending with "; skipped" when no tool was
+	// made.
+	Msg string
+}
+
+// String returns "<Operation>: <Msg>".
+func (w Warning) String() string {
+	return w.Operation + ": " + w.Msg
+}
+
+// OpenAPIError reports an OpenAPI source that produced no tools at all: a
+// bad source name or glob, a document that does not load or validate, or
+// no usable base URL.
+type OpenAPIError struct {
+	// Source is [OpenAPISource.Name].
+	Source string
+	// Location is [OpenAPISource.Location].
+	Location string
+	// Err is the cause.
+	Err error
+}
+
+// Error returns `openapi source "<name>" (<location>): <cause>`.
+func (e *OpenAPIError) Error() string {
+	loc := ""
+	if e.Location != "" {
+		loc = " (" + e.Location + ")"
+	}
+	return fmt.Sprintf("openapi source %q%s: %v", e.Source, loc, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *OpenAPIError) Unwrap() error { return e.Err }
+
+// ErrNoBaseURL is the cause of an [*OpenAPIError] when the source has no
+// BaseURL and the document's first server URL is missing or not an
+// absolute http(s) URL.
+var ErrNoBaseURL = errors.New("no absolute http(s) server URL in the document; set base_url")
+
+const (
+	// oapiMaxName is MCP's limit on a tool name's length.
+	oapiMaxName = 64
+	// oapiMaxRefDepth is how many $refs deep a schema is inlined before
+	// the rest is replaced with {"type":"object"}: recursive schemas have
+	// no end.
+	oapiMaxRefDepth = 10
+	// oapiMaxInlined caps how many $refs one operation's schema inlines,
+	// so a schema that recurses in several places cannot grow to 3^10
+	// copies before oapiMaxRefDepth stops it.
+	oapiMaxInlined = 2000
+)
+
+var (
+	// oapiNameRE is MCP's rule for tool names, used for the source name
+	// and for property names (which become {placeholders}).
+	oapiNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	// oapiBadNameRun matches what sanitizing replaces with one "_".
+	oapiBadNameRun = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+	// oapiNonAlnumRun matches what a derived name replaces with one "_".
+	oapiNonAlnumRun = regexp.MustCompile(`[^A-Za-z0-9]+`)
+	// oapiPlaceholder matches a {param} in an OpenAPI path.
+	oapiPlaceholder = regexp.MustCompile(`\{([^{}]*)\}`)
+	// oapiBraces escapes literal braces for the executor's templates.
+	oapiBraces = strings.NewReplacer("{", "{{", "}", "}}")
+)
+
+// oapiMethods are the HTTP methods that become tools; TRACE, CONNECT,
+// QUERY and custom methods are skipped with a warning.
+var oapiMethods = []string{
+	http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodOptions,
+	http.MethodPatch, http.MethodPost, http.MethodPut,
+}
+
+// FromOpenAPI turns every selected operation of src's document into a
+// [Spec], sorted by path, then method. An operation that uses something
+// the REST executor cannot do (cookie parameters, a non-JSON request body,
+// a parameter serialization style other than the default) is skipped with
+// a [Warning]; the other operations are still returned. Warnings also
+// report lossy conversions of a kept operation (a shortened name, a cut
+// recursive schema, a pattern Go cannot compile).
+//
+// Each Spec's InputSchema is a JSON Schema 2020-12 object whose
+// properties are the operation's path, query and header parameters plus
+// "body" (or "request_body" when a parameter is already called "body")
+// for a JSON request body, with every $ref inlined and OpenAPI 3.0
+// keywords translated (nullable, example, boolean exclusiveMinimum and
+// exclusiveMaximum) or dropped (discriminator, xml, externalDocs,
+// extensions). Properties marked readOnly are left out of request bodies.
+//
+// The document is validated, leniently: invalid examples and patterns Go's
+// regexp cannot compile are not errors. References to other documents are
+// refused. Every error is an [*OpenAPIError].
+func FromOpenAPI(src OpenAPISource) ([]Spec, []Warning, error) {
+	fail := func(err error) ([]Spec, []Warning, error) {
+		return nil, nil, &OpenAPIError{Source: src.Name, Location: src.Location, Err: err}
+	}
+	if !oapiNameRE.MatchString(src.Name) {
+		return fail(fmt.Errorf("source name %q must be 1 to 64 of A-Z a-z 0-9 _ . -", src.Name))
+	}
+	for _, g := range slices.Concat(src.Include, src.Exclude) {
+		if _, err := path.Match(g, ""); err != nil {
+			return fail(fmt.Errorf("glob %q: %w", g, err))
+		}
+	}
+
+	loader := openapi3.NewLoader()
+	loader.IsExternalRefsAllowed = false
+	doc, err := loader.LoadFromData(src.Spec)
+	if err != nil {
+		return fail(fmt.Errorf("loading document: %w", err))
+	}
+	// Validate does no I/O (external references were refused above) and
+	// FromOpenAPI has no ctx of its own to pass down.
+	err = doc.Validate(context.Background(),
+		// Examples do not change what a tool does.
+		openapi3.DisableExamplesValidation(),
+		// A pattern Go cannot compile is dropped from its schema, with a
+		// warning, rather than failing the whole document.
+		openapi3.DisableSchemaPatternValidation(),
+	)
+	if err != nil {
+		return fail(fmt.Errorf("validating document: %w", err))
+	}
+
+	base, err := oapiDocBase(src.BaseURL, doc.Servers)
+	if err != nil {
+		return fail(err)
+	}
+
+	b := &oapiBuilder{src: src, base: base, used: make(map[string]string)}
+	if doc.Paths != nil {
+		items := doc.Paths.Map()
+		for _, p := range slices.Sorted(maps.Keys(items)) {
+			item := items[p]
+			if item == nil {
+				continue
+			}
+			ops := item.Operations()
+			for _, method := range slices.Sorted(maps.Keys(ops)) {
+				b.operation(p, item, method, ops[method])
+			}
+		}
+	}
+	return b.specs, b.warnings, nil
+}
+
+// oapiDocBase returns the base URL every operation's path is appended to,
+// without a trailing slash: override, or else the first server's URL.
+func oapiDocBase(override string, servers openapi3.Servers) (string, error) {
+	if override != "" {
+		if !oapiAbsolute(override) {
+			return "", fmt.Errorf("base URL %q is not an absolute http(s) URL", override)
+		}
+		return strings.TrimRight(override, "/"), nil
+	}
+	if len(servers) == 0 || servers[0] == nil {
+		return "", ErrNoBaseURL
+	}
+	u := oapiServerURL(servers[0])
+	if !oapiAbsolute(u) {
+		return "", fmt.Errorf("server URL %q: %w", servers[0].URL, ErrNoBaseURL)
+	}
+	return strings.TrimRight(u, "/"), nil
+}
+
+// oapiServerURL returns s's URL with its variables at their defaults.
+func oapiServerURL(s *openapi3.Server) string {
+	u := s.URL
+	for name, v := range s.Variables {
+		if v != nil {
+			u = strings.ReplaceAll(u, "{"+name+"}", v.Default)
+		}
+	}
+	return u
+}
+
+// oapiAbsolute reports whether raw is an absolute http(s) URL with a host
+// and nothing that would be taken for a placeholder.
+func oapiAbsolute(raw string) bool {
+	if strings.ContainsAny(raw, "{}") {
+		return false
+	}
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.RawQuery == "" && u.Fragment == ""
+}
+
+// oapiBuilder accumulates the result of one FromOpenAPI call.
+type oapiBuilder struct {
+	src  OpenAPISource
+	base string
+	// used maps each tool name made so far to its operation's label.
+	used     map[string]string
+	specs    []Spec
+	warnings []Warning
+}
+
+// oapiSkip is the reason an operation was skipped.
+type oapiSkip struct{ msg string }
+
+func (b *oapiBuilder) selected(id string) bool {
+	if len(b.src.Include) > 0 && !slices.ContainsFunc(b.src.Include, func(g string) bool { return oapiMatch(g, id) }) {
+		return false
+	}
+	return !slices.ContainsFunc(b.src.Exclude, func(g string) bool { return oapiMatch(g, id) })
+}
+
+func oapiMatch(glob, id string) bool {
+	ok, _ := path.Match(glob, id) // globs were checked in FromOpenAPI
+	return ok
+}
+
+// operation adds the Spec for one operation, or a warning.
+func (b *oapiBuilder) operation(p string, item *openapi3.PathItem, method string, op *openapi3.Operation) {
+	if op == nil {
+		return
+	}
+	label := method + " " + p
+	id := op.OperationID
+	if id != "" {
+		label += " (" + id + ")"
+	}
+	if oapiSanitize(id) == "" {
+		id = oapiDerivedName(method, p)
+	}
+	if !b.selected(id) {
+		return
+	}
+	warn := func(msg string) { b.warnings = append(b.warnings, Warning{Operation: label, Msg: msg}) }
+
+	name, shortened, ok := oapiToolName(b.src.Name, id)
+	if !ok {
+		warn(fmt.Sprintf("tool name %s__%s is longer than %d characters and the source name leaves no room to shorten it; skipped",
+			b.src.Name, oapiSanitize(id), oapiMaxName))
+		return
+	}
+	spec, notes, skip := b.convert(p, item, method, op)
+	if skip != nil {
+		warn(skip.msg + "; skipped")
+		return
+	}
+	if other, dup := b.used[name]; dup {
+		warn(fmt.Sprintf("tool name %q is already taken by %s; skipped", name, other))
+		return
+	}
+	if shortened {
+		warn(fmt.Sprintf("tool name %s__%s is longer than %d characters; shortened to %q",
+			b.src.Name, oapiSanitize(id), oapiMaxName, name))
+	}
+	for _, n := range notes {
+		warn(n)
+	}
+	b.used[name] = label
+	spec.Name = name
+	b.specs = append(b.specs, spec)
+}
+
+// convert builds everything of the Spec but its name. notes are warnings
+// for a Spec that is kept.
+func (b *oapiBuilder) convert(p string, item *openapi3.PathItem, method string, op *openapi3.Operation) (Spec, []string, *oapiSkip) {
+	if !slices.Contains(oapiMethods, method) {
+		return Spec{}, nil, &oapiSkip{method + " operations are not supported"}
+	}
+	base, skip := b.opBase(item, op)
+	if skip != nil {
+		return Spec{}, nil, skip
+	}
+
+	sc := &oapiSchemaConv{}
+	props := make(map[string]any)
+	var required []string
+	headers := make(map[string]string, len(b.src.Headers))
+	setHeader := func(name, value string) {
+		for k := range headers {
+			if strings.EqualFold(k, name) {
+				delete(headers, k)
+			}
+		}
+		headers[name] = value
+	}
+	for k, v := range b.src.Headers {
+		setHeader(k, oapiBraces.Replace(v))
+	}
+	query := make(map[string]string)
+	pathProps := make(map[string]string) // path parameter name → property
+
+	for _, prm := range oapiParameters(item.Parameters, op.Parameters) {
+		if prm.In == openapi3.ParameterInHeader && oapiIgnoredHeader(prm.Name) {
+			continue // OpenAPI says these header parameters SHALL be ignored
+		}
+		switch prm.In {
+		case openapi3.ParameterInPath, openapi3.ParameterInQuery, openapi3.ParameterInHeader:
+		case openapi3.ParameterInCookie:
+			return Spec{}, nil, &oapiSkip{fmt.Sprintf("cookie parameters are not supported (%q)", prm.Name)}
+		default:
+			return Spec{}, nil, &oapiSkip{fmt.Sprintf("parameter %q: %q parameters are not supported", prm.Name, prm.In)}
+		}
+		if prm.Style != "" && prm.Style != oapiDefaultStyle(prm.In) {
+			return Spec{}, nil, &oapiSkip{fmt.Sprintf("%s parameter %q: style %q is not supported", prm.In, prm.Name, prm.Style)}
+		}
+		if prm.Schema == nil {
+			return Spec{}, nil, &oapiSkip{fmt.Sprintf("%s parameter %q: parameters described by content instead of schema are not supported", prm.In, prm.Name)}
+		}
+		prop, ok := oapiPropName(props, prm.In, prm.Name)
+		if !ok {
+			return Spec{}, nil, &oapiSkip{fmt.Sprintf("%s parameter %q: its property name collides with another parameter's", prm.In, prm.Name)}
+		}
+		schema := sc.ref(prm.Schema, 0, false)
+		if m, ok := schema.(map[string]any); ok {
+			if prm.Description != "" {
+				m["description"] = prm.Description
+			}
+			if prm.Deprecated {
+				m["deprecated"] = true
+			}
+		}
+		props[prop] = schema
+		if prm.In == openapi3.ParameterInPath || prm.Required {
+			required = append(required, prop)
+		}
+		placeholder := "{" + prop + "}"
+		switch prm.In {
+		case openapi3.ParameterInPath:
+			pathProps[prm.Name] = prop
+		case openapi3.ParameterInQuery:
+			query[prm.Name] = placeholder
+			if v := prm.Schema.Value; v != nil && (v.Type.Includes(openapi3.TypeArray) || v.Type.Includes(openapi3.TypeObject)) {
+				sc.note(fmt.Sprintf("query parameter %q is an array or object; its value is sent as JSON text", prm.Name))
+			}
+		case openapi3.ParameterInHeader:
+			setHeader(prm.Name, placeholder)
+		}
+	}
+
+	// Path placeholders take their parameters' property names.
+	var missing string
+	urlPath := oapiPlaceholder.ReplaceAllStringFunc(p, func(m string) string {
+		prop, ok := pathProps[m[1:len(m)-1]]
+		if !ok {
+			missing = m
+			return m
+		}
+		return "{" + prop + "}"
+	})
+	if missing != "" {
+		return Spec{}, nil, &oapiSkip{fmt.Sprintf("path placeholder %s has no path parameter", missing)}
+	}
+
+	var body json.RawMessage
+	if rb := op.RequestBody; rb != nil && rb.Value != nil && len(rb.Value.Content) > 0 {
+		mediaType, mt := oapiJSONMedia(rb.Value.Content)
+		if mt == nil {
+			return Spec{}, nil, &oapiSkip{strings.Join(slices.Sorted(maps.Keys(rb.Value.Content)), ", ") + " request bodies are not supported"}
+		}
+		prop := "body"
+		if _, taken := props[prop]; taken {
+			prop = "request_body"
+			if _, taken := props[prop]; taken {
+				return Spec{}, nil, &oapiSkip{`parameters named "body" and "request_body" leave no property name for the request body`}
+			}
+		}
+		schema := sc.ref(mt.Schema, 0, true)
+		if m, ok := schema.(map[string]any); ok && rb.Value.Description != "" {
+			m["description"] = rb.Value.Description
+		}
+		props[prop] = schema
+		if rb.Value.Required {
+			required = append(required, prop)
+		}
+		body = json.RawMessage(`"{` + prop + `}"`)
+		if mediaType != "application/json" {
+			setHeader("Content-Type", mediaType)
+		}
+	}
+
+	input := map[string]any{
+		"type":                 "object",
+		"properties":           props,
+		"additionalProperties": false,
+	}
+	if len(required) > 0 {
+		input["required"] = required
+	}
+	raw, err := json.Marshal(input)
+	if err != nil {
+		return Spec{}, nil, &oapiSkip{fmt.Sprintf("encoding input schema: %v", err)}
+	}
+
+	spec := Spec{
+		Description:      oapiDescription(op, method, p),
+		Source:           "openapi:" + b.src.Name,
+		Method:           method,
+		URL:              base + urlPath,
+		Body:             body,
+		InputSchema:      raw,
+		Timeout:          b.src.Timeout,
+		Retry:            b.src.Retry,
+		MaxResponseBytes: b.src.MaxResponseBytes,
+		Secrets:          slices.Clone(b.src.Secrets),
+	}
+	if len(query) > 0 {
+		spec.Query = query
+	}
+	if len(headers) > 0 {
+		spec.Headers = headers
+	}
+	return spec, sc.notes, nil
+}
+
+// opBase returns the (brace-escaped) base URL of one operation: the
+// source's BaseURL, else the operation's or path item's first server
+// (relative ones resolved against the document's), else the document's.
+func (b *oapiBuilder) opBase(item *openapi3.PathItem, op *openapi3.Operation) (string, *oapiSkip) {
+	servers := item.Servers
+	if op.Servers != nil && len(*op.Servers) > 0 {
+		servers = *op.Servers
+	}
+	if b.src.BaseURL != "" || len(servers) == 0 || servers[0] == nil {
+		return oapiBraces.Replace(b.base), nil
+	}
+	raw := oapiServerURL(servers[0])
+	if !oapiAbsolute(raw) {
+		ref, err := url.Parse(raw)
+		docBase, err2 := url.Parse(b.base + "/")
+		if err != nil || err2 != nil || strings.ContainsAny(raw, "{}") {
+			return "", &oapiSkip{fmt.Sprintf("server URL %q is not usable", servers[0].URL)}
+		}
+		raw = docBase.ResolveReference(ref).String()
+		if !oapiAbsolute(raw) {
+			return "", &oapiSkip{fmt.Sprintf("server URL %q is not usable", servers[0].URL)}
+		}
+	}
+	return oapiBraces.Replace(strings.TrimRight(raw, "/")), nil
+}
+
+// oapiParameters returns the operation's parameters: the path item's,
+// unless the operation redefines them (same name and location), then the
+// operation's own.
+func oapiParameters(itemParams, opParams openapi3.Parameters) []*openapi3.Parameter {
+	var out []*openapi3.Parameter
+	for _, r := range itemParams {
+		if r == nil || r.Value == nil {
+			continue
+		}
+		if opParams.GetByInAndName(r.Value.In, r.Value.Name) != nil {
+			continue
+		}
+		out = append(out, r.Value)
+	}
+	for _, r := range opParams {
+		if r != nil && r.Value != nil {
+			out = append(out, r.Value)
+		}
+	}
+	return out
+}
+
+// oapiIgnoredHeader reports the header parameters OpenAPI says to ignore.
+func oapiIgnoredHeader(name string) bool {
+	return strings.EqualFold(name, "Accept") || strings.EqualFold(name, "Content-Type") ||
+		strings.EqualFold(name, "Authorization")
+}
+
+// oapiDefaultStyle is the one serialization style the executor follows
+// for each parameter location.
+func oapiDefaultStyle(in string) string {
+	if in == openapi3.ParameterInQuery {
+		return openapi3.SerializationForm
+	}
+	return openapi3.SerializationSimple
+}
+
+// oapiPropName returns the input-schema property for a parameter: its
+// name, sanitized to [A-Za-z0-9_.-]{1,64}, or "<in>_<name>" when that is
+// taken. ok is false when both are.
+func oapiPropName(props map[string]any, in, name string) (prop string, ok bool) {
+	for _, c := range []string{oapiSanitize(name), in + "_" + oapiSanitize(name)} {
+		if c == "" {
+			continue
+		}
+		if len(c) > oapiMaxName {
+			c = c[:oapiMaxName]
+		}
+		if _, taken := props[c]; !taken {
+			return c, true
+		}
+	}
+	return "", false
+}
+
+// oapiJSONMedia picks the JSON media type of a request body:
+// application/json, else the first +json type in sorted order.
+func oapiJSONMedia(content openapi3.Content) (string, *openapi3.MediaType) {
+	var best string
+	for _, k := range slices.Sorted(maps.Keys(content)) {
+		mt, _, err := mime.ParseMediaType(k)
+		if err != nil {
+			continue
+		}
+		if mt == "application/json" {
+			return mt, content[k]
+		}
+		if best == "" && strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json") {
+			best = k
+		}
+	}
+	if best == "" {
+		return "", nil
+	}
+	mt, _, _ := mime.ParseMediaType(best)
+	return mt, content[best]
+}
+
+// oapiDescription is summary and description, or "METHOD PATH".
+func oapiDescription(op *openapi3.Operation, method, p string) string {
+	var parts []string
+	for _, s := range []string{op.Summary, op.Description} {
+		if s = strings.TrimSpace(s); s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) == 0 {
+		return method + " " + p
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// oapiSanitize drops characters outside [A-Za-z0-9_.-] from both ends of
+// s and replaces each run of them inside with "_": "search pets!" →
+// "search_pets". The result may be empty.
+func oapiSanitize(s string) string {
+	s = strings.TrimFunc(s, func(r rune) bool { return !oapiNameRE.MatchString(string(r)) })
+	return oapiBadNameRun.ReplaceAllString(s, "_")
+}
+
+// oapiDerivedName names an operation without an operationId: GET
+// /pets/{petId} → "get_pets_petid".
+func oapiDerivedName(method, p string) string {
+	rest := strings.Trim(oapiNonAlnumRun.ReplaceAllString(p, "_"), "_")
+	if rest == "" {
+		return strings.ToLower(method)
+	}
+	return strings.ToLower(method + "_" + rest)
+}
+
+// oapiToolName returns <source>__<sanitized id>. A name over 64
+// characters is cut and ends in "_" and 8 hex digits of its hash
+// (shortened is true); ok is false when source leaves no room for that.
+func oapiToolName(source, id string) (name string, shortened, ok bool) {
+	prefix := source + "__"
+	full := prefix + oapiSanitize(id)
+	if len(full) <= oapiMaxName {
+		return full, false, true
+	}
+	sum := sha256.Sum256([]byte(full))
+	hash := hex.EncodeToString(sum[:4])
+	keep := oapiMaxName - len(prefix) - 1 - len(hash)
+	if keep < 1 {
+		return "", false, false
+	}
+	return full[:len(prefix)+keep] + "_" + hash, true, true
+}
+
+// oapiSchemaConv turns OpenAPI schemas into self-contained JSON Schema
+// 2020-12 values (map[string]any or bool), for one operation.
+type oapiSchemaConv struct {
+	// inlined counts the $refs inlined so far.
+	inlined int
+	// notes are warnings, each given once.
+	notes []string
+}
+
+func (sc *oapiSchemaConv) note(msg string) {
+	if !slices.Contains(sc.notes, msg) {
+		sc.notes = append(sc.notes, msg)
+	}
+}
+
+// oapiSubschemaKeys are the keywords whose values hold schemas; they are
+// converted from the Schema's fields, not from its encoding.
+var oapiSubschemaKeys = []string{
+	"items", "properties", "additionalProperties", "allOf", "anyOf", "oneOf", "not",
+	"prefixItems", "contains", "patternProperties", "dependentSchemas", "propertyNames",
+	"unevaluatedItems", "unevaluatedProperties", "if", "then", "else", "contentSchema",
+}
+
+// oapiDroppedKeys are OpenAPI-only keywords, and identifiers that mean
+// nothing once every $ref is inlined.
+var oapiDroppedKeys = []string{
+	"discriminator", "xml", "externalDocs", "nullable", "allowEmptyValue",
+	"$defs", "$id", "$schema", "$anchor", "$dynamicAnchor", "$dynamicRef", "$comment",
+}
+
+// oapiHoistedKeys are annotations kept on the outside when a nullable
+// schema without a type is wrapped in anyOf.
+var oapiHoistedKeys = []string{"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"}
+
+// ref converts sr, inlining its target; depth counts the $refs already
+// inlined on the way here. request drops readOnly properties.
+func (sc *oapiSchemaConv) ref(sr *openapi3.SchemaRef, depth int, request bool) any {
+	if sr == nil {
+		return map[string]any{}
+	}
+	if sr.Ref != "" {
+		if depth >= oapiMaxRefDepth || sc.inlined >= oapiMaxInlined {
+			sc.note(fmt.Sprintf(`schema references nest deeper than %d levels at %s (a recursive schema); replaced with {"type":"object"} there`,
+				oapiMaxRefDepth, sr.Ref))
+			return map[string]any{"type": "object"}
+		}
+		depth++
+		sc.inlined++
+	}
+	if sr.Value == nil {
+		return map[string]any{}
+	}
+	return sc.schema(sr.Value, depth, request)
+}
+
+func (sc *oapiSchemaConv) refs(srs openapi3.SchemaRefs, depth int, request bool) []any {
+	out := make([]any, 0, len(srs))
+	for _, sr := range srs {
+		out = append(out, sc.ref(sr, depth, request))
+	}
+	return out
+}
+
+func (sc *oapiSchemaConv) schemaMap(m openapi3.Schemas, depth int, request bool) map[string]any {
+	out := make(map[string]any, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out[k] = sc.ref(m[k], depth, request)
+	}
+	return out
+}
+
+func (sc *oapiSchemaConv) boolSchema(bs openapi3.BoolSchema, depth int, request bool) (any, bool) {
+	switch {
+	case bs.Schema != nil:
+		return sc.ref(bs.Schema, depth, request), true
+	case bs.Has != nil:
+		return *bs.Has, true
+	}
+	return nil, false
+}
+
+// schema converts one schema whose $ref, if any, is already followed.
+func (sc *oapiSchemaConv) schema(s *openapi3.Schema, depth int, request bool) any {
+	if s.Always != nil {
+		return *s.Always
+	}
+	m, err := sc.keywords(s)
+	if err != nil {
+		sc.note(fmt.Sprintf("a schema could not be converted (%v); it accepts any value instead", err))
+		return map[string]any{}
+	}
+
+	// OpenAPI 3.0's example becomes 2020-12's examples.
+	if ex, ok := m["example"]; ok {
+		delete(m, "example")
+		if _, ok := m["examples"]; !ok {
+			m["examples"] = []any{ex}
+		}
+	}
+	// OpenAPI 3.0's boolean exclusiveMinimum modifies minimum; 2020-12's
+	// is the bound itself.
+	for _, k := range [][2]string{{"exclusiveMinimum", "minimum"}, {"exclusiveMaximum", "maximum"}} {
+		excl, bound := k[0], k[1]
+		if on, ok := m[excl].(bool); ok {
+			delete(m, excl)
+			if v, ok := m[bound]; ok && on {
+				m[excl] = v
+				delete(m, bound)
+			}
+		}
+	}
+	if p, ok := m["pattern"].(string); ok {
+		if _, err := regexp.Compile(p); err != nil {
+			delete(m, "pattern")
+			sc.note(fmt.Sprintf("pattern %q is not a Go regular expression; dropped", p))
+		}
+	}
+
+	if v := s.Items; v != nil {
+		m["items"] = sc.ref(v, depth, request)
+	}
+	if len(s.Properties) > 0 {
+		props := make(map[string]any, len(s.Properties))
+		for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
+			v := s.Properties[k]
+			if request && v != nil && v.Value != nil && v.Value.ReadOnly {
+				continue // readOnly properties SHOULD NOT be sent in requests
+			}
+			props[k] = sc.ref(v, depth, request)
+		}
+		m["properties"] = props
+		if req, ok := m["required"].([]any); ok {
+			req = slices.DeleteFunc(req, func(r any) bool {
+				name, _ := r.(string)
+				_, kept := props[name]
+				_, declared := s.Properties[name]
+				return declared && !kept
+			})
+			if len(req) == 0 {
+				delete(m, "required")
+			} else {
+				m["required"] = req
+			}
+		}
+	}
+	if v, ok := sc.boolSchema(s.AdditionalProperties, depth, request); ok {
+		m["additionalProperties"] = v
+	}
+	// Fixed order, so that notes come out in the same order every time.
+	for _, kv := range []struct {
+		key  string
+		refs openapi3.SchemaRefs
+	}{{"allOf", s.AllOf}, {"anyOf", s.AnyOf}, {"oneOf", s.OneOf}, {"prefixItems", s.PrefixItems}} {
+		if len(kv.refs) > 0 {
+			m[kv.key] = sc.refs(kv.refs, depth, request)
+		}
+	}
+	for _, kv := range []struct {
+		key string
+		ref *openapi3.SchemaRef
+	}{
+		{"not", s.Not}, {"contains", s.Contains}, {"propertyNames", s.PropertyNames},
+		{"if", s.If}, {"then", s.Then}, {"else", s.Else}, {"contentSchema", s.ContentSchema},
+	} {
+		if kv.ref != nil {
+			m[kv.key] = sc.ref(kv.ref, depth, request)
+		}
+	}
+	for _, kv := range []struct {
+		key     string
+		schemas openapi3.Schemas
+	}{{"patternProperties", s.PatternProperties}, {"dependentSchemas", s.DependentSchemas}} {
+		if len(kv.schemas) > 0 {
+			m[kv.key] = sc.schemaMap(kv.schemas, depth, request)
+		}
+	}
+	for _, kv := range []struct {
+		key string
+		bs  openapi3.BoolSchema
+	}{{"unevaluatedItems", s.UnevaluatedItems}, {"unevaluatedProperties", s.UnevaluatedProperties}} {
+		if out, ok := sc.boolSchema(kv.bs, depth, request); ok {
+			m[kv.key] = out
+		}
+	}
+
+	if s.Nullable {
+		return oapiNullable(m)
+	}
+	return m
+}
+
+// keywords returns s's keywords that hold no schema, as plain JSON values,
+// without the dropped ones and extensions.
+func (sc *oapiSchemaConv) keywords(s *openapi3.Schema) (map[string]any, error) {
+	y, err := s.MarshalYAML()
+	if err != nil {
+		return nil, err
+	}
+	m, ok := y.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("unexpected encoding %T", y)
+	}
+	for _, k := range slices.Concat(oapiSubschemaKeys, oapiDroppedKeys) {
+		delete(m, k)
+	}
+	for k := range m {
+		if strings.HasPrefix(k, "x-") {
+			delete(m, k)
+		}
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out map[string]any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// oapiNullable applies OpenAPI 3.0's nullable: true to m: "null" joins
+// its type (and enum); a schema without a type becomes
+// anyOf [m, {"type":"null"}].
+func oapiNullable(m map[string]any) map[string]any {
+	switch t := m["type"].(type) {
+	case string:
+		m["type"] = []any{t, "null"}
+	case []any:
+		if !slices.Contains(t, any("null")) {
+			m["type"] = append(t, "null")
+		}
+	default:
+		outer := map[string]any{"anyOf": []any{m, map[string]any{"type": "null"}}}
+		for _, k := range oapiHoistedKeys {
+			if v, ok := m[k]; ok {
+				outer[k] = v
+				delete(m, k)
+			}
+		}
+		return outer
+	}
+	if enum, ok := m["enum"].([]any); ok && !slices.Contains(enum, nil) {
+		m["enum"] = append(enum, nil)
+	}
+	return m
+}

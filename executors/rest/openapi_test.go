@@ -1,0 +1,658 @@
+package rest
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/schemas"
+)
+
+// loadSource returns an OpenAPISource named "pets" for testdata/file.
+func loadSource(t testing.TB, file string) OpenAPISource {
+	t.Helper()
+	loc := filepath.Join("testdata", file)
+	b, err := os.ReadFile(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return OpenAPISource{Name: "pets", Spec: b, Location: loc}
+}
+
+func specNames(specs []Spec) []string {
+	var names []string
+	for _, s := range specs {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// specView is a Spec with its JSON fields decoded, for cmp.Diff.
+type specView struct {
+	Name, Description, Source, Method, URL string
+	Query, Headers                         map[string]string
+	Body                                   string
+	InputSchema                            any
+	Timeout                                time.Duration
+	Retry                                  RetrySpec
+	MaxResponseBytes                       int64
+	Secrets                                []string
+}
+
+func viewOf(t *testing.T, s Spec) specView {
+	t.Helper()
+	var schema any
+	if err := json.Unmarshal(s.InputSchema, &schema); err != nil {
+		t.Fatalf("%s: InputSchema is not JSON: %v\n%s", s.Name, err, s.InputSchema)
+	}
+	return specView{
+		Name: s.Name, Description: s.Description, Source: s.Source, Method: s.Method, URL: s.URL,
+		Query: s.Query, Headers: s.Headers, Body: string(s.Body), InputSchema: schema,
+		Timeout: s.Timeout, Retry: s.Retry, MaxResponseBytes: s.MaxResponseBytes, Secrets: s.Secrets,
+	}
+}
+
+func decodeJSON(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("decoding %s: %v", s, err)
+	}
+	return v
+}
+
+// TestFromOpenAPIPetstoreSpecs pins down every field of every tool made
+// from testdata/petstore.yaml.
+func TestFromOpenAPIPetstoreSpecs(t *testing.T) {
+	src := loadSource(t, "petstore.yaml")
+	src.Headers = map[string]string{"X-Api-Key": "k{1}", "x-request-id": "from-source"}
+	src.Timeout = 7 * time.Second
+	src.Retry = RetrySpec{Attempts: 2}
+	src.MaxResponseBytes = 4096
+	src.Secrets = []string{"s3cret"}
+	specs, _, err := FromOpenAPI(src)
+	if err != nil {
+		t.Fatalf("FromOpenAPI = %v", err)
+	}
+	const base = "https://eu.petstore.example/v1"
+	common := func(v specView) specView {
+		v.Source = "openapi:pets"
+		v.Timeout = 7 * time.Second
+		v.Retry = RetrySpec{Attempts: 2}
+		v.MaxResponseBytes = 4096
+		v.Secrets = []string{"s3cret"}
+		return v
+	}
+	srcHeaders := map[string]string{"X-Api-Key": "k{{1}}", "x-request-id": "from-source"}
+	petID := `{"type":"integer","format":"int64","description":"The pet's id."}`
+	tests := []struct {
+		name   string
+		want   specView
+		schema string
+	}{
+		{
+			name: "pets__listPets",
+			want: specView{
+				Description: "List pets\n\nReturns the pets in the store, newest first.",
+				Method:      "GET",
+				URL:         base + "/pets",
+				Query:       map[string]string{"status": "{status}", "limit": "{limit}"},
+				// The header parameter wins over the source's header of the
+				// same name in another case; Accept is ignored.
+				Headers: map[string]string{"X-Api-Key": "k{{1}}", "X-Request-ID": "{X-Request-ID}"},
+			},
+			schema: `{
+				"type": "object",
+				"properties": {
+					"status": {"type": "string", "enum": ["available", "sold"], "description": "Only pets with this status."},
+					"limit": {"type": "integer", "format": "int32", "minimum": 1, "maximum": 100, "default": 20, "description": "At most this many pets."},
+					"X-Request-ID": {"type": "string", "format": "uuid", "description": "Correlates logs."}
+				},
+				"required": ["status"],
+				"additionalProperties": false
+			}`,
+		},
+		{
+			name: "pets__createPet",
+			want: specView{
+				Description: "Add a pet",
+				Method:      "POST",
+				URL:         base + "/pets",
+				Headers:     srcHeaders,
+				Body:        `"{body}"`,
+			},
+			// Pet and its nested Category are inlined; readOnly id is gone
+			// (from required too); nullable, example, exclusiveMinimum are
+			// translated; xml, externalDocs, discriminator and x- keywords
+			// are dropped (a property called x-internal stays).
+			schema: `{
+				"type": "object",
+				"properties": {
+					"body": {
+						"type": "object",
+						"description": "The pet to add.",
+						"required": ["name"],
+						"properties": {
+							"name": {"type": "string", "examples": ["Rex"], "pattern": "^[A-Z][a-z]+$"},
+							"age": {"type": "integer", "exclusiveMinimum": 0},
+							"tag": {"type": ["string", "null"]},
+							"status": {"type": ["string", "null"], "enum": ["available", "sold", null]},
+							"category": {
+								"type": "object",
+								"description": "A group of pets.",
+								"properties": {"kind": {"type": "string"}, "name": {"type": "string"}}
+							},
+							"x-internal": {"type": "string"}
+						}
+					}
+				},
+				"required": ["body"],
+				"additionalProperties": false
+			}`,
+		},
+		{
+			name: "pets__get_pets_petid",
+			want: specView{
+				Description: "GET /pets/{petId}",
+				Method:      "GET",
+				URL:         base + "/pets/{petId}",
+				Headers:     srcHeaders,
+			},
+			schema: `{
+				"type": "object",
+				"properties": {"petId": ` + petID + `},
+				"required": ["petId"],
+				"additionalProperties": false
+			}`,
+		},
+		{
+			name: "pets__addNote",
+			want: specView{
+				Description: "Attach a note to a pet.",
+				Method:      "POST",
+				URL:         base + "/pets/{petId}/notes",
+				Query:       map[string]string{"body": "{body}"},
+				Headers: map[string]string{
+					"X-Api-Key": "k{{1}}", "x-request-id": "from-source",
+					"Content-Type": "application/vnd.petstore.note+json",
+				},
+				Body: `"{request_body}"`,
+			},
+			schema: `{
+				"type": "object",
+				"properties": {
+					"petId": ` + petID + `,
+					"body": {"type": "string", "maxLength": 500, "description": "The note's text."},
+					"request_body": {
+						"type": "object",
+						"properties": {"author": {"type": ["string", "null"], "examples": ["ada"]}}
+					}
+				},
+				"required": ["petId", "body"],
+				"additionalProperties": false
+			}`,
+		},
+	}
+	if diff := cmp.Diff([]string{"pets__listPets", "pets__createPet", "pets__get_pets_petid", "pets__addNote"}, specNames(specs)); diff != "" {
+		t.Fatalf("tool names (-want +got):\n%s", diff)
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want := common(tc.want)
+			want.Name = tc.name
+			want.InputSchema = decodeJSON(t, tc.schema)
+			if diff := cmp.Diff(want, viewOf(t, specs[i])); diff != "" {
+				t.Errorf("FromOpenAPI(petstore.yaml)[%d] mismatch (-want +got):\n%s", i, diff)
+			}
+		})
+	}
+}
+
+// TestFromOpenAPISelection checks which tools and warnings each document
+// and source setting gives.
+func TestFromOpenAPISelection(t *testing.T) {
+	petstoreWarnings := []Warning{
+		{"DELETE /pets/{petId} (deletePet)", `cookie parameters are not supported ("session"); skipped`},
+		{"POST /pets/{petId}/photo (uploadPhoto)", "multipart/form-data request bodies are not supported; skipped"},
+	}
+	tests := []struct {
+		name             string
+		file             string
+		edit             func(*OpenAPISource)
+		wantNames        []string
+		wantWarnings     []Warning
+		wantURL0, wantB0 string
+	}{
+		{
+			name:         "petstore, everything",
+			file:         "petstore.yaml",
+			wantNames:    []string{"pets__listPets", "pets__createPet", "pets__get_pets_petid", "pets__addNote"},
+			wantWarnings: petstoreWarnings,
+		},
+		{
+			name: "include globs",
+			file: "petstore.yaml",
+			edit: func(s *OpenAPISource) { s.Include = []string{"*Pets", "get_*"} },
+			// Only selected operations are converted, so no warnings.
+			wantNames: []string{"pets__listPets", "pets__get_pets_petid"},
+		},
+		{
+			name: "include then exclude",
+			file: "petstore.yaml",
+			edit: func(s *OpenAPISource) {
+				s.Include = []string{"*Pet*", "*Note"}
+				s.Exclude = []string{"list*", "upload*"}
+			},
+			wantNames:    []string{"pets__createPet", "pets__addNote"},
+			wantWarnings: petstoreWarnings[:1],
+		},
+		{
+			name:         "exclude only",
+			file:         "petstore.yaml",
+			edit:         func(s *OpenAPISource) { s.Exclude = []string{"[a-f]*"} },
+			wantNames:    []string{"pets__listPets", "pets__get_pets_petid"},
+			wantWarnings: petstoreWarnings[1:],
+		},
+		{
+			name:      "OpenAPI 3.1 with BaseURL",
+			file:      "openapi-31.yaml",
+			edit:      func(s *OpenAPISource) { s.BaseURL = "http://127.0.0.1:9000/inv/" },
+			wantNames: []string{"pets__putItem"},
+		},
+		{
+			name: "names: sanitized, shortened, duplicate, TRACE",
+			file: "openapi-names.yaml",
+			edit: func(s *OpenAPISource) { s.BaseURL = "http://127.0.0.1:9000" },
+			wantNames: []string{
+				"pets__get_a_b",
+				"pets__generateTheQuarterlyInventoryReportForEveryStoreI_f13d2d01",
+				"pets__search_pets_by_name",
+			},
+			wantWarnings: []Warning{
+				{"GET /a_b", `tool name "pets__get_a_b" is already taken by GET /a-b; skipped`},
+				{
+					"GET /reports (generateTheQuarterlyInventoryReportForEveryStoreInEveryRegion)",
+					`tool name pets__generateTheQuarterlyInventoryReportForEveryStoreInEveryRegion is longer than 64 characters; shortened to "pets__generateTheQuarterlyInventoryReportForEveryStoreI_f13d2d01"`,
+				},
+				{"TRACE /trace (traceIt)", "TRACE operations are not supported; skipped"},
+			},
+		},
+		{
+			name:      "recursive schema",
+			file:      "openapi-recursive.yaml",
+			wantNames: []string{"pets__plantTree"},
+			wantWarnings: []Warning{{
+				"POST /trees (plantTree)",
+				`schema references nest deeper than 10 levels at #/components/schemas/Node (a recursive schema); replaced with {"type":"object"} there`,
+			}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := loadSource(t, tc.file)
+			if tc.edit != nil {
+				tc.edit(&src)
+			}
+			specs, warnings, err := FromOpenAPI(src)
+			if err != nil {
+				t.Fatalf("FromOpenAPI(%s) = %v", tc.file, err)
+			}
+			if diff := cmp.Diff(tc.wantNames, specNames(specs)); diff != "" {
+				t.Errorf("FromOpenAPI(%s) names (-want +got):\n%s", tc.file, diff)
+			}
+			if diff := cmp.Diff(tc.wantWarnings, warnings); diff != "" {
+				t.Errorf("FromOpenAPI(%s) warnings (-want +got):\n%s", tc.file, diff)
+			}
+		})
+	}
+}
+
+// TestFromOpenAPIURL checks where each tool's URL comes from.
+func TestFromOpenAPIURL(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string
+		baseURL string
+		want    []string
+	}{
+		{
+			name: "server variable default",
+			file: "petstore.yaml",
+			want: []string{
+				"https://eu.petstore.example/v1/pets", "https://eu.petstore.example/v1/pets",
+				"https://eu.petstore.example/v1/pets/{petId}", "https://eu.petstore.example/v1/pets/{petId}/notes",
+			},
+		},
+		{
+			name:    "BaseURL overrides servers, trailing slash dropped",
+			file:    "petstore.yaml",
+			baseURL: "http://127.0.0.1:9000/api/",
+			want: []string{
+				"http://127.0.0.1:9000/api/pets", "http://127.0.0.1:9000/api/pets",
+				"http://127.0.0.1:9000/api/pets/{petId}", "http://127.0.0.1:9000/api/pets/{petId}/notes",
+			},
+		},
+		{
+			name:    "3.1 document without servers",
+			file:    "openapi-31.yaml",
+			baseURL: "https://inventory.example",
+			want:    []string{"https://inventory.example/items/{sku}"},
+		},
+		{
+			name:    "relative server URL with BaseURL; sanitized query placeholder",
+			file:    "openapi-names.yaml",
+			baseURL: "http://127.0.0.1:9000",
+			want: []string{
+				"http://127.0.0.1:9000/a-b", "http://127.0.0.1:9000/reports", "http://127.0.0.1:9000/search",
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := loadSource(t, tc.file)
+			src.BaseURL = tc.baseURL
+			specs, _, err := FromOpenAPI(src)
+			if err != nil {
+				t.Fatalf("FromOpenAPI(%s) = %v", tc.file, err)
+			}
+			var got []string
+			for _, s := range specs {
+				got = append(got, s.URL)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("FromOpenAPI(%s) URLs (-want +got):\n%s", tc.file, diff)
+			}
+		})
+	}
+}
+
+// TestFromOpenAPISanitizedParameter checks that a parameter whose name is
+// not a valid property name keeps its query key but gets a clean
+// placeholder and property.
+func TestFromOpenAPISanitizedParameter(t *testing.T) {
+	src := loadSource(t, "openapi-names.yaml")
+	src.BaseURL = "http://127.0.0.1:9000"
+	specs, _, err := FromOpenAPI(src)
+	if err != nil {
+		t.Fatalf("FromOpenAPI = %v", err)
+	}
+	i := slices.IndexFunc(specs, func(s Spec) bool { return s.Name == "pets__search_pets_by_name" })
+	if i < 0 {
+		t.Fatalf("FromOpenAPI names = %v, want pets__search_pets_by_name among them", specNames(specs))
+	}
+	if diff := cmp.Diff(map[string]string{"filter[status]": "{filter_status}"}, specs[i].Query); diff != "" {
+		t.Errorf("Query (-want +got):\n%s", diff)
+	}
+	want := decodeJSON(t, `{"type":"object","properties":{"filter_status":{"type":"string"}},"additionalProperties":false}`)
+	if diff := cmp.Diff(want, viewOf(t, specs[i]).InputSchema); diff != "" {
+		t.Errorf("InputSchema (-want +got):\n%s", diff)
+	}
+}
+
+// TestFromOpenAPI31Schema checks an OpenAPI 3.1 schema: type arrays,
+// const, examples and numeric exclusiveMinimum pass through; a sibling
+// description of $ref applies.
+func TestFromOpenAPI31Schema(t *testing.T) {
+	src := loadSource(t, "openapi-31.yaml")
+	src.BaseURL = "https://inventory.example"
+	specs, _, err := FromOpenAPI(src)
+	if err != nil {
+		t.Fatalf("FromOpenAPI = %v", err)
+	}
+	if len(specs) != 1 {
+		t.Fatalf("FromOpenAPI names = %v, want one tool", specNames(specs))
+	}
+	want := decodeJSON(t, `{
+		"type": "object",
+		"properties": {
+			"sku": {"type": "string", "const": "ABC"},
+			"body": {
+				"type": "object",
+				"description": "The new item.",
+				"required": ["name"],
+				"properties": {
+					"name": {"type": "string", "examples": ["widget"]},
+					"price": {"type": ["number", "null"], "exclusiveMinimum": 0}
+				}
+			}
+		},
+		"required": ["sku", "body"],
+		"additionalProperties": false
+	}`)
+	if diff := cmp.Diff(want, viewOf(t, specs[0]).InputSchema); diff != "" {
+		t.Errorf("InputSchema (-want +got):\n%s", diff)
+	}
+	if got := specs[0].Method; got != "PUT" {
+		t.Errorf("Method = %q, want PUT", got)
+	}
+}
+
+// TestFromOpenAPIRecursion checks that a recursive schema is inlined to
+// depth 10 and then cut to {"type":"object"}.
+func TestFromOpenAPIRecursion(t *testing.T) {
+	specs, _, err := FromOpenAPI(loadSource(t, "openapi-recursive.yaml"))
+	if err != nil {
+		t.Fatalf("FromOpenAPI = %v", err)
+	}
+	if len(specs) != 1 {
+		t.Fatalf("FromOpenAPI names = %v, want one tool", specNames(specs))
+	}
+	node := viewOf(t, specs[0]).InputSchema.(map[string]any)["properties"].(map[string]any)["body"]
+	depth := 0
+	for {
+		m := node.(map[string]any)
+		props, ok := m["properties"].(map[string]any)
+		if !ok {
+			if diff := cmp.Diff(map[string]any{"type": "object"}, m); diff != "" {
+				t.Errorf("schema at depth %d (-want +got):\n%s", depth, diff)
+			}
+			break
+		}
+		depth++
+		node = props["children"].(map[string]any)["items"]
+	}
+	if depth != oapiMaxRefDepth {
+		t.Errorf("Node inlined %d levels deep, want %d", depth, oapiMaxRefDepth)
+	}
+}
+
+// TestFromOpenAPIErrors checks documents and sources that give no tools.
+func TestFromOpenAPIErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		file     string // "" means spec below
+		spec     string
+		edit     func(*OpenAPISource)
+		wantErr  error // matched with errors.Is; nil means only *OpenAPIError
+		location string
+	}{
+		{name: "invalid document", file: "openapi-invalid.yaml"},
+		{name: "not OpenAPI", spec: "just: [a, list", location: "https://specs.example/broken.yaml"},
+		{name: "missing openapi version", spec: "info: {title: x, version: '1'}\npaths: {}\n", location: "inline.yaml"},
+		{
+			name: "external reference refused",
+			spec: `openapi: 3.0.3
+info: {title: x, version: "1"}
+servers: [{url: "http://127.0.0.1:9000"}]
+paths:
+  /a:
+    post:
+      requestBody:
+        content:
+          application/json:
+            schema: {$ref: "other.yaml#/Thing"}
+      responses: {"200": {description: OK}}
+`,
+			location: "refs.yaml",
+		},
+		{name: "relative server and no BaseURL", file: "openapi-names.yaml", wantErr: ErrNoBaseURL},
+		{name: "no servers and no BaseURL", file: "openapi-31.yaml", wantErr: ErrNoBaseURL},
+		{
+			name:    "relative BaseURL",
+			file:    "petstore.yaml",
+			edit:    func(s *OpenAPISource) { s.BaseURL = "/api" },
+			wantErr: nil,
+		},
+		{
+			name:    "bad glob",
+			file:    "petstore.yaml",
+			edit:    func(s *OpenAPISource) { s.Exclude = []string{"[list"} },
+			wantErr: path.ErrBadPattern,
+		},
+		{
+			name: "bad source name",
+			file: "petstore.yaml",
+			edit: func(s *OpenAPISource) { s.Name = "pet store" },
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var src OpenAPISource
+			if tc.file != "" {
+				src = loadSource(t, tc.file)
+			} else {
+				src = OpenAPISource{Name: "pets", Spec: []byte(tc.spec), Location: tc.location}
+			}
+			if tc.edit != nil {
+				tc.edit(&src)
+			}
+			specs, warnings, err := FromOpenAPI(src)
+			if err == nil {
+				t.Fatalf("FromOpenAPI(%s) = %d specs, %d warnings, nil error; want an error", src.Location, len(specs), len(warnings))
+			}
+			oe, ok := errors.AsType[*OpenAPIError](err)
+			if !ok {
+				t.Fatalf("FromOpenAPI(%s) = %T %v, want *OpenAPIError", src.Location, err, err)
+			}
+			if oe.Location != src.Location || oe.Source != src.Name {
+				t.Errorf("OpenAPIError{Source: %q, Location: %q}, want %q, %q", oe.Source, oe.Location, src.Name, src.Location)
+			}
+			if !strings.Contains(err.Error(), src.Location) {
+				t.Errorf("FromOpenAPI(%s) = %q, want the location in the message", src.Location, err)
+			}
+			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Errorf("FromOpenAPI(%s) = %v, want errors.Is %v", src.Location, err, tc.wantErr)
+			}
+			if specs != nil || warnings != nil {
+				t.Errorf("FromOpenAPI(%s) returned specs or warnings with an error", src.Location)
+			}
+		})
+	}
+}
+
+// TestFromOpenAPISchemasCompile checks that every input schema made from
+// the test documents compiles, and that tool names follow MCP's rule.
+func TestFromOpenAPISchemasCompile(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nameRE := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	seen := 0
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			src := loadSource(t, filepath.Base(f))
+			src.BaseURL = "http://127.0.0.1:9000"
+			specs, _, err := FromOpenAPI(src)
+			if err != nil {
+				if filepath.Base(f) == "openapi-invalid.yaml" {
+					return
+				}
+				t.Fatalf("FromOpenAPI(%s) = %v", f, err)
+			}
+			for _, s := range specs {
+				seen++
+				if !nameRE.MatchString(s.Name) {
+					t.Errorf("tool name %q does not match %s", s.Name, nameRE)
+				}
+				if _, err := schemas.Compile(s.InputSchema); err != nil {
+					t.Errorf("schemas.Compile(%s input schema) = %v\n%s", s.Name, err, s.InputSchema)
+				}
+			}
+		})
+	}
+	if seen < 8 {
+		t.Errorf("compiled %d schemas, want at least 8: are the testdata files there?", seen)
+	}
+}
+
+func TestOpenAPINames(t *testing.T) {
+	tests := []struct {
+		method, path, opID string
+		want               string
+	}{
+		{"GET", "/pets/{petId}", "", "pets__get_pets_petid"},
+		{"DELETE", "/", "", "pets__delete"},
+		{"PATCH", "/v2/Users/{user-id}/tags.json", "", "pets__patch_v2_users_user_id_tags_json"},
+		{"GET", "/x", "getX", "pets__getX"},
+		{"GET", "/x", "get.x-y_z", "pets__get.x-y_z"},
+		{"GET", "/x", "  list all (v2)! ", "pets__list_all_v2"},
+		{"GET", "/x", strings.Repeat("a", 58), "pets__" + strings.Repeat("a", 58)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.want, func(t *testing.T) {
+			id := tc.opID
+			if oapiSanitize(id) == "" {
+				id = oapiDerivedName(tc.method, tc.path)
+			}
+			got, shortened, ok := oapiToolName("pets", id)
+			if got != tc.want || shortened || !ok {
+				t.Errorf("oapiToolName(pets, %q) = %q, %v, %v, want %q, false, true", id, got, shortened, ok, tc.want)
+			}
+		})
+	}
+	t.Run("shortened", func(t *testing.T) {
+		long := strings.Repeat("a", 59)
+		got, shortened, ok := oapiToolName("pets", long)
+		if len(got) != 64 || !shortened || !ok || !strings.HasPrefix(got, "pets__aaa") {
+			t.Errorf("oapiToolName(pets, 59×a) = %q (%d), %v, %v, want 64 chars, true, true", got, len(got), shortened, ok)
+		}
+		other, _, _ := oapiToolName("pets", long+"b")
+		if other == got {
+			t.Errorf("oapiToolName gives %q for two different long names", got)
+		}
+		if _, _, ok := oapiToolName(strings.Repeat("s", 60), long); ok {
+			t.Errorf("oapiToolName with a 60-char source = ok, want no room to shorten")
+		}
+	})
+}
+
+// FuzzFromOpenAPI checks that no document makes FromOpenAPI panic, and
+// that what it returns is well formed.
+func FuzzFromOpenAPI(f *testing.F) {
+	files, err := filepath.Glob("testdata/*.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	nameRE := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		specs, _, err := FromOpenAPI(OpenAPISource{Name: "f", Spec: doc, BaseURL: "http://127.0.0.1:9000"})
+		if err != nil {
+			return
+		}
+		for _, s := range specs {
+			if !nameRE.MatchString(s.Name) {
+				t.Errorf("tool name %q does not match %s", s.Name, nameRE)
+			}
+			if !json.Valid(s.InputSchema) {
+				t.Errorf("%s: InputSchema is not JSON: %s", s.Name, s.InputSchema)
+			}
+		}
+	})
+}

@@ -1,0 +1,559 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A template is text with {arg} placeholders, compiled once by Add.
+// "{{" and "}}" stand for literal braces. Placeholder names are what MCP
+// allows in a tool name and FromOpenAPI produces for a property:
+// [A-Za-z0-9_.-], 1 to 64 characters.
+type template struct {
+	parts []tmplPart
+}
+
+// tmplPart is a literal (arg == "") or a placeholder (arg != "").
+type tmplPart struct {
+	lit string
+	arg string
+}
+
+const maxPlaceholder = 64
+
+// errBraces is wrapped by parseTemplate's errors, with the fix to make.
+var errBraces = errors.New(`write {name} for an argument and {{ or }} for a literal brace`)
+
+// parseTemplate compiles s.
+func parseTemplate(s string) (template, error) {
+	var t template
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			t.parts = append(t.parts, tmplPart{lit: lit.String()})
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '{':
+			if i+1 < len(s) && s[i+1] == '{' {
+				lit.WriteByte('{')
+				i++
+				continue
+			}
+			end := strings.IndexByte(s[i+1:], '}')
+			if end < 0 {
+				return template{}, fmt.Errorf("unclosed { at offset %d: %w", i, errBraces)
+			}
+			name := s[i+1 : i+1+end]
+			if !validPlaceholder(name) {
+				return template{}, fmt.Errorf("placeholder {%s} at offset %d: a name is 1 to %d of A-Z a-z 0-9 _ . -; %w", name, i, maxPlaceholder, errBraces)
+			}
+			flush()
+			t.parts = append(t.parts, tmplPart{arg: name})
+			i += end + 1
+		case '}':
+			if i+1 < len(s) && s[i+1] == '}' {
+				lit.WriteByte('}')
+				i++
+				continue
+			}
+			return template{}, fmt.Errorf("unmatched } at offset %d: %w", i, errBraces)
+		default:
+			lit.WriteByte(c)
+		}
+	}
+	flush()
+	return t, nil
+}
+
+func validPlaceholder(name string) bool {
+	if name == "" || len(name) > maxPlaceholder {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// args lists t's placeholder names, in order, with repeats.
+func (t template) args() []string {
+	var out []string
+	for _, p := range t.parts {
+		if p.arg != "" {
+			out = append(out, p.arg)
+		}
+	}
+	return out
+}
+
+// hasArgs reports whether t holds a placeholder.
+func (t template) hasArgs() bool {
+	return slices.ContainsFunc(t.parts, func(p tmplPart) bool { return p.arg != "" })
+}
+
+// whole returns the name when t is exactly one placeholder.
+func (t template) whole() (string, bool) {
+	if len(t.parts) == 1 && t.parts[0].arg != "" {
+		return t.parts[0].arg, true
+	}
+	return "", false
+}
+
+// literal returns t's text with every placeholder replaced by sub.
+func (t template) literal(sub string) string {
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.arg != "" {
+			b.WriteString(sub)
+		} else {
+			b.WriteString(p.lit)
+		}
+	}
+	return b.String()
+}
+
+// expand returns t with each placeholder replaced by esc(the argument's
+// text) (esc nil: unchanged). ok is false, and missing names the first
+// argument, when a placeholder's argument is absent or null.
+func (t template) expand(args map[string]any, esc func(string) string) (s string, missing string, ok bool) {
+	if len(t.parts) == 1 && t.parts[0].arg == "" {
+		return t.parts[0].lit, "", true
+	}
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.arg == "" {
+			b.WriteString(p.lit)
+			continue
+		}
+		v, present := args[p.arg]
+		if !present || v == nil {
+			return "", p.arg, false
+		}
+		text := argText(v)
+		if esc != nil {
+			text = esc(text)
+		}
+		b.WriteString(text)
+	}
+	return b.String(), "", true
+}
+
+// argText formats an argument for a URL, header or string: a string as
+// itself, a number or bool as its JSON scalar, an object or array as
+// compact JSON.
+func argText(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case bool:
+		return strconv.FormatBool(v)
+	case json.Number:
+		return v.String()
+	case int:
+		return strconv.Itoa(v)
+	case int64:
+		return strconv.FormatInt(v, 10)
+	}
+	b, err := marshalJSON(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// marshalJSON is json.Marshal without HTML escaping: values go to APIs,
+// not into web pages, and <, > and & must arrive as written.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// urlTemplate is a compiled Spec.URL plus Spec.Query.
+type urlTemplate struct {
+	// origin is scheme://[userinfo@]host[:port], literal.
+	origin string
+	// segments are the path's segments: the path is "/" + segments joined
+	// by "/"; nil for an empty path. Literal text is already URL-escaped.
+	segments []template
+	// query holds the query's parameters in order: the URL's own, then
+	// Spec.Query's sorted by key. Literal text is unescaped.
+	query []queryParam
+}
+
+type queryParam struct {
+	key   string
+	value template
+}
+
+// parseURL compiles a URL template and the Spec.Query map. Every problem
+// is reported.
+func parseURL(raw string, query map[string]string) (urlTemplate, *url.URL, error) {
+	var u urlTemplate
+	var errs []error
+	rest := raw
+	if i := strings.IndexByte(rest, '#'); i >= 0 {
+		errs = append(errs, fmt.Errorf("url %q has a fragment (#…), which is never sent to the server; remove it", raw))
+		rest = rest[:i]
+	}
+	schemeEnd := strings.Index(rest, "://")
+	if schemeEnd < 0 {
+		return u, nil, errors.Join(append(errs, fmt.Errorf("url %q is not absolute; write it as http://host/path or https://host/path", raw))...)
+	}
+	authEnd := len(rest)
+	if i := strings.IndexAny(rest[schemeEnd+3:], "/?"); i >= 0 {
+		authEnd = schemeEnd + 3 + i
+	}
+	originT, err := parseTemplate(rest[:authEnd])
+	if err != nil {
+		return u, nil, errors.Join(append(errs, fmt.Errorf("url %q: %w", raw, err))...)
+	}
+	if originT.hasArgs() {
+		errs = append(errs, fmt.Errorf("url %q: placeholder {%s} in the scheme, host or port; only path segments and query values may hold placeholders, so write the host literally (and list other hosts in allowed_hosts)", raw, originT.args()[0]))
+	}
+	u.origin = originT.literal("")
+	origin, err := url.Parse(u.origin)
+	switch {
+	case err != nil:
+		errs = append(errs, fmt.Errorf("url %q: %v", raw, stripURLErr(err)))
+	case origin.Scheme != "http" && origin.Scheme != "https":
+		errs = append(errs, fmt.Errorf("url %q: unknown scheme %q; write http:// or https://", raw, origin.Scheme))
+	case origin.Host == "":
+		errs = append(errs, fmt.Errorf("url %q has no host; write it as %s://host/path", raw, origin.Scheme))
+	}
+	rest = rest[authEnd:]
+
+	pathPart, queryPart, hasQuery := strings.Cut(rest, "?")
+	if pathPart != "" {
+		for i, seg := range strings.Split(pathPart[1:], "/") {
+			t, err := parseTemplate(seg)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("url %q: path segment %d: %w", raw, i+1, err))
+				continue
+			}
+			u.segments = append(u.segments, t)
+		}
+	}
+	if hasQuery && queryPart != "" {
+		for pair := range strings.SplitSeq(queryPart, "&") {
+			if pair == "" {
+				continue
+			}
+			k, v, _ := strings.Cut(pair, "=")
+			if strings.ContainsAny(k, "{}") {
+				errs = append(errs, fmt.Errorf("url %q: query key %q: placeholders are allowed in query values only", raw, k))
+				continue
+			}
+			key, err := url.QueryUnescape(k)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("url %q: query key %q: %v", raw, k, err))
+				continue
+			}
+			t, err := parseTemplate(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("url %q: query value of %q: %w", raw, key, err))
+				continue
+			}
+			for i, p := range t.parts {
+				if p.arg == "" {
+					if t.parts[i].lit, err = url.QueryUnescape(p.lit); err != nil {
+						errs = append(errs, fmt.Errorf("url %q: query value of %q: %v; escape a literal %% as %%25", raw, key, err))
+					}
+				}
+			}
+			u.query = append(u.query, queryParam{key: key, value: t})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(query)) {
+		t, err := parseTemplate(query[k])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("query %q: %w", k, err))
+			continue
+		}
+		u.query = append(u.query, queryParam{key: k, value: t})
+	}
+	if len(errs) > 0 {
+		return u, nil, errors.Join(errs...)
+	}
+
+	// The URL with every placeholder filled must parse, so that the only
+	// thing left to go wrong per call is the arguments.
+	sample, err := url.Parse(u.origin + u.pathWith("x"))
+	if err != nil {
+		return u, nil, fmt.Errorf("url %q: %v", raw, stripURLErr(err))
+	}
+	return u, sample, nil
+}
+
+// pathWith returns the path with every placeholder replaced by sub.
+func (u *urlTemplate) pathWith(sub string) string {
+	var b strings.Builder
+	for _, s := range u.segments {
+		b.WriteByte('/')
+		b.WriteString(s.literal(sub))
+	}
+	return b.String()
+}
+
+// missingArgsError is a call whose arguments leave a path placeholder
+// empty.
+type missingArgsError struct {
+	names []string
+	empty bool
+}
+
+func (e *missingArgsError) Error() string {
+	quoted := make([]string, len(e.names))
+	for i, n := range e.names {
+		quoted[i] = strconv.Quote(n)
+	}
+	if e.empty {
+		return "path argument " + strings.Join(quoted, ", ") + " must not be empty"
+	}
+	s := "missing argument"
+	if len(e.names) > 1 {
+		s += "s"
+	}
+	return s + " " + strings.Join(quoted, ", ") + " (part of the URL path)"
+}
+
+// expand returns the request URL for args. Path values are path-escaped
+// and a value that would make a segment "." or ".." is escaped to %2E so
+// that it stays inside its segment. A query parameter whose placeholders
+// name absent arguments is left out.
+func (u *urlTemplate) expand(args map[string]any) (string, error) {
+	var b strings.Builder
+	b.WriteString(u.origin)
+	var missing []string
+	empty := false
+	for _, seg := range u.segments {
+		b.WriteByte('/')
+		s, _, ok := seg.expand(args, url.PathEscape)
+		if !ok {
+			for _, a := range seg.args() {
+				if v, present := args[a]; (!present || v == nil) && !slices.Contains(missing, a) {
+					missing = append(missing, a)
+				}
+			}
+			continue
+		}
+		if seg.hasArgs() {
+			switch {
+			case s == "" && seg.literal("") == "":
+				empty = true
+				missing = append(missing, seg.args()...)
+			case s == "." || s == "..":
+				s = strings.ReplaceAll(s, ".", "%2E")
+			}
+		}
+		b.WriteString(s)
+	}
+	if len(missing) > 0 {
+		return "", &missingArgsError{names: missing, empty: empty}
+	}
+	if len(u.query) > 0 {
+		q := make(url.Values, len(u.query))
+		for _, p := range u.query {
+			if v, _, ok := p.value.expand(args, nil); ok {
+				q.Add(p.key, v)
+			}
+		}
+		if len(q) > 0 {
+			b.WriteByte('?')
+			b.WriteString(q.Encode())
+		}
+	}
+	return b.String(), nil
+}
+
+// controlCharError reports a header value with a control character.
+type controlCharError struct{ header string }
+
+func (e *controlCharError) Error() string {
+	return fmt.Sprintf("the value of header %q contains a control character (CR, LF, NUL or another); pass the argument without line breaks or control characters", e.header)
+}
+
+// validHeaderValue reports whether v has no control character but HTAB:
+// CR or LF would split the header, and Go's transport refuses the rest.
+func validHeaderValue(v string) bool {
+	for i := range len(v) {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderName reports whether name is an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			continue
+		}
+		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// bodyNode is one value of a compiled JSON body template.
+type bodyNode struct {
+	kind bodyKind
+	lit  any          // bodyLiteral: a literal scalar (json.Number, bool, nil)
+	str  template     // bodyString: a string, maybe with placeholders
+	arg  string       // bodyArg: the argument whose JSON value this is
+	obj  []bodyMember // bodyObject
+	arr  []*bodyNode  // bodyArray
+}
+
+type bodyKind uint8
+
+const (
+	bodyLiteral bodyKind = iota
+	bodyString
+	bodyArg
+	bodyObject
+	bodyArray
+)
+
+type bodyMember struct {
+	key string
+	val *bodyNode
+}
+
+// parseBody compiles a JSON body template.
+func parseBody(raw json.RawMessage) (*bodyNode, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("body is not JSON (%v); write a JSON value, with \"{arg}\" strings where arguments go", err)
+	}
+	if dec.More() {
+		return nil, errors.New(`body holds more than one JSON value; write one value, with "{arg}" strings where arguments go`)
+	}
+	return compileBody(v, "")
+}
+
+func compileBody(v any, path string) (*bodyNode, error) {
+	switch v := v.(type) {
+	case string:
+		t, err := parseTemplate(v)
+		if err != nil {
+			return nil, fmt.Errorf("body%s: %w", path, err)
+		}
+		if name, ok := t.whole(); ok {
+			return &bodyNode{kind: bodyArg, arg: name}, nil
+		}
+		return &bodyNode{kind: bodyString, str: t}, nil
+	case map[string]any:
+		n := &bodyNode{kind: bodyObject}
+		var errs []error
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			c, err := compileBody(v[k], path+"."+k)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n.obj = append(n.obj, bodyMember{key: k, val: c})
+		}
+		return n, errors.Join(errs...)
+	case []any:
+		n := &bodyNode{kind: bodyArray}
+		var errs []error
+		for i, e := range v {
+			c, err := compileBody(e, path+"["+strconv.Itoa(i)+"]")
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n.arr = append(n.arr, c)
+		}
+		return n, errors.Join(errs...)
+	default:
+		return &bodyNode{kind: bodyLiteral, lit: v}, nil
+	}
+}
+
+// args appends the placeholder names of n to dst.
+func (n *bodyNode) args(dst []string) []string {
+	switch n.kind {
+	case bodyString:
+		dst = append(dst, n.str.args()...)
+	case bodyArg:
+		dst = append(dst, n.arg)
+	case bodyObject:
+		for _, m := range n.obj {
+			dst = m.val.args(dst)
+		}
+	case bodyArray:
+		for _, e := range n.arr {
+			dst = e.args(dst)
+		}
+	}
+	return dst
+}
+
+// expand returns n's value for args; ok is false when n is to be left
+// out: a placeholder names an absent argument ("{arg}" alone keeps an
+// explicit null; inside a longer string, null counts as absent).
+func (n *bodyNode) expand(args map[string]any) (v any, ok bool) {
+	switch n.kind {
+	case bodyLiteral:
+		return n.lit, true
+	case bodyString:
+		s, _, ok := n.str.expand(args, nil)
+		return s, ok
+	case bodyArg:
+		v, ok := args[n.arg]
+		return v, ok
+	case bodyObject:
+		m := make(map[string]any, len(n.obj))
+		for _, mem := range n.obj {
+			if v, ok := mem.val.expand(args); ok {
+				m[mem.key] = v
+			}
+		}
+		return m, true
+	case bodyArray:
+		a := make([]any, 0, len(n.arr))
+		for _, e := range n.arr {
+			if v, ok := e.expand(args); ok {
+				a = append(a, v)
+			}
+		}
+		return a, true
+	}
+	return nil, false
+}
+
+// stripURLErr returns the cause of a *url.Error, whose text repeats the
+// whole URL.
+func stripURLErr(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Err
+	}
+	return err
+}

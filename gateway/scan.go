@@ -1,0 +1,197 @@
+package gateway
+
+// scanCall reads, without allocating, what preflight needs from one
+// JSON-RPC message: whether it is a request (it has a non-null id) for
+// method, and the string value of params.name. ok is false when the message
+// is not a single well-formed JSON object, or when a string that matters
+// uses escapes: preflight then falls back to encoding/json.
+func scanCall(msg []byte) (method, name []byte, hasID, ok bool) {
+	s := scanner{b: msg}
+	// Keys match case-insensitively, as encoding/json (and so mcp-go) matches
+	// them.
+	if !s.object(func(key []byte) bool {
+		switch {
+		case asciiFold(key, "method"):
+			method, ok = s.plainString()
+			return ok
+		case asciiFold(key, "id"):
+			start := s.i
+			if !s.value() {
+				return false
+			}
+			hasID = string(msg[start:s.i]) != "null"
+			return true
+		case asciiFold(key, "params"):
+			s.ws()
+			if s.i < len(s.b) && s.b[s.i] != '{' {
+				return s.value()
+			}
+			return s.object(func(key []byte) bool {
+				if asciiFold(key, "name") {
+					name, ok = s.plainString()
+					return ok
+				}
+				return s.value()
+			})
+		}
+		return s.value()
+	}) {
+		return nil, nil, false, false
+	}
+	s.ws()
+	return method, name, hasID, s.i == len(s.b)
+}
+
+// asciiFold reports whether key equals the lower-case ASCII word,
+// ignoring case. Keys are ASCII here (plainString refuses anything else).
+func asciiFold(key []byte, word string) bool {
+	if len(key) != len(word) {
+		return false
+	}
+	for i := range len(key) {
+		if c := key[i] | 0x20; c != word[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// scanner is a minimal JSON reader over b: it validates structure well
+// enough to find keys, skipping values it is not asked about.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// object reads an object, calling member for each key with the scanner
+// positioned before the value; member must consume the value.
+func (s *scanner) object(member func(key []byte) bool) bool {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return false
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return true
+	}
+	for {
+		s.ws()
+		key, ok := s.plainString()
+		if !ok {
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		if !member(key) {
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// plainString reads a string of printable ASCII without escapes (tool
+// names, methods and the keys that matter are such strings) and returns its
+// bytes.
+func (s *scanner) plainString() ([]byte, bool) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '"':
+			s.i = j + 1
+			return s.b[start:j], true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// value skips one JSON value.
+func (s *scanner) value() bool {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		return s.object(func([]byte) bool { return s.value() })
+	case c == '[':
+		s.i++
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == ']' {
+			s.i++
+			return true
+		}
+		for {
+			if !s.value() {
+				return false
+			}
+			s.ws()
+			if s.i >= len(s.b) {
+				return false
+			}
+			switch s.b[s.i] {
+			case ',':
+				s.i++
+			case ']':
+				s.i++
+				return true
+			default:
+				return false
+			}
+		}
+	case c == '"':
+		for j := s.i + 1; j < len(s.b); j++ {
+			switch s.b[j] {
+			case '\\':
+				j++
+			case '"':
+				s.i = j + 1
+				return true
+			}
+		}
+		return false
+	default:
+		start := s.i
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return s.i > start
+			}
+			s.i++
+		}
+		return s.i > start
+	}
+}

@@ -1,0 +1,161 @@
+package retry
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The defaults a zero [Policy] field takes.
+const (
+	DefaultAttempts       = 3
+	DefaultInitialBackoff = 100 * time.Millisecond
+	DefaultMaxBackoff     = 5 * time.Second
+)
+
+// MaxRetryAfter caps what [ParseRetryAfter] returns: a backend asking for
+// more than a day is treated as asking for a day.
+const MaxRetryAfter = 24 * time.Hour
+
+// Policy says how often and how patiently a failed call is retried. It is a
+// value: copy it freely. The zero value is usable; see [Policy.Normalize].
+type Policy struct {
+	// Attempts is the total number of tries, the first included; 1 means
+	// no retries. Zero or less means [DefaultAttempts].
+	Attempts int
+	// InitialBackoff bounds the wait before the first retry; each later
+	// retry doubles the bound. Zero or less means [DefaultInitialBackoff].
+	InitialBackoff time.Duration
+	// MaxBackoff caps every wait, a backend's Retry-After included. Zero
+	// or less means [DefaultMaxBackoff]; a value below InitialBackoff is
+	// raised to it.
+	MaxBackoff time.Duration
+}
+
+// Normalize returns p with every zero (or negative) field set to its
+// default and MaxBackoff raised to at least InitialBackoff.
+func (p Policy) Normalize() Policy {
+	if p.Attempts <= 0 {
+		p.Attempts = DefaultAttempts
+	}
+	if p.InitialBackoff <= 0 {
+		p.InitialBackoff = DefaultInitialBackoff
+	}
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = DefaultMaxBackoff
+	}
+	if p.MaxBackoff < p.InitialBackoff {
+		p.MaxBackoff = p.InitialBackoff
+	}
+	return p
+}
+
+// Backoff returns the wait before retry number retry (1 is the first
+// retry) of the normalized p. A positive retryAfter (the backend's
+// Retry-After) wins, capped at MaxBackoff. Otherwise the wait is "full
+// jitter": r() scaled to [0, min(MaxBackoff, InitialBackoff*2^(retry-1))].
+// r returns values in [0, 1); nil means math/rand/v2's Float64. A retry
+// below 1 counts as 1.
+func (p Policy) Backoff(retry int, retryAfter time.Duration, r func() float64) time.Duration {
+	p = p.Normalize()
+	if retryAfter > 0 {
+		return min(retryAfter, p.MaxBackoff)
+	}
+	if r == nil {
+		r = rand.Float64
+	}
+	retry = max(retry, 1)
+	ceiling := p.MaxBackoff
+	// InitialBackoff<<(retry-1) overflows quickly; compare in floats.
+	if grown := float64(p.InitialBackoff) * math.Exp2(float64(retry-1)); grown < float64(p.MaxBackoff) {
+		ceiling = time.Duration(grown)
+	}
+	f := r()
+	if f < 0 || math.IsNaN(f) {
+		f = 0
+	}
+	f = min(f, 1)
+	return time.Duration(f * float64(ceiling))
+}
+
+// httpDateLayouts are the three date formats RFC 9110 section 5.6.7 says a
+// recipient must accept: IMF-fixdate, then the obsolete RFC 850 and ANSI C
+// asctime formats.
+var httpDateLayouts = [...]string{
+	"Mon, 02 Jan 2006 15:04:05 GMT",
+	"Monday, 02-Jan-06 15:04:05 GMT",
+	"Mon Jan _2 15:04:05 2006",
+}
+
+// ParseRetryAfter parses the value of a Retry-After header: delta-seconds
+// ("120") or an HTTP-date, which is measured from now. ok is false for an
+// empty, negative or unparsable value. A date in the past gives 0 (retry
+// now). Values over [MaxRetryAfter] are capped to it.
+func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if isDigits(v) {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n > uint64(MaxRetryAfter/time.Second) {
+			// Only a range error is possible here: all digits.
+			return MaxRetryAfter, true
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	for _, layout := range httpDateLayouts {
+		t, err := time.Parse(layout, v)
+		if err != nil {
+			continue
+		}
+		return min(max(t.Sub(now), 0), MaxRetryAfter), true
+	}
+	return 0, false
+}
+
+func isDigits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Do calls fn until it succeeds or the policy says stop, and returns how
+// many attempts it made and the last error. It is the retry loop of every
+// tool kind but REST (which plugs [Policy] into its HTTP client).
+//
+// fn receives ctx and the attempt number, from 1. A failure is retried only
+// when idempotent is true and its [Classify] class is [Class.Transient],
+// and only while attempts remain. The wait before a retry is
+// [Policy.Backoff] with the error's [RetryAfterOf]. Do never waits past
+// ctx's deadline: when the next wait would reach it, Do returns the last
+// error at once. When ctx is done during a wait, Do returns at once with an
+// error that wraps ctx's error (so it classifies as cancelled or timeout)
+// and quotes the last failure.
+func Do(ctx context.Context, p Policy, idempotent bool, fn func(ctx context.Context, attempt int) error) (attempts int, err error) {
+	p = p.Normalize()
+	for attempt := 1; ; attempt++ {
+		err = fn(ctx, attempt)
+		if err == nil || ctx.Err() != nil || !idempotent || attempt >= p.Attempts || !Classify(err).Transient() {
+			return attempt, err
+		}
+		wait := p.Backoff(attempt, RetryAfterOf(err), nil)
+		if deadline, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(deadline) {
+			return attempt, err
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return attempt, fmt.Errorf("%w while waiting to retry (last failure: %v)", ctx.Err(), err)
+		case <-timer.C:
+		}
+	}
+}
