@@ -6,8 +6,13 @@
 // goccy/go-yaml, expands ${NAME} and ${NAME:-default} in scalar values,
 // decodes strictly over the defaults and runs [Config.Validate]. Every
 // problem comes back at once, each a [*PosError] naming file:line:col and the
-// key path; values that came from the environment are never shown. See
-// config.example.yaml at the repository root for every key.
+// key path; values that came from the environment are never shown, and
+// [Config.Secrets] lists them so that executors can scrub them from what
+// they return. See config.example.yaml at the repository root for every key.
+//
+// The rest and openapi sections ([RESTTool], [OpenAPISource]) describe REST
+// tools; the gateway turns them into the REST executor's specs. Their body
+// and input_schema values are written in YAML and stored as JSON.
 //
 // config must not import any toolgate package.
 package config

@@ -241,10 +241,8 @@ func (c *checker) restSections(cfg *Config) {
 		} else if msg := urlProblem(t.URL); msg != "" {
 			c.fail(p+".url", quoteShort(t.URL), "%s", msg)
 		}
-		for _, k := range slices.Sorted(maps.Keys(t.Query)) {
-			if k == "" {
-				c.failKey(childPath(p+".query", k), "", "a query key must not be empty; name the parameter")
-			}
+		if _, empty := t.Query[""]; empty {
+			c.failKey(childPath(p+".query", ""), "", "a query key must not be empty; name the parameter")
 		}
 		c.headers(p+".headers", t.Headers)
 		if t.InputSchema != nil && !isJSONObject(t.InputSchema) {
@@ -356,23 +354,21 @@ func (c *checker) spec(path, spec string) {
 	}
 }
 
-// globs checks a list of operationId globs at path.
-func (c *checker) globs(path string, globs []string) {
+// globs checks the list of operationId globs at key path at.
+func (c *checker) globs(at string, globs []string) {
 	for i, g := range globs {
-		p := fmt.Sprintf("%s[%d]", path, i)
+		p := fmt.Sprintf("%s[%d]", at, i)
 		if g == "" {
 			c.fail(p, "", "is empty; write an operationId or a glob, like list*")
 			continue
 		}
-		if _, err := pathMatch(g); err != nil {
+		// path.Match checks the whole pattern even when the name does not
+		// match, so any name will do.
+		if _, err := path.Match(g, "x"); err != nil {
 			c.fail(p, quoteShort(g), `is not a valid glob (* ? [a-z] and \ to escape, as in Go's path.Match); write \[ for a literal [`)
 		}
 	}
 }
-
-// pathMatch matches pattern against a fixed name, which is enough for
-// [path.Match] to check the whole pattern's syntax.
-func pathMatch(pattern string) (bool, error) { return path.Match(pattern, "x") }
 
 // urlProblem says what is wrong with a REST tool's URL template, or "" if
 // nothing. The message never quotes the URL, which may have come from the

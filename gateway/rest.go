@@ -25,7 +25,7 @@ const (
 // addRESTTools compiles the config's rest and openapi sections into REST
 // tools and registers them in one batch. Every problem is reported.
 func (g *Gateway) addRESTTools(cfg *config.Config) error {
-	secrets := cfg.Secrets()
+	secrets := restSecrets(cfg.Secrets())
 	var specs []rest.Spec
 	var errs []error
 	for _, t := range cfg.Rest {
@@ -91,6 +91,21 @@ func (g *Gateway) addRESTTools(cfg *config.Config) error {
 		return nil
 	}
 	return g.reg.Add(tools...)
+}
+
+// minSecretLen is the shortest value from the environment that REST tools
+// scrub from results. Shorter ones ("1000", "debug") are settings, and
+// replacing every occurrence of them would corrupt results.
+const minSecretLen = 6
+
+func restSecrets(all []string) []string {
+	var out []string
+	for _, s := range all {
+		if len(s) >= minSecretLen {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func retrySpec(cfg *config.Config, r *config.Retry) rest.RetrySpec {

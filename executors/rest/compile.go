@@ -20,22 +20,29 @@ import (
 // [Spec.MaxResponseBytes] is zero.
 const DefaultMaxResponseBytes int64 = 1 << 20
 
-// methods are the HTTP methods a REST tool may use, with whether each is
-// idempotent by default.
-var methods = map[string]bool{
-	http.MethodGet:     true,
-	http.MethodHead:    true,
-	http.MethodPut:     true,
-	http.MethodDelete:  true,
-	http.MethodOptions: true,
-	http.MethodPost:    false,
-	http.MethodPatch:   false,
+// methodIdempotent reports whether method is one a REST tool may use
+// (known) and whether it is idempotent by default.
+func methodIdempotent(method string) (idempotent, known bool) {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete, http.MethodOptions:
+		return true, true
+	case http.MethodPost, http.MethodPatch:
+		return false, true
+	}
+	return false, false
 }
 
-// reservedHeaders are set by net/http from the request itself; a value in
-// the spec would be ignored or would break the framing.
-var reservedHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
-	"Proxy-Connection", "Te", "Trailer", "Upgrade"}
+// reservedHeader reports the headers net/http sets from the request
+// itself (canonical names): a value in the spec would be ignored or would
+// break the framing.
+func reservedHeader(canon string) bool {
+	switch canon {
+	case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
+		"Proxy-Connection", "Te", "Trailer", "Upgrade":
+		return true
+	}
+	return false
+}
 
 // tool is a compiled Spec. It is immutable once built.
 type tool struct {
@@ -73,7 +80,7 @@ func compile(s Spec) (*tool, registry.Tool, error) {
 	if t.method == "" {
 		t.method = http.MethodGet
 	}
-	idempotent, known := methods[t.method]
+	idempotent, known := methodIdempotent(t.method)
 	if !known {
 		bad("method %q is not supported; write one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", s.Method)
 	}
@@ -102,7 +109,7 @@ func compile(s Spec) (*tool, registry.Tool, error) {
 		case !validHeaderName(name):
 			bad("header name %q is invalid; a name is letters, digits and !#$%%&'*+-.^_`|~ only (placeholders go in values)", name)
 			continue
-		case slices.Contains(reservedHeaders, canon):
+		case reservedHeader(canon):
 			bad("header %q is set by the HTTP client; remove it", name)
 			continue
 		case slices.ContainsFunc(t.headers, func(h headerParam) bool { return h.name == canon }):

@@ -423,7 +423,7 @@ func (c *callState) failure(ctx context.Context, err error) error {
 		if re, ok := errors.AsType[*redirectError](err); ok {
 			cause = re
 		}
-		msg = fmt.Sprintf("%s failed (%s): %v", what, c.attempts(), cause)
+		msg = fmt.Sprintf("%s failed %s: %v", what, c.attempts(), cause)
 	}
 	return &retry.Error{Class: class, Msg: c.t.redact(msg), Err: cause}
 }
@@ -464,7 +464,11 @@ func (c *callState) read(resp *http.Response) error {
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		limit = c.t.maxBytes
 	}
-	body, err := readCapped(resp.Body, limit, resp.ContentLength)
+	hint := resp.ContentLength
+	if resp.Request != nil && resp.Request.Method == http.MethodHead {
+		hint = 0 // the length of the body a GET would get
+	}
+	body, err := readCapped(resp.Body, limit, hint)
 	if err != nil {
 		return err
 	}
@@ -492,7 +496,7 @@ func (c *callState) read(resp *http.Response) error {
 // readCapped reads r to its end or to limit bytes, never allocating more
 // than limit. hint is the expected size, or -1.
 func readCapped(r io.Reader, limit, hint int64) ([]byte, error) {
-	size := int64(32 << 10)
+	size := int64(4 << 10)
 	if hint >= 0 {
 		size = hint + 1 // one more, to see the end without growing
 	}

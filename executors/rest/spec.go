@@ -30,10 +30,16 @@ type Spec struct {
 	// are path-escaped; they can never change scheme, host or port).
 	URL string
 	// Query maps query keys to value templates ("{units}", "en", "x-{id}").
-	// A key whose placeholders name absent arguments is dropped.
+	// A key whose placeholders name absent arguments is dropped (an
+	// argument that is null counts as absent in every template but a
+	// body's "{arg}"). An argument that is a number or bool is written as
+	// its JSON scalar, an object or array as compact JSON. "{{" and "}}"
+	// are literal braces in every template.
 	Query map[string]string
-	// Headers maps header names to value templates. A value with CR or LF
-	// after expansion is refused. Header values are never logged.
+	// Headers maps header names to value templates. A value with CR, LF,
+	// NUL or another control character after expansion is refused (the
+	// call is not made); a header whose placeholders name absent arguments
+	// is not sent. Header values are never logged.
 	Headers map[string]string
 	// Body is a JSON template, or nil for no body. A JSON string that is
 	// exactly "{arg}" takes the argument's JSON value (not a string); other
