@@ -36,4 +36,8 @@ type Call struct {
 	Raw json.RawMessage
 	// Thread is the thread the call runs in; never empty.
 	Thread string
+	// Progress, when not nil, reports progress to the calling client (it
+	// asked for progress notifications). total is 0 when unknown. It is
+	// safe to call from any goroutine until Execute returns.
+	Progress func(progress, total float64, message string)
 }

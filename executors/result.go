@@ -44,6 +44,10 @@ type Result struct {
 	IsError bool
 	// Meta, when not nil, is merged into the result's _meta.
 	Meta map[string]any
+	// Passthrough, when not nil, is a complete MCP CallToolResult as an
+	// upstream MCP server sent it; gateway forwards it unchanged (with Meta
+	// merged into its _meta) and ignores Content, Structured and IsError.
+	Passthrough json.RawMessage
 }
 
 // Text returns a result holding one text block.
