@@ -68,13 +68,13 @@ type Gateway struct {
 	unsubscribe func()
 	regMu       sync.Mutex // serialises Register* and Unregister
 
-	// root is cancelled, with errShutdown as cause, when in-flight calls
-	// must stop (the shutdown grace ran out, or Close).
+	// root is cancelled by Close; it bounds background work such as
+	// fetching OpenAPI documents.
 	root       context.Context
 	rootCancel context.CancelCauseFunc
 	calls      tracker
 	oneShot    atomic.Uint64 // numbers one-call threads
-	sessions   sync.Map      // live MCP session IDs (string → struct{}), for preflight
+	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
 
 	httpOnce  sync.Once
 	router    http.Handler // built by Handler
@@ -200,6 +200,7 @@ func (g *Gateway) Tools() []*registry.Tool { return g.reg.List() }
 func (g *Gateway) syncTools(c registry.Change) {
 	if len(c.Removed) > 0 {
 		g.mcp.DeleteTools(c.Removed...)
+		g.metrics.forget(c.Removed)
 	}
 	if len(c.Added) == 0 {
 		return
@@ -215,7 +216,7 @@ func (g *Gateway) sessionStarted(id string) {
 	if id == "" {
 		return
 	}
-	if _, loaded := g.sessions.LoadOrStore(id, struct{}{}); !loaded {
+	if _, loaded := g.sessions.LoadOrStore(id, sessionThread(id)); !loaded {
 		g.metrics.sessions.Inc()
 		g.logger.Debug("session started")
 	}
@@ -241,7 +242,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	err := g.calls.drain(ctx)
 	if err != nil {
 		g.logger.Warn("shutdown grace ran out; cancelling calls in flight", "in_flight", g.calls.count())
-		g.rootCancel(errShutdown)
+		g.calls.cancelAll(errShutdown)
 		// Give cancelled calls a moment to deliver their results.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownCancelWait)
 		_ = g.calls.drain(wctx)
@@ -257,6 +258,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
 		g.calls.startDraining()
+		g.calls.cancelAll(errShutdown)
 		g.rootCancel(errShutdown)
 		g.mu.Lock()
 		p := g.httpParts

@@ -224,10 +224,12 @@ func mustTool(t *testing.T, g *Gateway, name string) *registry.Tool {
 	return tool
 }
 
-// sessionOf pulls the test's pretend session out of meta.
+// sessionOf returns the thread of the test's pretend session in meta.
 func sessionOf(meta map[string]any) string {
-	s, _ := meta["session"].(string)
-	return s
+	if s, _ := meta["session"].(string); s != "" {
+		return sessionThread(s)
+	}
+	return ""
 }
 
 func TestThreadMetaErrors(t *testing.T) {

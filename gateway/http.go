@@ -26,6 +26,37 @@ type httpParts struct {
 	streamable *server.StreamableHTTPServer
 	sse        *server.SSEServer // nil when server.sse is false
 	streams    sync.Map          // SSE session ID → *sseStream
+	bodies     sync.Pool         // *body, reused request bodies
+}
+
+// body holds one request body read by toolgate and replays it to mcp-go,
+// which copies what it reads; it goes back to the pool once mcp-go's
+// handler returns.
+type body struct {
+	buf bytes.Buffer
+	rd  bytes.Reader
+}
+
+func (b *body) Read(p []byte) (int, error) { return b.rd.Read(p) }
+func (b *body) Close() error               { return nil }
+
+// maxPooledBody is the largest buffer kept for reuse.
+const maxPooledBody = 64 << 10
+
+func (p *httpParts) getBody() *body {
+	if b, ok := p.bodies.Get().(*body); ok {
+		return b
+	}
+	return &body{}
+}
+
+func (p *httpParts) putBody(b *body) {
+	if b.buf.Cap() > maxPooledBody {
+		return
+	}
+	b.buf.Reset()
+	b.rd.Reset(nil)
+	p.bodies.Put(b)
 }
 
 func (p *httpParts) close() {
@@ -103,13 +134,22 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "tools": g.reg.Len()})
 }
 
-// readBody reads a request body up to server.max_body_bytes. On failure it
-// has written the response (413 for an oversized body) and returns false.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// readBody reads a request body, up to server.max_body_bytes, into b. On
+// failure it has written the response (413 for an oversized body) and
+// returns false.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, b *body) bool {
 	limit := g.cfg.Server.MaxBodyBytes
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var err error
+	if r.ContentLength > limit {
+		err = &http.MaxBytesError{Limit: limit}
+	} else {
+		if r.ContentLength > 0 {
+			b.buf.Grow(int(r.ContentLength))
+		}
+		_, err = b.buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	}
 	if err == nil {
-		return body, true
+		return true
 	}
 	code, msg := http.StatusBadRequest, "reading the request body failed"
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -117,7 +157,14 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 		msg = fmt.Sprintf("request body exceeds %d bytes (server.max_body_bytes); send a smaller request or raise the limit", limit)
 	}
 	writeJSON(w, code, jsonRPCError(mcp.INVALID_REQUEST, msg))
-	return nil, false
+	return false
+}
+
+// replay hands msg to the next handler as the request body.
+func replay(r *http.Request, b *body, msg []byte) {
+	b.rd.Reset(msg)
+	r.Body = b
+	r.ContentLength = int64(len(msg))
 }
 
 func writeJSON(w http.ResponseWriter, code int, body []byte) {
@@ -135,12 +182,14 @@ func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
 			p.streamable.ServeHTTP(w, r)
 			return
 		}
-		body, ok := g.readBody(w, r)
-		if !ok {
+		b := p.getBody()
+		defer p.putBody(b)
+		if !g.readBody(w, r, b) {
 			return
 		}
+		msg := b.buf.Bytes()
 		sid := r.Header.Get(server.HeaderKeySessionID)
-		if sid == "" && needsSession(body) {
+		if sid == "" && needsSession(msg) {
 			// mcp-go answers 404 here, which tells a client its session
 			// expired; the transport spec asks for 400 when the header is
 			// missing altogether.
@@ -150,13 +199,12 @@ func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
 		}
 		if _, live := g.sessions.Load(sid); live {
 			var reply []byte
-			if reply, body = g.preflight(body); reply != nil {
+			if reply, msg = g.preflight(msg); reply != nil {
 				writeJSON(w, http.StatusOK, reply)
 				return
 			}
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
+		replay(r, b, msg)
 		p.streamable.ServeHTTP(w, r)
 	})
 }
@@ -198,20 +246,21 @@ func (g *Gateway) messageHandler(p *httpParts) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		body, ok := g.readBody(w, r)
-		if !ok {
+		b := p.getBody()
+		defer p.putBody(b)
+		if !g.readBody(w, r, b) {
 			return
 		}
+		msg := b.buf.Bytes()
 		if v, live := p.streams.Load(r.URL.Query().Get("sessionId")); live {
 			var reply []byte
-			if reply, body = g.preflight(body); reply != nil {
+			if reply, msg = g.preflight(msg); reply != nil {
 				w.WriteHeader(http.StatusAccepted)
 				v.(*sseStream).send(reply)
 				return
 			}
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
+		replay(r, b, msg)
 		h.ServeHTTP(w, r)
 	})
 }

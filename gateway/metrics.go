@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +27,15 @@ type metrics struct {
 	unknownTools prometheus.Counter
 	httpRequests *prometheus.CounterVec
 	retries      *prometheus.CounterVec
+
+	perTool sync.Map // *registry.Tool → *toolMetrics, to skip label hashing on the hot path
+}
+
+// toolMetrics are one tool's children of the call metrics for a successful
+// call.
+type toolMetrics struct {
+	ok       prometheus.Counter
+	duration prometheus.Observer
 }
 
 func newMetrics(pool *threadctx.Pool, reg *registry.Registry) *metrics {
@@ -69,8 +80,30 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry) *metrics {
 }
 
 func (m *metrics) observe(t *registry.Tool, outcome, class string, d time.Duration) {
+	v, ok := m.perTool.Load(t)
+	if !ok {
+		v, _ = m.perTool.LoadOrStore(t, &toolMetrics{
+			ok:       m.calls.WithLabelValues(t.Name, string(t.Kind), "ok", ""),
+			duration: m.duration.WithLabelValues(t.Name, string(t.Kind)),
+		})
+	}
+	tm := v.(*toolMetrics)
+	tm.duration.Observe(d.Seconds())
+	if outcome == "ok" {
+		tm.ok.Inc()
+		return
+	}
 	m.calls.WithLabelValues(t.Name, string(t.Kind), outcome, class).Inc()
-	m.duration.WithLabelValues(t.Name, string(t.Kind)).Observe(d.Seconds())
+}
+
+// forget drops the cached children of removed tools.
+func (m *metrics) forget(names []string) {
+	m.perTool.Range(func(k, _ any) bool {
+		if slices.Contains(names, k.(*registry.Tool).Name) {
+			m.perTool.Delete(k)
+		}
+		return true
+	})
 }
 
 func (m *metrics) httpResponse(tool string, code int) {

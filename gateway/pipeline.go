@@ -60,11 +60,15 @@ func (g *Gateway) handleToolCall(ctx context.Context, req mcp.CallToolRequest) (
 		// Removed between mcp-go's lookup and ours.
 		return errorResult(retry.Errorf(retry.NotFound, "tool %q was just removed; call tools/list", req.Params.Name)), nil
 	}
-	session := ""
+	sessThread := ""
 	if s := server.ClientSessionFromContext(ctx); s != nil {
-		session = s.SessionID()
+		if v, ok := g.sessions.Load(s.SessionID()); ok {
+			sessThread = v.(string)
+		} else if id := s.SessionID(); id != "" {
+			sessThread = sessionThread(id)
+		}
 	}
-	return g.run(ctx, t, req.Params.Arguments, req.Params.RawArguments, mcpMeta(req.Params.Meta), session), nil
+	return g.run(ctx, t, req.Params.Arguments, req.Params.RawArguments, mcpMeta(req.Params.Meta), sessThread), nil
 }
 
 // Call runs one call through the whole pipeline, as if a client had sent
@@ -89,19 +93,25 @@ func (g *Gateway) Call(ctx context.Context, name string, args json.RawMessage, m
 	return g.run(ctx, t, decoded, args, meta, ""), nil
 }
 
-// run is pipeline steps 3 to 7 for a resolved tool.
-func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, session string) *mcp.CallToolResult {
+// run is pipeline steps 3 to 7 for a resolved tool. sessThread is the
+// thread of the caller's session, or "" without one.
+func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, sessThread string) *mcp.CallToolResult {
 	start := time.Now()
 	g.metrics.inFlight.Inc()
 	defer g.metrics.inFlight.Dec()
-	if !g.calls.enter() {
+	// The call's context is cancelled with errShutdown, through the
+	// tracker, when the shutdown grace runs out.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	id, ok := g.calls.enter(cancel)
+	if !ok {
 		err := retry.Errorf(retry.Unavailable, "toolgate is shutting down and takes no new calls; call again once it is back")
 		g.record(ctx, t, "", start, executors.Result{}, err)
 		return errorResult(err)
 	}
-	defer g.calls.leave()
+	defer g.calls.leave(id)
 
-	res, thread, err := g.execute(ctx, t, args, raw, meta, session)
+	res, thread, err := g.execute(ctx, t, args, raw, meta, sessThread)
 	g.record(ctx, t, thread, start, res, err)
 	if err != nil {
 		return errorResult(err)
@@ -109,12 +119,12 @@ func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.
 	return wireResult(res)
 }
 
-func (g *Gateway) execute(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, session string) (executors.Result, string, error) {
+func (g *Gateway) execute(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, sessThread string) (executors.Result, string, error) {
 	argMap, err := checkArgs(t, args)
 	if err != nil {
 		return executors.Result{}, "", err
 	}
-	thread, oneShot, err := g.thread(meta, session)
+	thread, oneShot, err := g.thread(meta, sessThread)
 	if err != nil {
 		return executors.Result{}, "", err
 	}
@@ -124,11 +134,7 @@ func (g *Gateway) execute(ctx context.Context, t *registry.Tool, args any, raw j
 	if g.logger.Enabled(ctx, slog.LevelDebug) {
 		g.logger.Debug("tool call arguments", "tool", t.Name, "thread", threadLabel(thread), "arguments", string(raw))
 	}
-	ctx, cancel := context.WithCancelCause(threadctx.WithThread(ctx, thread))
-	defer cancel(nil)
-	stop := context.AfterFunc(g.root, func() { cancel(errShutdown) })
-	defer stop()
-	res, err := g.dispatcher.Dispatch(ctx, executors.Call{Tool: t, Args: argMap, Raw: raw, Thread: thread})
+	res, err := g.dispatcher.Dispatch(threadctx.WithThread(ctx, thread), executors.Call{Tool: t, Args: argMap, Raw: raw, Thread: thread})
 	return res, thread, err
 }
 
@@ -168,7 +174,7 @@ func jsonKind(v any) string {
 // MCP session's, else a fresh one-call thread (oneShot). Explicit and
 // session threads live in separate namespaces, so naming a thread can never
 // reach into another session's instances.
-func (g *Gateway) thread(meta map[string]any, session string) (id string, oneShot bool, err error) {
+func (g *Gateway) thread(meta map[string]any, sessThread string) (id string, oneShot bool, err error) {
 	if v, ok := meta[ThreadMetaKey]; ok && v != nil {
 		s, isStr := v.(string)
 		switch {
@@ -182,8 +188,8 @@ func (g *Gateway) thread(meta map[string]any, session string) (id string, oneSho
 			return "t:" + s, false, nil
 		}
 	}
-	if session != "" {
-		return sessionThread(session), false, nil
+	if sessThread != "" {
+		return sessThread, false, nil
 	}
 	return "c:" + strconv.FormatUint(g.oneShot.Add(1), 10), true, nil
 }
@@ -218,13 +224,15 @@ func (g *Gateway) record(ctx context.Context, t *registry.Tool, thread string, s
 	}
 }
 
-// tracker counts calls in flight so that shutdown can wait for them. Its
-// zero value is ready to use.
+// tracker counts calls in flight so that shutdown can wait for them, and
+// holds their cancel functions so that it can stop them. Its zero value is
+// ready to use.
 type tracker struct {
 	mu       sync.Mutex
-	n        int           // calls in flight; guarded by mu
-	stopping chan struct{} // closed when draining starts (no new calls); guarded by mu, made lazily
-	zero     chan struct{} // closed when n drops to 0 while draining; guarded by mu
+	next     uint64                             // last call id; guarded by mu
+	calls    map[uint64]context.CancelCauseFunc // calls in flight; guarded by mu
+	stopping chan struct{}                      // closed when draining starts (no new calls); guarded by mu, made lazily
+	zero     chan struct{}                      // closed when calls empties while draining; guarded by mu
 }
 
 // stoppingLocked returns the stopping channel, making it if needed.
@@ -244,21 +252,27 @@ func (t *tracker) drainingLocked() bool {
 	}
 }
 
-func (t *tracker) enter() bool {
+// enter records a call whose context cancel cancels; ok is false when
+// draining has started and the call must be refused.
+func (t *tracker) enter(cancel context.CancelCauseFunc) (id uint64, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.drainingLocked() {
-		return false
+		return 0, false
 	}
-	t.n++
-	return true
+	if t.calls == nil {
+		t.calls = map[uint64]context.CancelCauseFunc{}
+	}
+	t.next++
+	t.calls[t.next] = cancel
+	return t.next, true
 }
 
-func (t *tracker) leave() {
+func (t *tracker) leave(id uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.n--
-	if t.n == 0 && t.zero != nil {
+	delete(t.calls, id)
+	if len(t.calls) == 0 && t.zero != nil {
 		close(t.zero)
 		t.zero = nil
 	}
@@ -267,7 +281,20 @@ func (t *tracker) leave() {
 func (t *tracker) count() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.n
+	return len(t.calls)
+}
+
+// cancelAll cancels every call in flight with cause.
+func (t *tracker) cancelAll(cause error) {
+	t.mu.Lock()
+	cancels := make([]context.CancelCauseFunc, 0, len(t.calls))
+	for _, c := range t.calls {
+		cancels = append(cancels, c)
+	}
+	t.mu.Unlock()
+	for _, c := range cancels {
+		c(cause)
+	}
 }
 
 func (t *tracker) isDraining() bool {
@@ -297,7 +324,7 @@ func (t *tracker) drain(ctx context.Context) error {
 	if !t.drainingLocked() {
 		close(t.stopping)
 	}
-	if t.n == 0 {
+	if len(t.calls) == 0 {
 		t.mu.Unlock()
 		return nil
 	}

@@ -44,7 +44,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 		case <-ctx.Done():
 			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.Server.ShutdownGrace.D())
 			if err := g.calls.drain(gctx); err != nil {
-				g.rootCancel(errShutdown)
+				g.calls.cancelAll(errShutdown)
 				wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownCancelWait)
 				_ = g.calls.drain(wctx)
 				wcancel()
