@@ -10,6 +10,12 @@
 //
 //	go run ./bench -n 20000 -c 1,16,64 -rounds 3
 //
+// With -mode rest the tool is a REST call instead (see rest.go): both
+// targets forward each call as an HTTP GET to a local REST server, and the
+// report adds toolgate's memory after -rss-calls calls.
+//
+//	go run ./bench -mode rest -n 20000 -c 1,16,64 -rounds 3
+//
 // bench is a program, not a library: nothing imports it.
 package main
 
@@ -67,19 +73,29 @@ func main() {
 	}
 }
 
+// The benchmark modes, chosen with -mode.
+const (
+	modeEcho = "echo" // an in-process echo tool (the default)
+	modeREST = "rest" // a REST tool calling a local HTTP server
+)
+
 // params are the command-line settings.
 type params struct {
-	n       int
-	levels  []int
-	rounds  int
-	warmup  int
-	timeout time.Duration
+	mode     string
+	n        int
+	levels   []int
+	rounds   int
+	warmup   int
+	timeout  time.Duration
+	rssCalls []int // rest mode: ascending call counts after which RSS is read
 }
 
 func parseFlags(args []string, stderr io.Writer) (params, error) {
 	var p params
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.StringVar(&p.mode, "mode", modeEcho, "what the tool does: echo (in process) or rest (an HTTP GET to a local server)")
+	rssCalls := fs.String("rss-calls", "5000,50000", "rest mode: comma-separated, ascending numbers of calls after which toolgate's RSS is read")
 	fs.IntVar(&p.n, "n", 20000, "measured calls per target, round and concurrency level")
 	levels := fs.String("c", "1,16,64", "comma-separated concurrency levels (client sessions)")
 	fs.IntVar(&p.rounds, "rounds", 3, "rounds per concurrency level; the median round is reported")
@@ -98,7 +114,16 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 		}
 		p.levels = append(p.levels, c)
 	}
+	for f := range strings.SplitSeq(*rssCalls, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || (len(p.rssCalls) > 0 && n <= p.rssCalls[len(p.rssCalls)-1]) {
+			return p, fmt.Errorf("parsing -rss-calls: %q is not a positive integer above the one before it", f)
+		}
+		p.rssCalls = append(p.rssCalls, n)
+	}
 	switch {
+	case p.mode != modeEcho && p.mode != modeREST:
+		return p, fmt.Errorf("parsing flags: -mode %q is not %s or %s", p.mode, modeEcho, modeREST)
 	case p.n < 1:
 		return p, errors.New("parsing flags: -n must be at least 1")
 	case p.rounds < 1:
@@ -119,6 +144,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 
+	if p.mode == modeREST {
+		return runREST(ctx, p, stdout, stderr)
+	}
 	bare, err := startBare()
 	if err != nil {
 		return err
@@ -131,7 +159,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer tg.close()
 	targets := []*target{bare, tg}
 
-	// results[level][target] holds one run per round.
+	results, err := sweep(ctx, p, targets, stderr)
+	if err != nil {
+		return err
+	}
+	errs := report(stdout, p, targets, results)
+	if errs > 0 {
+		return fmt.Errorf("%d calls failed", errs)
+	}
+	return nil
+}
+
+// sweep measures every target at every concurrency level, p.rounds times.
+// results[level][target] holds one run per round.
+func sweep(ctx context.Context, p params, targets []*target, stderr io.Writer) ([][][]runResult, error) {
 	results := make([][][]runResult, len(p.levels))
 	for li, c := range p.levels {
 		results[li] = make([][]runResult, len(targets))
@@ -144,7 +185,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				t := targets[ti]
 				res, err := measure(ctx, t, c, p.n, p.warmup)
 				if err != nil {
-					return fmt.Errorf("measuring %s at c=%d: %w", t.name, c, err)
+					return nil, fmt.Errorf("measuring %s at c=%d: %w", t.name, c, err)
 				}
 				fmt.Fprintf(stderr, "c=%d round %d %-8s %8.0f calls/s  p50 %6.0fµs  p99 %6.0fµs  errors %d\n",
 					c, r+1, t.name, res.throughput, us(res.p50), us(res.p99), res.errors)
@@ -152,19 +193,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	errs := report(stdout, p, targets, results)
-	if errs > 0 {
-		return fmt.Errorf("%d calls failed", errs)
-	}
-	return nil
+	return results, nil
 }
 
 // target is one MCP endpoint under test, with the HTTP client its sessions
-// share.
+// share and the call every measured request makes.
 type target struct {
 	name   string
 	url    string
 	client *http.Client
+	call   func(context.Context, *client.Client) error
 	close  func()
 }
 
@@ -172,6 +210,7 @@ type target struct {
 // close the clients' idle connections first, or Shutdown waits up to 5s for
 // connections the client pool dialled but never used (net/http treats a new
 // connection as idle only after 5s, golang/go#22682).
+// The URL is the server's base, http://127.0.0.1:PORT.
 func serve(h http.Handler) (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -188,7 +227,7 @@ func serve(h http.Handler) (url string, stop func(), err error) {
 		}
 		wg.Wait()
 	}
-	return "http://" + ln.Addr().String() + "/mcp", stop, nil
+	return "http://" + ln.Addr().String(), stop, nil
 }
 
 // newHTTPClient returns a client whose connection pool holds a connection
@@ -203,12 +242,19 @@ func newHTTPClient() *http.Client {
 
 // startBare serves echo from an mcp-go server with nothing in between.
 func startBare() (*target, error) {
-	discard := slog.New(slog.DiscardHandler)
-	s := server.NewMCPServer("bare", "1.0.0", server.WithToolCapabilities(true), server.WithLogger(discard))
+	s := server.NewMCPServer("bare", "1.0.0", server.WithToolCapabilities(true), server.WithLogger(slog.New(slog.DiscardHandler)))
 	s.AddTool(mcp.NewToolWithRawSchema("echo", "Returns its text argument.", json.RawMessage(echoSchema)),
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(req.GetString("text", "")), nil
 		})
+	return serveBare(s, callEcho, nil)
+}
+
+// serveBare serves s over streamable HTTP as the target "bare", whose
+// sessions make call. cleanup, when not nil, runs after the server has
+// stopped.
+func serveBare(s *server.MCPServer, call func(context.Context, *client.Client) error, cleanup func()) (*target, error) {
+	discard := slog.New(slog.DiscardHandler)
 	sh := server.NewStreamableHTTPServer(s,
 		server.WithStateful(true),
 		server.WithStreamableHTTPProtocolVersions(protocolVersions...),
@@ -221,12 +267,15 @@ func startBare() (*target, error) {
 		return nil, fmt.Errorf("starting bare mcp-go: %w", err)
 	}
 	hc := newHTTPClient()
-	return &target{name: "bare", url: url, client: hc, close: func() {
+	return &target{name: "bare", url: url + "/mcp", client: hc, call: call, close: func() {
 		hc.CloseIdleConnections()
 		stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = sh.Shutdown(ctx)
+		if cleanup != nil {
+			cleanup()
+		}
 	}}, nil
 }
 
@@ -260,7 +309,7 @@ func startToolgate() (*target, error) {
 		return nil, fmt.Errorf("starting toolgate: %w", err)
 	}
 	hc := newHTTPClient()
-	return &target{name: "toolgate", url: url, client: hc, close: func() {
+	return &target{name: "toolgate", url: url + "/mcp", client: hc, call: callEcho, close: func() {
 		hc.CloseIdleConnections()
 		stop()
 		g.Close()
@@ -276,8 +325,8 @@ type runResult struct {
 
 // measure opens c sessions to t, warms them up, then makes n calls spread
 // over the sessions, each session calling back to back from its own
-// goroutine. A call counts as failed when it errors, returns isError or
-// does not echo its text.
+// goroutine. A call counts as failed when t.call returns an error: the
+// call failed, returned isError or did not return what it should.
 func measure(ctx context.Context, t *target, c, n, warmup int) (runResult, error) {
 	sessions := make([]*client.Client, 0, c)
 	defer func() {
@@ -298,7 +347,7 @@ func measure(ctx context.Context, t *target, c, n, warmup int) (runResult, error
 	for _, s := range sessions {
 		wg.Go(func() {
 			for range perSession {
-				_ = call(ctx, s)
+				_ = t.call(ctx, s)
 			}
 		})
 	}
@@ -319,7 +368,7 @@ func measure(ctx context.Context, t *target, c, n, warmup int) (runResult, error
 		wg.Go(func() {
 			for range calls {
 				t0 := time.Now()
-				err := call(ctx, s)
+				err := t.call(ctx, s)
 				lat[i] = append(lat[i], time.Since(t0))
 				if err != nil {
 					failed[i]++
@@ -373,8 +422,8 @@ func connect(ctx context.Context, t *target) (*client.Client, error) {
 	return c, nil
 }
 
-// call makes one echo call and checks its result.
-func call(ctx context.Context, c *client.Client) error {
+// callEcho makes one echo call and checks its result.
+func callEcho(ctx context.Context, c *client.Client) error {
 	var req mcp.CallToolRequest
 	req.Params.Name = "echo"
 	req.Params.Arguments = map[string]any{"text": echoText}
