@@ -556,6 +556,7 @@ func TestResultMapping(t *testing.T) {
 				want.Content[i].URI = strings.Replace(want.Content[i].URI, "SERVER", srv.URL, 1)
 			}
 			want.Meta = map[string]any{MetaAttempts: 1}
+			want.Structured, res.Structured = canonJSON(t, want.Structured), canonJSON(t, res.Structured)
 			if diff := cmp.Diff(want, res); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
 			}
@@ -1073,7 +1074,7 @@ func TestConcurrentCalls(t *testing.T) {
 		wg.Go(func() {
 			res, err := execute(t.Context(), e, tool, map[string]any{"id": fmt.Sprint(i)})
 			if err == nil {
-				if got := res.Structured.(map[string]any)["path"]; got != fmt.Sprintf("/items/%d", i) {
+				if got := canonJSON(t, res.Structured).(map[string]any)["path"]; got != fmt.Sprintf("/items/%d", i) {
 					err = fmt.Errorf("call %d got path %v", i, got)
 				}
 			}
@@ -1128,4 +1129,45 @@ func TestDisplayURL(t *testing.T) {
 			t.Errorf("displayURL(%s) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// BenchmarkBareGET is the hand-written minimum BenchmarkExecute compares
+// with: the same request with a plain pooled client, the body read whole.
+func BenchmarkBareGET(b *testing.B) {
+	srv := startServer(b, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":42,"name":"widget","tags":["a","b"]}`)
+	})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	b.Cleanup(client.CloseIdleConnections)
+	b.ReportAllocs()
+	for b.Loop() {
+		req, _ := http.NewRequestWithContext(b.Context(), http.MethodGet, srv.URL+"/items/42?v=1", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadAll(resp.Body); err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+}
+
+// canonJSON returns v as decoded JSON (numbers exact), so that structured
+// content passed through as raw bytes and decoded values compare equal.
+func canonJSON(t testing.TB, v any) any {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Errorf("marshalling structured content: %v", err)
+		return nil
+	}
+	out, ok := decodeBody(b)
+	if !ok {
+		t.Errorf("structured content %s is not one JSON value", b)
+	}
+	return out
 }

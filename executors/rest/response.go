@@ -110,12 +110,9 @@ func (c *callState) content() executors.Result {
 		if c.truncated {
 			break // cut JSON does not decode; the model gets the text
 		}
-		if v, ok := decodeBody(body); ok {
-			v = c.t.redactValue(v)
-			if _, isObj := v.(map[string]any); !isObj {
-				v = map[string]any{"result": v}
-			}
-			return executors.Structured(v, c.t.redact(string(body)))
+		text := c.t.redact(string(body))
+		if v, ok := c.structured(body, text); ok {
+			return executors.Structured(v, text)
 		}
 	case imageBody:
 		return executors.Result{Content: []executors.Content{{Type: executors.ImageContent, Data: body, MIMEType: mt}}}
@@ -179,6 +176,32 @@ func mediaType(contentType string, body []byte) string {
 
 func isJSON(mt string) bool {
 	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// structured returns a JSON body as structuredContent, which must be an
+// object: a non-object value v becomes {"result": v}. When the body holds
+// no secret (redacted is the body's text unchanged) the bytes are passed
+// through as they are, without decoding; otherwise the body is decoded and
+// every string redacted, so that a replacement cannot break the JSON.
+func (c *callState) structured(body []byte, redacted string) (any, bool) {
+	trimmed := bytes.TrimSpace(body)
+	if redacted == string(body) && json.Valid(trimmed) {
+		if trimmed[0] == '{' {
+			return json.RawMessage(trimmed), true
+		}
+		wrapped := make([]byte, 0, len(trimmed)+len(`{"result":}`))
+		wrapped = append(append(append(wrapped, `{"result":`...), trimmed...), '}')
+		return json.RawMessage(wrapped), true
+	}
+	v, ok := decodeBody(body)
+	if !ok {
+		return nil, false
+	}
+	v = c.t.redactValue(v)
+	if _, isObj := v.(map[string]any); !isObj {
+		v = map[string]any{"result": v}
+	}
+	return v, true
 }
 
 // decodeBody decodes exactly one JSON value, keeping numbers exact.
