@@ -270,20 +270,7 @@ func TestStreamableClientSessionEndClosesInstances(t *testing.T) {
 	srv := serveHTTP(t, g)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	tr, err := transport.NewStreamableHTTP(srv.URL + "/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
+	c := streamableClient(ctx, t, srv.URL+"/mcp")
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "counter"
 	for want := 1.0; want <= 2; want++ {
@@ -332,21 +319,8 @@ func TestCallsInOneSessionRunConcurrently(t *testing.T) {
 	srv := serveHTTP(t, g)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	tr, err := transport.NewStreamableHTTP(srv.URL + "/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	c := streamableClient(ctx, t, srv.URL+"/mcp")
 	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
 	results := make(chan string, 2)
 	for name := range started {
 		go func() {
@@ -364,4 +338,25 @@ func TestCallsInOneSessionRunConcurrently(t *testing.T) {
 	if !got["left"] || !got["right"] {
 		t.Errorf("results = %v, want left and right (the calls must run concurrently)", got)
 	}
+}
+
+// streamableClient returns an initialised mcp-go client of url over
+// streamable HTTP; the caller closes it.
+func streamableClient(ctx context.Context, t *testing.T, url string) *client.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
