@@ -5,10 +5,19 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt-check build bench fuzz-smoke tidy-check
+.PHONY: test vet fmt-check build bench npm-deps
 
-test: fmt-check vet
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+NPM_DIR := tests/npm
+
+test: fmt-check vet npm-deps
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# The real MCP servers the end-to-end tests run behind toolgate, pinned in
+# tests/npm/package-lock.json. Reinstalled when the lockfile changes.
+npm-deps: $(NPM_DIR)/node_modules/.package-lock.json
+
+$(NPM_DIR)/node_modules/.package-lock.json: $(NPM_DIR)/package-lock.json $(NPM_DIR)/package.json
+	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund
 
 vet:
 	$(GO) vet $(PKGS)
