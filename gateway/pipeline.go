@@ -68,7 +68,28 @@ func (g *Gateway) handleToolCall(ctx context.Context, req mcp.CallToolRequest) (
 			sessThread = sessionThread(id)
 		}
 	}
-	return g.run(ctx, t, req.Params.Arguments, req.Params.RawArguments, mcpMeta(req.Params.Meta), sessThread), nil
+	return g.run(ctx, t, req.Params.Arguments, req.Params.RawArguments, mcpMeta(req.Params.Meta), sessThread, g.progress(ctx, req.Params.Meta)), nil
+}
+
+// progress returns the function that reports a call's progress to its
+// client, or nil when the client asked for none (no progressToken).
+func (g *Gateway) progress(ctx context.Context, meta *mcp.Meta) func(progress, total float64, message string) {
+	if meta == nil || meta.ProgressToken == nil {
+		return nil
+	}
+	token := meta.ProgressToken
+	return func(progress, total float64, message string) {
+		params := map[string]any{"progressToken": token, "progress": progress}
+		if total > 0 {
+			params["total"] = total
+		}
+		if message != "" {
+			params["message"] = message
+		}
+		// Best effort: mcp-go drops a notification when the session's queue
+		// is full, and reports it through OnError hooks.
+		_ = g.mcp.SendNotificationToClient(ctx, "notifications/progress", params)
+	}
 }
 
 // Call runs one call through the whole pipeline, as if a client had sent
@@ -90,12 +111,12 @@ func (g *Gateway) Call(ctx context.Context, name string, args json.RawMessage, m
 			return errorResult(retry.Errorf(retry.Validation, "arguments are not valid JSON: %v", err)), nil
 		}
 	}
-	return g.run(ctx, t, decoded, args, meta, ""), nil
+	return g.run(ctx, t, decoded, args, meta, "", nil), nil
 }
 
 // run is pipeline steps 3 to 7 for a resolved tool. sessThread is the
 // thread of the caller's session, or "" without one.
-func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, sessThread string) *mcp.CallToolResult {
+func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, sessThread string, progress func(float64, float64, string)) *mcp.CallToolResult {
 	start := time.Now()
 	g.metrics.inFlight.Inc()
 	defer g.metrics.inFlight.Dec()
@@ -111,7 +132,7 @@ func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.
 	}
 	defer g.calls.leave(id)
 
-	res, thread, err := g.execute(ctx, t, args, raw, meta, sessThread)
+	res, thread, err := g.execute(ctx, t, args, raw, meta, sessThread, progress)
 	g.record(ctx, t, thread, start, res, err)
 	if err != nil {
 		return errorResult(err)
@@ -119,7 +140,7 @@ func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.
 	return wireResult(res)
 }
 
-func (g *Gateway) execute(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, sessThread string) (executors.Result, string, error) {
+func (g *Gateway) execute(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, sessThread string, progress func(float64, float64, string)) (executors.Result, string, error) {
 	argMap, err := checkArgs(t, args)
 	if err != nil {
 		return executors.Result{}, "", err
@@ -134,7 +155,7 @@ func (g *Gateway) execute(ctx context.Context, t *registry.Tool, args any, raw j
 	if g.logger.Enabled(ctx, slog.LevelDebug) {
 		g.logger.Debug("tool call arguments", "tool", t.Name, "thread", threadLabel(thread), "arguments", string(raw))
 	}
-	res, err := g.dispatcher.Dispatch(threadctx.WithThread(ctx, thread), executors.Call{Tool: t, Args: argMap, Raw: raw, Thread: thread})
+	res, err := g.dispatcher.Dispatch(threadctx.WithThread(ctx, thread), executors.Call{Tool: t, Args: argMap, Raw: raw, Thread: thread, Progress: progress})
 	return res, thread, err
 }
 

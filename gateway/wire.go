@@ -40,6 +40,9 @@ func wireTool(t *registry.Tool) mcp.Tool {
 
 // wireResult maps a successful execution to an MCP result (pipeline step 6).
 func wireResult(r executors.Result) *mcp.CallToolResult {
+	if r.Passthrough != nil {
+		return passthroughResult(r)
+	}
 	out := &mcp.CallToolResult{Content: make([]mcp.Content, 0, len(r.Content)), StructuredContent: r.Structured, IsError: r.IsError}
 	for _, c := range r.Content {
 		out.Content = append(out.Content, wireContent(c))
@@ -48,6 +51,30 @@ func wireResult(r executors.Result) *mcp.CallToolResult {
 		out.Meta = &mcp.Meta{AdditionalFields: maps.Clone(r.Meta)}
 	}
 	return out
+}
+
+// passthroughResult forwards an upstream server's result unchanged, with
+// r.Meta merged into its _meta.
+func passthroughResult(r executors.Result) *mcp.CallToolResult {
+	var out mcp.CallToolResult
+	if err := json.Unmarshal(r.Passthrough, &out); err != nil {
+		// mcp-go cannot represent it (an unknown content type, say): give
+		// the model the JSON rather than nothing.
+		out = mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(r.Passthrough))}}
+	}
+	if len(r.Meta) > 0 {
+		if out.Meta == nil {
+			out.Meta = &mcp.Meta{}
+		}
+		if out.Meta.AdditionalFields == nil {
+			out.Meta.AdditionalFields = map[string]any{}
+		}
+		maps.Copy(out.Meta.AdditionalFields, r.Meta)
+	}
+	if out.Content == nil {
+		out.Content = []mcp.Content{}
+	}
+	return &out
 }
 
 func wireContent(c executors.Content) mcp.Content {
