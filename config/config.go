@@ -40,6 +40,9 @@ type Config struct {
 	// OpenAPI lists OpenAPI 3 documents whose operations become REST
 	// tools. Default none.
 	OpenAPI []OpenAPISource `yaml:"openapi"`
+	// Upstreams lists other MCP servers whose tools toolgate serves as
+	// <name>__<tool>. Default none.
+	Upstreams []Upstream `yaml:"upstreams"`
 
 	// Source is where the configuration came from: a file path, or
 	// "(embedded default)". Set by the loader.

@@ -248,7 +248,7 @@ func TestParseErrors(t *testing.T) {
 			"unknown top-level key",
 			yamlLines("builtins: [calc]"),
 			nil,
-			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi"},
+			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams"},
 		},
 		{
 			"odd key is quoted in the path",
@@ -320,7 +320,7 @@ func TestParseErrors(t *testing.T) {
 			"root must be a mapping",
 			yamlLines("- calc"),
 			nil,
-			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, got a list`},
+			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, got a list`},
 		},
 		{
 			"duration without a unit",
@@ -810,11 +810,42 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	for path := range d.at {
 		set[listIndex.ReplaceAllString(path, "[]")] = true
 	}
+	// The commented-out upstreams block documents its keys too; it must
+	// load and validate once uncommented.
+	block := commentedBlock(t, string(data), "# BEGIN upstreams example", "# END upstreams example")
+	if _, err := Parse("example-upstreams", []byte(block), nil); err != nil {
+		t.Errorf("the commented upstreams example does not load once uncommented:\n%v", err)
+	}
+	db := newDecoder("example-upstreams", envOf(nil))
+	cfgB := defaults()
+	if err := decodeForTest(db, []byte(block), &cfgB); err != nil {
+		t.Fatal(err)
+	}
+	for path := range db.at {
+		set[listIndex.ReplaceAllString(path, "[]")] = true
+	}
 	for _, path := range paths {
 		if !set[path] {
 			t.Errorf("config.example.yaml does not set %s", path)
 		}
 	}
+}
+
+// commentedBlock returns the lines between the begin and end markers of
+// data with their leading "# " (or "#") removed.
+func commentedBlock(t *testing.T, data, begin, end string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(data, begin+"\n")
+	body, _, ok2 := strings.Cut(rest, end)
+	if !ok || !ok2 {
+		t.Fatalf("config.example.yaml lacks the %q … %q block", begin, end)
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(body, "\n") {
+		line = strings.TrimPrefix(line, "#")
+		b.WriteString(strings.TrimPrefix(line, " "))
+	}
+	return b.String()
 }
 
 // listIndex matches the index in a key path such as rest[1].name.

@@ -514,7 +514,7 @@ func TestParseRESTErrors(t *testing.T) {
 				`t.yaml:5:13: rest[0].query."": a query key must not be empty; name the parameter`,
 				`t.yaml:6:17: rest[0].idempotent: expected true or false, got string "maybe"`,
 				`t.yaml:7:5: rest[0].urll: unknown key; valid keys: name, description, method, url, query, headers, body, input_schema, idempotent, timeout, retry, max_response_bytes, allowed_hosts`,
-				`t.yaml:8:1: rest_tools: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi`,
+				`t.yaml:8:1: rest_tools: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams`,
 			},
 		},
 		{

@@ -137,6 +137,7 @@ func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 		}
 	}
 	c.restSections(cfg)
+	c.upstreams(cfg)
 	return c.errs
 }
 

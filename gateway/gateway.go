@@ -24,6 +24,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/threadctx"
@@ -62,6 +63,8 @@ type Gateway struct {
 	stateless   *executors.Stateless
 	stateful    *executors.Stateful
 	rest        *rest.Executor
+	up          *mcpup.Manager // nil without upstreams
+	upOnce      sync.Once
 	pool        *threadctx.Pool
 	metrics     *metrics
 	mcp         *server.MCPServer
@@ -128,6 +131,10 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	)
 	g.unsubscribe = g.reg.Subscribe(g.syncTools)
 	if err := g.addRESTTools(cfg); err != nil {
+		g.Close()
+		return nil, err
+	}
+	if err := g.buildUpstreams(cfg); err != nil {
 		g.Close()
 		return nil, err
 	}
@@ -267,6 +274,9 @@ func (g *Gateway) Close() error {
 			p.close()
 		}
 		g.unsubscribe()
+		if g.up != nil {
+			_ = g.up.Close() // kills and reaps every upstream process
+		}
 		g.pool.Close()
 		g.rest.Close()
 	})

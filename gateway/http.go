@@ -130,8 +130,18 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 	if g.calls.isDraining() {
 		status, code = "shutting_down", http.StatusServiceUnavailable
 	}
+	body := map[string]any{"status": status, "tools": g.reg.Len()}
+	if ups := g.upstreamStatus(); ups != nil {
+		body["upstreams"] = ups
+		for _, up := range ups {
+			if !up && code == http.StatusOK {
+				// Still serving every other tool: ready, but degraded.
+				body["status"] = "degraded"
+			}
+		}
+	}
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "tools": g.reg.Len()})
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 // readBody reads a request body, up to server.max_body_bytes, into b. On

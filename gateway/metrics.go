@@ -27,6 +27,8 @@ type metrics struct {
 	unknownTools prometheus.Counter
 	httpRequests *prometheus.CounterVec
 	retries      *prometheus.CounterVec
+	upstreamUp   *prometheus.GaugeVec
+	restarts     *prometheus.CounterVec
 
 	perTool sync.Map // *registry.Tool → *toolMetrics, to skip label hashing on the hot path
 }
@@ -70,8 +72,17 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry) *metrics {
 			Name: "toolgate_retries_total",
 			Help: "Retries of tool calls, by the class of the failure retried.",
 		}, []string{"tool", "error_class"}),
+		upstreamUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "toolgate_upstream_up",
+			Help: "1 while the upstream MCP server is connected and its tools are listed, else 0.",
+		}, []string{"upstream"}),
+		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_upstream_restarts_total",
+			Help: "Reconnections of upstream MCP servers after a failure.",
+		}, []string{"upstream"}),
 	}
 	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.sessions, m.unknownTools, m.httpRequests, m.retries,
+		m.upstreamUp, m.restarts,
 		&instancesCollector{pool: pool, reg: reg},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -112,6 +123,18 @@ func (m *metrics) httpResponse(tool string, code int) {
 
 func (m *metrics) retry(tool string, class retry.Class) {
 	m.retries.WithLabelValues(tool, string(class)).Inc()
+}
+
+func (m *metrics) upstreamState(upstream string, up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.upstreamUp.WithLabelValues(upstream).Set(v)
+}
+
+func (m *metrics) upstreamRestart(upstream string) {
+	m.restarts.WithLabelValues(upstream).Inc()
 }
 
 var instancesDesc = prometheus.NewDesc("toolgate_thread_instances",

@@ -15,26 +15,27 @@ const module = "github.com/toolgate/toolgate"
 // (docs/architecture.md). Third-party imports are checked separately:
 // mcp-go's server only in gateway, its client only in executors/mcpup.
 var allowed = map[string][]string{
-	"cmd/toolgate":   {"builtin", "config", "gateway", "registry"},
-	"builtin":        {"registry", "executors", "retry"},
-	"gateway":        {"config", "registry", "executors", "executors/rest", "threadctx", "retry", "schemas"},
-	"executors":      {"registry", "threadctx", "retry"},
-	"executors/rest": {"executors", "registry", "retry"},
-	"registry":       {"schemas"},
-	"schemas":        {},
-	"threadctx":      {},
-	"retry":          {},
-	"config":         {},
-	"bench":          {"config", "gateway", "registry", "executors"},
-	"tests":          {},
+	"cmd/toolgate":    {"builtin", "config", "gateway", "registry"},
+	"builtin":         {"registry", "executors", "retry"},
+	"gateway":         {"config", "registry", "executors", "executors/rest", "executors/mcpup", "threadctx", "retry", "schemas"},
+	"executors/mcpup": {"executors", "registry", "threadctx", "retry"},
+	"executors":       {"registry", "threadctx", "retry"},
+	"executors/rest":  {"executors", "registry", "retry"},
+	"registry":        {"schemas"},
+	"schemas":         {},
+	"threadctx":       {},
+	"retry":           {},
+	"config":          {},
+	"bench":           {"config", "gateway", "registry", "executors"},
+	"tests":           {},
 }
 
 // thirdParty lists, for third-party module prefixes confined to some
 // packages, the packages allowed to import them.
 var thirdParty = map[string][]string{
 	"github.com/mark3labs/mcp-go/server":    {"gateway", "bench"},
-	"github.com/mark3labs/mcp-go/client":    {"bench"},
-	"github.com/mark3labs/mcp-go":           {"gateway", "bench"},
+	"github.com/mark3labs/mcp-go/client":    {"bench", "executors/mcpup"},
+	"github.com/mark3labs/mcp-go":           {"gateway", "bench", "executors/mcpup"},
 	"github.com/go-chi/chi":                 {"gateway"},
 	"github.com/prometheus/client_golang":   {"gateway"},
 	"github.com/santhosh-tekuri/jsonschema": {"schemas"},

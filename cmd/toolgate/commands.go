@@ -124,6 +124,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
+	g.StartUpstreams()
 	srv := &http.Server{
 		Handler:           g.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -172,6 +173,7 @@ func cmdStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer g.Close()
+	g.StartUpstreams()
 	logger.Info("serving stdio", "config", cfg.Source, "tools", len(g.Tools()))
 	if err := g.ServeStdio(ctx, stdin, stdout); err != nil {
 		return fmt.Errorf("serving stdio: %w", err)
@@ -204,6 +206,7 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer g.Close()
+	waitUpstreams(g, stderr)
 	tools := g.Tools()
 	if *asJSON {
 		type row struct {
@@ -265,6 +268,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer g.Close()
+	waitUpstreams(g, stderr)
 	var meta map[string]any
 	if *thread != "" {
 		meta = map[string]any{gateway.ThreadMetaKey: *thread}
@@ -282,4 +286,20 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+// upstreamWait bounds how long `tools` and `call` wait for upstream MCP
+// servers to connect.
+const upstreamWait = 30 * time.Second
+
+// waitUpstreams starts the upstream MCP servers and waits (bounded) until
+// they are connected, so that their tools are listed; a server that does
+// not come up is reported and left out.
+func waitUpstreams(g *gateway.Gateway, stderr io.Writer) {
+	g.StartUpstreams()
+	ctx, cancel := context.WithTimeout(context.Background(), upstreamWait)
+	defer cancel()
+	if err := g.WaitUpstreams(ctx); err != nil {
+		fmt.Fprintf(stderr, "toolgate: not every upstream MCP server came up within %s; their tools are missing\n", upstreamWait)
+	}
 }

@@ -1,0 +1,304 @@
+package mcpup
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/retry"
+)
+
+// cancelNotifyTimeout bounds sending notifications/cancelled, which is
+// best effort.
+const cancelNotifyTimeout = 2 * time.Second
+
+// errClosed is why a connection closed by its owner is dead.
+var errClosed = errors.New("connection closed")
+
+// conn is one connection to an upstream: an initialized mcp-go client over
+// a transport, and for stdio the process behind it. Requests go straight
+// through the transport with mcpup's own string IDs, so that results and
+// schemas stay raw and cancellation can name the request.
+type conn struct {
+	u      *upstream
+	thread string             // thread label for logs; "" when shared
+	stop   context.CancelFunc // ends the transport's lifetime context
+	client *client.Client     // nil until dial got that far
+	tr     transport.Interface
+	proc   *process // nil for HTTP upstreams
+
+	dead        chan struct{} // closed by markDead
+	deadOnce    sync.Once
+	deadErr     error         // why it died; written before dead is closed
+	listChanged chan struct{} // 1-buffered: the upstream's tool list changed
+
+	// mu guards closing and, with it, additions to cancels.
+	mu      sync.Mutex
+	closing bool
+	cancels sync.WaitGroup // goroutines sending notifications/cancelled
+
+	// routesMu guards routes.
+	routesMu sync.Mutex
+	routes   map[string]*progressRoute // progress token → call
+
+	closeOnce sync.Once
+}
+
+// progressRoute delivers one call's progress notifications.
+type progressRoute struct {
+	// mu is held while fn runs and when the call ends, so fn never runs
+	// after Execute has returned (executors.Call.Progress may only be
+	// used until then). It guards done.
+	mu   sync.Mutex
+	done bool
+	fn   func(progress, total float64, message string)
+}
+
+func newConn(u *upstream, thread string, stop context.CancelFunc) *conn {
+	return &conn{
+		u:           u,
+		thread:      thread,
+		stop:        stop,
+		dead:        make(chan struct{}),
+		listChanged: make(chan struct{}, 1),
+		routes:      make(map[string]*progressRoute),
+	}
+}
+
+// markDead records that the connection is unusable, for the first reason
+// given.
+func (c *conn) markDead(err error) {
+	c.deadOnce.Do(func() {
+		c.deadErr = err
+		close(c.dead)
+	})
+}
+
+func (c *conn) isDead() bool {
+	select {
+	case <-c.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// lostReason says why the connection died, preferring the process's exit
+// status when there is one. Only valid once dead is closed.
+func (c *conn) lostReason() string {
+	if r := c.exitReason(); r != "" {
+		return r
+	}
+	if c.deadErr == nil {
+		return "unknown"
+	}
+	return c.u.redact(c.deadErr.Error())
+}
+
+// exitReason describes how the process exited, or "" if it has not (or
+// there is none).
+func (c *conn) exitReason() string {
+	if c.proc == nil {
+		return ""
+	}
+	return c.proc.exitReason()
+}
+
+// close ends the connection: it closes the client (stdio: closes stdin;
+// streamable HTTP: DELETEs the session), ends the transport's context,
+// shuts the process down and reaps it, and waits for the goroutines the
+// connection started. Safe to call more than once.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.markDead(errClosed)
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
+		if c.client != nil {
+			_ = c.client.Close()
+		}
+		if c.stop != nil {
+			c.stop()
+		}
+		if c.proc != nil {
+			c.proc.shutdown()
+		}
+		c.cancels.Wait()
+	})
+}
+
+// onNotification handles a notification from the upstream. It runs on the
+// transport's read goroutine, so it never calls the client: a tool list
+// change is handed to the supervisor.
+func (c *conn) onNotification(n mcp.JSONRPCNotification) {
+	switch n.Method {
+	case string(mcp.MethodNotificationToolsListChanged):
+		select {
+		case c.listChanged <- struct{}{}:
+		default: // a re-listing is already pending
+		}
+	case "notifications/progress":
+		c.routeProgress(n.Params.AdditionalFields)
+	case "notifications/message":
+		c.u.logMessage(c.thread, n.Params.AdditionalFields)
+	}
+}
+
+func (c *conn) routeProgress(f map[string]any) {
+	tok, ok := f["progressToken"].(string)
+	if !ok {
+		return
+	}
+	c.routesMu.Lock()
+	r := c.routes[tok]
+	c.routesMu.Unlock()
+	if r == nil {
+		return
+	}
+	progress, _ := f["progress"].(float64)
+	total, _ := f["total"].(float64)
+	msg, _ := f["message"].(string)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.done {
+		r.fn(progress, total, msg)
+	}
+}
+
+// request sends one request with a fresh ID of mcpup's own and returns
+// the response. When ctx ends first, it tells the upstream with
+// notifications/cancelled (mcp-go does that only over stdio and only for
+// its own requests) and returns ctx's error.
+func (c *conn) request(ctx context.Context, method string, params any) (*transport.JSONRPCResponse, error) {
+	id := mcp.NewRequestId("toolgate-" + strconv.FormatUint(c.u.m.nextID(), 10))
+	resp, err := c.tr.SendRequest(ctx, transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		ID:      id,
+		Method:  method,
+		Params:  params,
+	})
+	if err != nil && ctx.Err() != nil {
+		c.notifyCancelled(ctx, id)
+		return nil, ctx.Err()
+	}
+	return resp, err
+}
+
+// notifyCancelled sends notifications/cancelled for id in the background,
+// bounded by cancelNotifyTimeout; close waits for it.
+func (c *conn) notifyCancelled(ctx context.Context, id mcp.RequestId) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing || c.isDead() {
+		return
+	}
+	reason := "cancelled by the client"
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		reason = "timed out"
+	}
+	n := mcp.JSONRPCNotification{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{
+			Method: string(mcp.MethodNotificationCancelled),
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
+		},
+	}
+	ctx = context.WithoutCancel(ctx)
+	c.cancels.Go(func() {
+		ctx, cancel := context.WithTimeout(ctx, cancelNotifyTimeout)
+		defer cancel()
+		_ = c.tr.SendNotification(ctx, n)
+	})
+}
+
+// callParams are the params of tools/call. Arguments are raw, so they reach
+// the upstream without being decoded (key order and number precision are
+// kept; encoding/json only compacts them).
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      *callMeta       `json:"_meta,omitempty"`
+}
+
+type callMeta struct {
+	ProgressToken string `json:"progressToken"`
+}
+
+// call runs the upstream tool orig for call.
+func (c *conn) call(ctx context.Context, orig string, call executors.Call) (executors.Result, error) {
+	name := c.u.cfg.Name
+	args, err := arguments(call)
+	if err != nil {
+		return executors.Result{}, c.u.errorf(retry.Validation, err, "calling upstream %q tool %q: encoding arguments: %v", name, orig, err)
+	}
+	params := callParams{Name: orig, Arguments: args}
+	if call.Progress != nil {
+		tok := "toolgate-progress-" + strconv.FormatUint(c.u.m.nextID(), 10)
+		r := &progressRoute{fn: call.Progress}
+		c.routesMu.Lock()
+		c.routes[tok] = r
+		c.routesMu.Unlock()
+		defer func() {
+			c.routesMu.Lock()
+			delete(c.routes, tok)
+			c.routesMu.Unlock()
+			r.mu.Lock()
+			r.done = true
+			r.mu.Unlock()
+		}()
+		params.Meta = &callMeta{ProgressToken: tok}
+	}
+
+	resp, err := c.request(ctx, string(mcp.MethodToolsCall), params)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return executors.Result{}, ctxError(name, orig, ctx.Err())
+	case err != nil:
+		return executors.Result{}, c.transportError(fmt.Sprintf("calling upstream %q tool %q", name, orig), err)
+	case resp.Error != nil:
+		return executors.Result{}, c.u.rpcError(orig, resp.Error.Code, resp.Error.Message)
+	}
+	res := bytes.TrimSpace(resp.Result)
+	if len(res) == 0 || res[0] != '{' {
+		return executors.Result{}, retry.Errorf(retry.Execution, "calling upstream %q tool %q: the upstream sent no result object", name, orig)
+	}
+	return executors.Result{Passthrough: resp.Result}, nil
+}
+
+// arguments returns the arguments to forward: the client's raw bytes, or
+// {} when it sent none or null (TypeScript servers reject null).
+func arguments(call executors.Call) (json.RawMessage, error) {
+	if raw := bytes.TrimSpace(call.Raw); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		if !json.Valid(raw) {
+			return nil, errors.New("the arguments are not valid JSON")
+		}
+		return raw, nil
+	}
+	if len(call.Args) > 0 {
+		return json.Marshal(call.Args)
+	}
+	return json.RawMessage("{}"), nil
+}
+
+// transportError classifies a failure to exchange a message with the
+// upstream, and marks the connection dead when it is broken.
+func (c *conn) transportError(op string, err error) *retry.Error {
+	class, broken := classifyTransport(err, c.proc != nil)
+	if broken {
+		c.markDead(err)
+	}
+	if class == retry.Unavailable && broken {
+		return c.u.errorf(class, err, "%s: the upstream connection broke (%v); it is restarting, retry in a moment", op, err)
+	}
+	return c.u.errorf(class, err, "%s: %v", op, err)
+}

@@ -1,0 +1,280 @@
+package mcpup
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+const (
+	// shutdownGrace is how long shutdown waits after closing stdin, and
+	// again after SIGTERM, before escalating.
+	shutdownGrace = 2 * time.Second
+	// drainGrace is how long shutdown waits, once the process has exited,
+	// for its pipes to reach EOF before closing them under their readers
+	// (a descendant that left the process group may hold them open).
+	drainGrace = 2 * time.Second
+	// maxLogLine caps how much of one stderr or garbage line is logged.
+	maxLogLine = 4096
+)
+
+// errGarbage is why a stdio upstream that wrote non-JSON to stdout is dead.
+var errGarbage = errors.New("the upstream wrote a line that is not JSON to stdout")
+
+// process is a stdio upstream's child process, owned by one conn. It runs
+// in its own process group, so that shutdown reaches whatever it spawned.
+// Its pipes are os.Pipe pairs rather than exec's, so that Wait never closes
+// stdout under the transport's reader before the last reply is read.
+type process struct {
+	cmd    *exec.Cmd
+	pgid   int
+	stdin  *os.File    // our end; closing it asks the upstream to exit
+	stdout *lineGuard  // what the transport reads
+	outR   *os.File    // our end of stdout
+	errR   *os.File    // our end of stderr
+	exited      chan struct{} // closed once Wait has returned
+	waitErr     error         // written before exited is closed
+	errDone     chan struct{} // closed when stderr has been drained
+	closing     chan struct{} // closed when shutdown starts
+	watcherDone chan struct{} // closed when the exit watcher has ended
+	closeOnce   sync.Once
+}
+
+// startProcess starts u's command for conn c: stdin and stdout carry the
+// protocol, stderr lines are logged, and the process's exit or a non-JSON
+// line on stdout marks c dead.
+func startProcess(u *upstream, thread string, c *conn) (*process, error) {
+	cmd := exec.Command(u.cfg.Command, u.cfg.Args...)
+	env := os.Environ()
+	for _, k := range slices.Sorted(mapsKeys(u.cfg.Env)) {
+		env = append(env, k+"="+u.cfg.Env[k])
+	}
+	cmd.Env = env
+	cmd.Dir = u.cfg.Cwd
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	var files []*os.File // every pipe end, closed on failure
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating stdin pipe: %w", err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("creating stdout pipe: %w", err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("creating stderr pipe: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, err
+	}
+	// The child has its own copies of its ends.
+	_ = inR.Close()
+	_ = outW.Close()
+	_ = errW.Close()
+
+	p := &process{
+		cmd:     cmd,
+		pgid:    cmd.Process.Pid,
+		stdin:   inW,
+		outR:    outR,
+		errR:    errR,
+		exited:      make(chan struct{}),
+		errDone:     make(chan struct{}),
+		closing:     make(chan struct{}),
+		watcherDone: make(chan struct{}),
+	}
+	p.stdout = &lineGuard{
+		br: bufio.NewReader(outR),
+		onGarbage: func(line []byte) {
+			u.m.logger.Warn("upstream wrote garbage to stdout; restarting it",
+				"upstream", u.cfg.Name, "thread", thread, "line", logLine(line))
+			c.markDead(errGarbage)
+			p.signal(syscall.SIGKILL)
+		},
+		// The reader has dispatched every reply the upstream wrote.
+		onEnd: func() { c.markDead(errors.New("the upstream closed its stdout")) },
+		done:  make(chan struct{}),
+	}
+	go func() {
+		defer close(p.watcherDone)
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+		// Let the reader take the replies still in the pipe (a server may
+		// answer and exit at once) before the connection counts as dead.
+		t := time.NewTimer(drainGrace)
+		defer t.Stop()
+		select {
+		case <-p.stdout.done:
+		case <-p.closing:
+		case <-t.C:
+		}
+		c.markDead(errors.New(p.exitReason()))
+	}()
+	go func() {
+		defer close(p.errDone)
+		u.logStderr(errR, thread)
+	}()
+	return p, nil
+}
+
+func mapsKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// exitReason describes the process's exit, or "" while it runs.
+func (p *process) exitReason() string {
+	select {
+	case <-p.exited:
+	default:
+		return ""
+	}
+	if p.waitErr == nil {
+		return "the process exited with status 0"
+	}
+	return "the process exited: " + p.waitErr.Error()
+}
+
+// signal sends sig to the process's group (ESRCH, nobody left, is fine).
+func (p *process) signal(sig syscall.Signal) {
+	_ = syscall.Kill(-p.pgid, sig)
+}
+
+// shutdown ends the process and reaps it: stdin is closed, then after
+// shutdownGrace the group gets SIGTERM, then after shutdownGrace more
+// SIGKILL; once the leader has exited, whatever is left of the group is
+// killed. It returns when the process has been waited for and its stderr
+// drained. The goroutines startProcess started have ended by then; the
+// transport's reader ends when it next reads, since stdout is closed here.
+func (p *process) shutdown() {
+	p.closeOnce.Do(func() {
+		close(p.closing)
+		_ = p.stdin.Close()
+		if !waitFor(p.exited, shutdownGrace) {
+			p.signal(syscall.SIGTERM)
+			if !waitFor(p.exited, shutdownGrace) {
+				p.signal(syscall.SIGKILL)
+				<-p.exited
+			}
+		}
+		p.signal(syscall.SIGKILL) // descendants still in the group
+		// The connection is closing: replies still unread are of no use.
+		// Closing our end unblocks the transport's reader, if it still reads.
+		_ = p.outR.Close()
+		if !waitFor(p.errDone, drainGrace) {
+			_ = p.errR.Close()
+			<-p.errDone
+		}
+		_ = p.errR.Close()
+		<-p.watcherDone
+	})
+}
+
+// waitFor reports whether ch was closed within d.
+func waitFor(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// lineGuard passes a stdio upstream's stdout to the transport line by
+// line, and stops at the first line that is not JSON: mcp-go skips such
+// lines silently, but an upstream that writes them has stdout shared with
+// something else and cannot be trusted to stay in sync. Any end of the
+// stream is reported to the transport as io.EOF.
+type lineGuard struct {
+	br        *bufio.Reader
+	pending   []byte
+	onGarbage func(line []byte)
+	onEnd     func()        // called when the stream has ended (not for garbage)
+	done      chan struct{} // closed when the stream has ended for the reader
+	ended       bool // no more data will be read
+	endReported bool // onEnd has been called (or garbage reported)
+}
+
+// Read is called by the transport's read goroutine only.
+func (g *lineGuard) Read(p []byte) (int, error) {
+	for len(g.pending) == 0 {
+		if g.ended {
+			if !g.endReported {
+				g.endReported = true
+				g.onEnd()
+			}
+			return 0, io.EOF
+		}
+		line, err := g.br.ReadBytes('\n')
+		if err == nil {
+			if t := bytes.TrimSpace(line); len(t) > 0 && !json.Valid(t) {
+				g.onGarbage(t)
+				g.end()
+				g.endReported = true
+				return 0, io.EOF
+			}
+		}
+		g.pending = line
+		if err != nil {
+			g.end() // deliver what came before the end, then EOF
+		}
+	}
+	n := copy(p, g.pending)
+	g.pending = g.pending[n:]
+	return n, nil
+}
+
+func (g *lineGuard) end() {
+	if !g.ended {
+		g.ended = true
+		close(g.done)
+	}
+}
+
+// logLine makes an upstream's output line fit for a log record: at most
+// maxLogLine bytes of valid UTF-8.
+func logLine(b []byte) string {
+	b = bytes.TrimRight(b, "\r\n")
+	if len(b) > maxLogLine {
+		b = b[:maxLogLine]
+		for len(b) > 0 && !utf8.Valid(b) {
+			b = b[:len(b)-1]
+		}
+	}
+	return string(bytes.ToValidUTF8(b, []byte("\uFFFD")))
+}

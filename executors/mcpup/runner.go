@@ -1,0 +1,223 @@
+package mcpup
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+const (
+	// minBackoff and maxBackoff bound the wait before reconnecting: it
+	// starts at minBackoff and doubles with every consecutive failure.
+	minBackoff = 500 * time.Millisecond
+	maxBackoff = 30 * time.Second
+	// stableAfter is how long a connection must have lasted for its loss
+	// to restart the backoff from minBackoff; an upstream that dies sooner
+	// keeps backing off, so a crash loop does not spin.
+	stableAfter = 30 * time.Second
+)
+
+// backoff returns the wait before connection attempt number attempt+1
+// after attempt consecutive failures (attempt >= 1).
+func backoff(attempt int) time.Duration {
+	d := minBackoff
+	for i := 1; i < attempt && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}
+
+// runner supervises the connection of one upstream (or of one thread's
+// instance of it): it dials, serves until the connection dies, and dials
+// again with backoff, until its context ends.
+type runner struct {
+	// Fixed at creation.
+	name   string // upstream name, for logs
+	thread string // thread label, for logs; "" when shared
+	logger *slog.Logger
+	report bool // calls state (shared upstreams and probes)
+	probe  bool // lists the tools once, then closes the connection and stops
+	// dial opens a connection that lives until it is closed or lifetime ends.
+	dial func(lifetime context.Context) (*conn, error)
+	// list, when not nil, imports the connection's tools; it is called on
+	// connect and on every list_changed.
+	list    func(ctx context.Context, c *conn) error
+	state   func(up bool) // reports a state change (only when report)
+	restart func()        // called before every attempt but the first
+
+	// mu guards cur, up, reported and everUp. It is never held across a
+	// callback or I/O.
+	mu       sync.Mutex
+	cur      *conn // the live connection; nil while down
+	up       bool  // last state reported
+	reported bool  // a state has been reported
+	everUp   bool  // a connection has been up
+}
+
+// run supervises until ctx ends, starting from c when not nil (an instance
+// whose first connection its creator dialled). It closes every connection
+// it had before returning.
+func (r *runner) run(ctx context.Context, c *conn) {
+	attempt := 0     // consecutive failures and early losses
+	tried := c != nil // an attempt has been made
+	for {
+		if c == nil {
+			if tried {
+				if !sleep(ctx, backoff(attempt)) {
+					return
+				}
+				r.restart()
+			}
+			tried = true
+			var err error
+			c, err = r.dial(ctx)
+			if ctx.Err() != nil {
+				if c != nil {
+					c.close()
+				}
+				return
+			}
+			if err != nil {
+				attempt++
+				r.logger.Warn("upstream connection failed", r.attrs("attempt", attempt, "retry_in", backoff(attempt), "error", err)...)
+				r.setState(false)
+				continue
+			}
+		}
+		upSince := time.Now()
+		if done, ok := r.serve(ctx, c); done {
+			return
+		} else if !ok { // a probe failed to list
+			attempt++
+			r.setState(false)
+			c = nil
+			continue
+		}
+		if time.Since(upSince) >= stableAfter {
+			attempt = 1
+		} else {
+			attempt++
+		}
+		r.logger.Warn("upstream connection lost", r.attrs("reason", c.lostReason(), "retry_in", backoff(attempt))...)
+		r.setState(false)
+		c = nil
+	}
+}
+
+// serve makes c the live connection and serves it until it dies (returns
+// ok) or ctx ends (returns done); a probe returns done after listing, or
+// !ok if listing failed. c is closed when serve returns.
+func (r *runner) serve(ctx context.Context, c *conn) (done, ok bool) {
+	defer c.close()
+	if r.probe {
+		if err := r.list(ctx, c); err != nil {
+			if ctx.Err() != nil {
+				return true, false
+			}
+			r.logger.Warn("listing upstream tools failed", r.attrs("error", err)...)
+			return false, false
+		}
+		r.markUp(nil)
+		r.setState(true)
+		return true, true
+	}
+	r.markUp(c)
+	defer r.markDown(c)
+	if r.list != nil {
+		if err := r.list(ctx, c); err != nil && !c.isDead() && ctx.Err() == nil {
+			r.logger.Warn("listing upstream tools failed", r.attrs("error", err)...)
+		}
+	}
+	r.setState(true)
+	for {
+		select {
+		case <-ctx.Done():
+			return true, true
+		case <-c.dead:
+			return false, true
+		case <-c.listChanged:
+			if r.list == nil {
+				continue
+			}
+			if err := r.list(ctx, c); err != nil && !c.isDead() && ctx.Err() == nil {
+				r.logger.Warn("listing upstream tools failed", r.attrs("error", err)...)
+			}
+		}
+	}
+}
+
+func (r *runner) attrs(kv ...any) []any {
+	a := []any{"upstream", r.name}
+	if r.thread != "" {
+		a = append(a, "thread", r.thread)
+	}
+	return append(a, kv...)
+}
+
+func (r *runner) markUp(c *conn) {
+	r.mu.Lock()
+	r.cur = c
+	r.everUp = true
+	r.mu.Unlock()
+}
+
+func (r *runner) markDown(c *conn) {
+	r.mu.Lock()
+	if r.cur == c {
+		r.cur = nil
+	}
+	r.mu.Unlock()
+}
+
+// setState reports up when it differs from the last report (or is the
+// first).
+func (r *runner) setState(up bool) {
+	if !r.report {
+		return
+	}
+	r.mu.Lock()
+	changed := !r.reported || r.up != up
+	r.up, r.reported = up, true
+	r.mu.Unlock()
+	if changed && r.state != nil {
+		r.state(up)
+	}
+}
+
+// current returns the live connection, or nil while there is none.
+func (r *runner) current() *conn {
+	r.mu.Lock()
+	c := r.cur
+	r.mu.Unlock()
+	if c == nil || c.isDead() {
+		return nil
+	}
+	return c
+}
+
+// isUp reports the last state reported.
+func (r *runner) isUp() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.up
+}
+
+// wasUp reports whether a connection has ever been up.
+func (r *runner) wasUp() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.everUp
+}
+
+// sleep waits for d and reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

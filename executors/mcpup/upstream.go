@@ -1,0 +1,231 @@
+package mcpup
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/retry"
+)
+
+// sseResponseTimeout replaces the SSE transport's own 60s cap on waiting
+// for a response: the dispatcher's per-call deadline is the one that counts.
+const sseResponseTimeout = 24 * time.Hour
+
+// minSecretLen is the shortest header value treated as a secret: redacting
+// "1" or "on" everywhere would garble messages and protect nothing.
+const minSecretLen = 6
+
+// upstream is one configured upstream: its settings, what its connections
+// share, and its supervisor (for a thread-isolated upstream, its probe).
+type upstream struct {
+	m              *Manager
+	cfg            Upstream
+	thread         bool
+	startupTimeout time.Duration
+	redactor       *strings.Replacer
+	httpTransport  *http.Transport // nil for stdio
+	httpClient     *http.Client    // nil for stdio
+	lines          *lineLimiter    // stderr and log notifications, across all its processes
+	runner         *runner
+}
+
+func newUpstream(m *Manager, cfg Upstream) *upstream {
+	cfg.Args = slices.Clone(cfg.Args)
+	cfg.Env = maps.Clone(cfg.Env)
+	cfg.Headers = maps.Clone(cfg.Headers)
+	cfg.Include = slices.Clone(cfg.Include)
+	cfg.Exclude = slices.Clone(cfg.Exclude)
+	cfg.Secrets = slices.Clone(cfg.Secrets)
+	u := &upstream{
+		m:              m,
+		cfg:            cfg,
+		thread:         cfg.Isolation == IsolationThread,
+		startupTimeout: cfg.StartupTimeout,
+		redactor:       newRedactor(cfg),
+		lines:          newLineLimiter(stderrLinesPerSecond),
+	}
+	if u.startupTimeout == 0 {
+		u.startupTimeout = DefaultStartupTimeout
+	}
+	if cfg.Transport != TransportStdio {
+		u.httpTransport = newHTTPTransport()
+		u.httpClient = &http.Client{Transport: u.httpTransport}
+	}
+	u.runner = &runner{
+		name:    cfg.Name,
+		logger:  m.logger,
+		report:  true,
+		probe:   u.thread,
+		dial:    func(lifetime context.Context) (*conn, error) { return u.dial(lifetime, lifetime, "") },
+		list:    u.importTools,
+		state:   func(up bool) { u.reportState(up) },
+		restart: func() { u.reportRestart() },
+	}
+	return u
+}
+
+// newRedactor returns the replacer that hides cfg's secrets in messages.
+func newRedactor(cfg Upstream) *strings.Replacer {
+	var secrets []string
+	secrets = append(secrets, cfg.Secrets...)
+	for _, v := range cfg.Headers {
+		if len(v) >= minSecretLen {
+			secrets = append(secrets, v)
+		}
+	}
+	if pu, err := url.Parse(cfg.URL); err == nil && cfg.URL != "" {
+		if pw, ok := pu.User.Password(); ok {
+			secrets = append(secrets, pw)
+		}
+		if pu.RawQuery != "" {
+			secrets = append(secrets, pu.RawQuery)
+		}
+	}
+	// Longest first, so a secret containing another is hidden whole.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, s := range secrets {
+		if s != "" {
+			pairs = append(pairs, s, "[redacted]")
+		}
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// redact hides the upstream's secrets in s.
+func (u *upstream) redact(s string) string { return u.redactor.Replace(s) }
+
+// errorf returns a *retry.Error of class c whose message, formatted from
+// format and args, has the upstream's secrets hidden. cause is kept for
+// errors.Is but not shown.
+func (u *upstream) errorf(c retry.Class, cause error, format string, args ...any) *retry.Error {
+	return &retry.Error{Class: c, Msg: u.redact(fmt.Sprintf(format, args...)), Err: cause}
+}
+
+// wanted reports whether the upstream's filters import the tool orig.
+func (u *upstream) wanted(orig string) bool {
+	if len(u.cfg.Include) > 0 && !slices.ContainsFunc(u.cfg.Include, func(p string) bool { return globMatch(p, orig) }) {
+		return false
+	}
+	return !slices.ContainsFunc(u.cfg.Exclude, func(p string) bool { return globMatch(p, orig) })
+}
+
+func globMatch(pattern, name string) bool {
+	ok, err := path.Match(pattern, name)
+	return err == nil && ok
+}
+
+// downError is the fail-fast error of a call while r has no connection.
+func (u *upstream) downError(r *runner) *retry.Error {
+	if r.wasUp() {
+		return retry.Errorf(retry.Unavailable, "upstream %q is restarting; retry in a moment", u.cfg.Name)
+	}
+	return retry.Errorf(retry.Unavailable, "upstream %q is not connected yet; retry in a moment", u.cfg.Name)
+}
+
+func (u *upstream) reportState(up bool) {
+	if up {
+		u.m.logger.Info("upstream up", "upstream", u.cfg.Name)
+	}
+	if u.m.onState != nil {
+		u.m.onState(u.cfg.Name, up)
+	}
+}
+
+func (u *upstream) reportRestart() {
+	if u.m.onRestart != nil {
+		u.m.onRestart(u.cfg.Name)
+	}
+}
+
+// dial opens one connection: it starts the process or opens the HTTP
+// session, then initializes it, within the startup timeout and start's
+// lifetime. The connection itself lives until it is closed or lifetime
+// ends. thread is the label of the thread the connection serves ("" for a
+// shared one).
+func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, error) {
+	ctx, cancel := context.WithTimeout(start, u.startupTimeout)
+	defer cancel()
+	connCtx, stop := context.WithCancel(lifetime)
+	// Until the connection is up, its lifetime is bounded by the startup
+	// context too: the SSE transport waits for its endpoint on it.
+	unbind := context.AfterFunc(ctx, stop)
+	c := newConn(u, thread, stop)
+
+	fail := func(err error) (*conn, error) {
+		unbind()
+		c.close()
+		reason := err.Error()
+		if r := c.exitReason(); r != "" {
+			reason += " (" + r + ")"
+		}
+		if ctx.Err() != nil && start.Err() == nil {
+			reason = fmt.Sprintf("no answer within %v: %s", u.startupTimeout, reason)
+		}
+		return nil, u.errorf(retry.Unavailable, err, "starting upstream %q: %s", u.cfg.Name, reason)
+	}
+
+	var (
+		tr  transport.Interface
+		err error
+	)
+	switch u.cfg.Transport {
+	case TransportStdio:
+		p, err := startProcess(u, thread, c)
+		if err != nil {
+			return fail(err)
+		}
+		c.proc = p
+		tr = transport.NewIO(p.stdout, p.stdin, nil)
+	case TransportStreamableHTTP:
+		tr, err = transport.NewStreamableHTTP(u.cfg.URL,
+			transport.WithHTTPHeaders(maps.Clone(u.cfg.Headers)),
+			transport.WithHTTPBasicClient(u.httpClient),
+			transport.WithContinuousListening(), // the GET stream carries list_changed
+			transport.WithHTTPLogger(slog.New(slog.DiscardHandler)), // its records may hold URLs
+		)
+	case TransportSSE:
+		tr, err = transport.NewSSE(u.cfg.URL,
+			transport.WithHeaders(maps.Clone(u.cfg.Headers)),
+			transport.WithHTTPClient(u.httpClient),
+			transport.WithSSELogger(slog.New(slog.DiscardHandler)),
+			transport.WithEndpointTimeout(u.startupTimeout),
+			transport.WithResponseTimeout(sseResponseTimeout),
+		)
+	default: // New rejects other transports
+		err = fmt.Errorf("unknown transport %q", u.cfg.Transport)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	c.tr = tr
+	c.client = client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	c.client.OnNotification(c.onNotification)
+	c.client.OnConnectionLost(func(err error) { c.markDead(fmt.Errorf("connection lost: %w", err)) })
+	if err := c.client.Start(connCtx); err != nil {
+		return fail(err)
+	}
+	_, err = c.client.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.ProtocolVersion20251125,
+		ClientInfo:      mcp.Implementation{Name: "toolgate", Version: "1"},
+	}})
+	if err != nil {
+		return fail(err)
+	}
+	if !unbind() {
+		return fail(ctx.Err())
+	}
+	return c, nil
+}

@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors/mcpup"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// buildUpstreams builds (without starting) the upstream MCP servers of cfg.
+func (g *Gateway) buildUpstreams(cfg *config.Config) error {
+	if len(cfg.Upstreams) == 0 {
+		return nil
+	}
+	secrets := cfg.Secrets()
+	ups := make([]mcpup.Upstream, 0, len(cfg.Upstreams))
+	for _, u := range cfg.Upstreams {
+		ups = append(ups, mcpup.Upstream{
+			Name:           u.Name,
+			Transport:      u.Transport,
+			Command:        u.Command,
+			Args:           u.Args,
+			Env:            u.Env,
+			Cwd:            u.Cwd,
+			URL:            u.URL,
+			Headers:        u.Headers,
+			Isolation:      u.Isolation,
+			Include:        u.Include,
+			Exclude:        u.Exclude,
+			Timeout:        u.Timeout.D(),
+			StartupTimeout: u.StartupTimeout.D(),
+			Idempotent:     u.Idempotent,
+			Secrets:        secrets,
+		})
+	}
+	m, err := mcpup.New(ups, &mcpup.Options{
+		Logger: g.logger,
+		Pool:   g.pool,
+		OnTools: func(upstream string, tools []registry.Tool) error {
+			return g.reg.ReplaceSource("upstream:"+upstream, tools)
+		},
+		OnState:   g.metrics.upstreamState,
+		OnRestart: g.metrics.upstreamRestart,
+	})
+	if err != nil {
+		return err
+	}
+	g.up = m
+	g.dispatcher.Handle(registry.MCP, m)
+	return nil
+}
+
+// StartUpstreams starts connecting to the configured upstream MCP servers
+// in the background; their tools reach the registry (and connected
+// clients, through notifications/tools/list_changed) as each one comes up.
+// An upstream that fails is logged, reported by /readyz and metrics, and
+// retried. Calling it again does nothing. `toolgate validate` does not call
+// it, so validating a configuration starts no process.
+func (g *Gateway) StartUpstreams() {
+	if g.up != nil {
+		g.upOnce.Do(g.up.Start)
+	}
+}
+
+// WaitUpstreams waits until every upstream MCP server is connected and has
+// listed its tools, or ctx is done; it returns ctx's error then. Without
+// upstreams it returns at once.
+func (g *Gateway) WaitUpstreams(ctx context.Context) error {
+	if g.up == nil {
+		return nil
+	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		up := true
+		for _, ok := range g.up.Status() {
+			up = up && ok
+		}
+		if up {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// upstreamStatus is the per-upstream state /readyz reports, or nil.
+func (g *Gateway) upstreamStatus() map[string]bool {
+	if g.up == nil {
+		return nil
+	}
+	return g.up.Status()
+}
