@@ -1,0 +1,83 @@
+package tests
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// everythingEntry is server-everything's entry point, installed by
+// `make npm-deps` (npm ci in tests/npm).
+func everythingEntry(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("server-everything is not installed (%v); run `make npm-deps`", err)
+	}
+	return p
+}
+
+// TestUpstreamSmoke runs server-everything over stdio behind the real
+// binary: its tools appear prefixed, and calls pass through.
+func TestUpstreamSmoke(t *testing.T) {
+	entry := everythingEntry(t)
+	srv := startServe(t, "builtin: [calc]\nupstreams:\n  - name: ev\n    transport: stdio\n    command: node\n    args: [\""+entry+"\", stdio]\n")
+	// The upstream connects in the background; its tools are listed once
+	// it is up.
+	waitMetric(t, srv.URL, "toolgate_upstream_up", map[string]string{"upstream": "ev"}, 1)
+	c := connect(t, streamableHTTP, srv)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	for _, want := range []string{"calc", "ev__echo", "ev__get-sum", "ev__get-tiny-image"} {
+		if !strings.Contains(","+strings.Join(names, ",")+",", ","+want+",") {
+			t.Fatalf("tools/list = %v, want %s among them", names, want)
+		}
+	}
+	call := func(name string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = name, args
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res
+	}
+	if res := call("ev__echo", map[string]any{"message": "through toolgate"}); res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, "through toolgate") {
+		t.Errorf("ev__echo = %+v", res)
+	}
+	if res := call("ev__get-sum", map[string]any{"a": 2, "b": 3}); res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, "5") {
+		t.Errorf("ev__get-sum = %+v", res)
+	}
+	res := call("ev__get-tiny-image", map[string]any{})
+	var img *mcp.ImageContent
+	for _, ct := range res.Content {
+		if ic, ok := ct.(mcp.ImageContent); ok {
+			img = &ic
+		}
+	}
+	if img == nil || img.MIMEType == "" || img.Data == "" {
+		t.Errorf("ev__get-tiny-image returned no image content: %+v", res.Content)
+	}
+	// Arguments are validated against the upstream's own schema before
+	// the call is forwarded.
+	if res := call("ev__get-sum", map[string]any{"a": "two"}); !res.IsError {
+		t.Errorf("ev__get-sum with a string = %+v, want a validation error", res)
+	}
+}
