@@ -36,12 +36,12 @@ var errGarbage = errors.New("the upstream wrote a line that is not JSON to stdou
 // Its pipes are os.Pipe pairs rather than exec's, so that Wait never closes
 // stdout under the transport's reader before the last reply is read.
 type process struct {
-	cmd    *exec.Cmd
-	pgid   int
-	stdin  *os.File    // our end; closing it asks the upstream to exit
-	stdout *lineGuard  // what the transport reads
-	outR   *os.File    // our end of stdout
-	errR   *os.File    // our end of stderr
+	cmd         *exec.Cmd
+	pgid        int
+	stdin       *os.File      // our end; closing it asks the upstream to exit
+	stdout      *lineGuard    // what the transport reads
+	outR        *os.File      // our end of stdout
+	errR        *os.File      // our end of stderr
 	exited      chan struct{} // closed once Wait has returned
 	waitErr     error         // written before exited is closed
 	errDone     chan struct{} // closed when stderr has been drained
@@ -101,11 +101,11 @@ func startProcess(u *upstream, thread string, c *conn) (*process, error) {
 	_ = errW.Close()
 
 	p := &process{
-		cmd:     cmd,
-		pgid:    cmd.Process.Pid,
-		stdin:   inW,
-		outR:    outR,
-		errR:    errR,
+		cmd:         cmd,
+		pgid:        cmd.Process.Pid,
+		stdin:       inW,
+		outR:        outR,
+		errR:        errR,
 		exited:      make(chan struct{}),
 		errDone:     make(chan struct{}),
 		closing:     make(chan struct{}),
@@ -221,13 +221,13 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 // something else and cannot be trusted to stay in sync. Any end of the
 // stream is reported to the transport as io.EOF.
 type lineGuard struct {
-	br        *bufio.Reader
-	pending   []byte
-	onGarbage func(line []byte)
-	onEnd     func()        // called when the stream has ended (not for garbage)
-	done      chan struct{} // closed when the stream has ended for the reader
-	ended       bool // no more data will be read
-	endReported bool // onEnd has been called (or garbage reported)
+	br          *bufio.Reader
+	pending     []byte
+	onGarbage   func(line []byte)
+	onEnd       func()        // called when the stream has ended (not for garbage)
+	done        chan struct{} // closed when the stream has ended for the reader
+	ended       bool          // no more data will be read
+	endReported bool          // onEnd has been called (or garbage reported)
 }
 
 // Read is called by the transport's read goroutine only.

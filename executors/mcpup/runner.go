@@ -59,7 +59,7 @@ type runner struct {
 // whose first connection its creator dialled). It closes every connection
 // it had before returning.
 func (r *runner) run(ctx context.Context, c *conn) {
-	attempt := 0     // consecutive failures and early losses
+	attempt := 0      // consecutive failures and early losses
 	tried := c != nil // an attempt has been made
 	for {
 		if c == nil {

@@ -193,7 +193,7 @@ func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, 
 		tr, err = transport.NewStreamableHTTP(u.cfg.URL,
 			transport.WithHTTPHeaders(maps.Clone(u.cfg.Headers)),
 			transport.WithHTTPBasicClient(u.httpClient),
-			transport.WithContinuousListening(), // the GET stream carries list_changed
+			transport.WithContinuousListening(),                     // the GET stream carries list_changed
 			transport.WithHTTPLogger(slog.New(slog.DiscardHandler)), // its records may hold URLs
 		)
 	case TransportSSE:
