@@ -46,6 +46,9 @@ type Schema struct {
 	// base is the root schema's location ("<url>#"); keyword locations
 	// under it can be looked up in doc.
 	base string
+	// fast accepts valid values of simple schemas without the full
+	// validator; nil when the schema is not simple.
+	fast *fastSchema
 }
 
 // CompileError reports a schema that cannot be compiled.
@@ -116,7 +119,7 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, compileError(err, doc, loaded)
 	}
-	return &Schema{js: js, doc: doc, base: js.Location}, nil
+	return &Schema{js: js, doc: doc, base: js.Location, fast: buildFast(doc)}, nil
 }
 
 func acceptAny(any) bool { return true }
@@ -366,6 +369,9 @@ func findRef(doc any, match func(abs string) bool) (ptr, ref string) {
 // 50 are returned; when there are more, the 50th says how many were left
 // out. A value of another Go type gives one violation at the root.
 func (s *Schema) Validate(v any) []Violation {
+	if s.fast != nil && s.fast.valid(v) {
+		return nil
+	}
 	err := s.js.Validate(v)
 	if err == nil {
 		return nil
