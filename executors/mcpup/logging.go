@@ -59,7 +59,12 @@ func (l *lineLimiter) flush() int {
 
 // logLimited logs one record of upstream output through the limiter.
 func (u *upstream) logLimited(level slog.Level, msg, thread string, attrs ...any) {
-	ok, dropped := u.lines.allow(time.Now())
+	u.logWith(u.lines, level, msg, thread, attrs...)
+}
+
+// logWith logs one record if limiter lets it through.
+func (u *upstream) logWith(limiter *lineLimiter, level slog.Level, msg, thread string, attrs ...any) {
+	ok, dropped := limiter.allow(time.Now())
 	if dropped > 0 {
 		u.logDropped(thread, dropped)
 	}
@@ -108,7 +113,7 @@ func (u *upstream) logStderr(r io.Reader, thread string) {
 func (u *upstream) logMessage(thread string, f map[string]any) {
 	level, _ := f["level"].(string)
 	logger, _ := f["logger"].(string)
-	u.logLimited(mcpLevel(level), "upstream log", thread, "logger", logger, "data", f["data"])
+	u.logWith(u.logs, mcpLevel(level), "upstream log", thread, "logger", logger, "data", f["data"])
 }
 
 // mcpLevel maps an MCP (syslog) logging level to slog's.

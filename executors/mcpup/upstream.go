@@ -37,7 +37,8 @@ type upstream struct {
 	redactor       *strings.Replacer
 	httpTransport  *http.Transport // nil for stdio
 	httpClient     *http.Client    // nil for stdio
-	lines          *lineLimiter    // stderr and log notifications, across all its processes
+	lines          *lineLimiter    // stderr lines, across all its processes
+	logs           *lineLimiter    // log notifications, limited apart so that chatty stderr cannot hide them
 	runner         *runner
 }
 
@@ -55,6 +56,7 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 		startupTimeout: cfg.StartupTimeout,
 		redactor:       newRedactor(cfg),
 		lines:          newLineLimiter(stderrLinesPerSecond),
+		logs:           newLineLimiter(stderrLinesPerSecond),
 	}
 	if u.startupTimeout == 0 {
 		u.startupTimeout = DefaultStartupTimeout

@@ -187,7 +187,7 @@ func addTools(srv *server.MCPServer, st *stats, stdio bool) {
 		res.RawStructuredContent = json.RawMessage(`{"received":` + string(raw) + `}`)
 		return res, nil
 	}
-	srv.AddTool(mcp.NewTool("echo",
+	srv.AddTool(rawTool("echo",
 		mcp.WithDescription("Echoes its raw arguments."),
 		mcp.WithTitleAnnotation("Echo"),
 		mcp.WithIdempotentHintAnnotation(true),
@@ -203,12 +203,12 @@ func addTools(srv *server.MCPServer, st *stats, stdio bool) {
 		return res, nil
 	})
 
-	srv.AddTool(mcp.NewTool("image", mcp.WithDescription("Returns an image."), mcp.WithRawInputSchema(anyArgs)),
+	srv.AddTool(rawTool("image", mcp.WithDescription("Returns an image."), mcp.WithRawInputSchema(anyArgs)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultImage("an image", base64.StdEncoding.EncodeToString(ImagePNG), "image/png"), nil
 		})
 
-	srv.AddTool(mcp.NewTool("slow", mcp.WithDescription("Reports progress every 50ms until cancelled."), mcp.WithRawInputSchema(anyArgs)),
+	srv.AddTool(rawTool("slow", mcp.WithDescription("Reports progress every 50ms until cancelled."), mcp.WithRawInputSchema(anyArgs)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var token any
 			if req.Params.Meta != nil {
@@ -231,21 +231,21 @@ func addTools(srv *server.MCPServer, st *stats, stdio bool) {
 			}
 		})
 
-	srv.AddTool(mcp.NewTool("cancel_stats", mcp.WithDescription("Waits until at_least cancellations were seen."),
+	srv.AddTool(rawTool("cancel_stats", mcp.WithDescription("Waits until at_least cancellations were seen."),
 		mcp.WithNumber("at_least")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			notes, handlers := st.waitAtLeast(ctx, req.GetInt("at_least", 0))
 			return text(fmt.Sprintf(`{"notes":%d,"handlers":%d}`, notes, handlers)), nil
 		})
 
-	srv.AddTool(mcp.NewTool("add_tool", mcp.WithDescription("Registers a tool at runtime."), mcp.WithString("name", mcp.Required())),
+	srv.AddTool(rawTool("add_tool", mcp.WithDescription("Registers a tool at runtime."), mcp.WithString("name", mcp.Required())),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			name := req.GetString("name", "")
-			srv.AddTool(mcp.NewTool(name, mcp.WithRawInputSchema(anyArgs)), echo)
+			srv.AddTool(rawTool(name, mcp.WithRawInputSchema(anyArgs)), echo)
 			return text("added " + name), nil
 		})
 
-	srv.AddTool(mcp.NewTool("crash", mcp.WithDescription("Exits: mode exit (mid-call) or after (after replying)."), mcp.WithString("mode")),
+	srv.AddTool(rawTool("crash", mcp.WithDescription("Exits: mode exit (mid-call) or after (after replying)."), mcp.WithString("mode")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if req.GetString("mode", "exit") == "after" {
 				go func() {
@@ -259,7 +259,7 @@ func addTools(srv *server.MCPServer, st *stats, stdio bool) {
 		})
 
 	if stdio {
-		srv.AddTool(mcp.NewTool("garbage", mcp.WithDescription("Writes a non-JSON line to stdout."), mcp.WithRawInputSchema(anyArgs)),
+		srv.AddTool(rawTool("garbage", mcp.WithDescription("Writes a non-JSON line to stdout."), mcp.WithRawInputSchema(anyArgs)),
 			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				_, _ = os.Stdout.WriteString("this is not JSON-RPC\n")
 				time.Sleep(100 * time.Millisecond) // let the garbage line go first
@@ -267,12 +267,12 @@ func addTools(srv *server.MCPServer, st *stats, stdio bool) {
 			})
 	}
 
-	srv.AddTool(mcp.NewTool("pid", mcp.WithDescription("Returns the process ID."), mcp.WithReadOnlyHintAnnotation(true), mcp.WithRawInputSchema(anyArgs)),
+	srv.AddTool(rawTool("pid", mcp.WithDescription("Returns the process ID."), mcp.WithReadOnlyHintAnnotation(true), mcp.WithRawInputSchema(anyArgs)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return text(strconv.Itoa(os.Getpid())), nil
 		})
 
-	srv.AddTool(mcp.NewTool("log", mcp.WithDescription("Sends a log notification."), mcp.WithString("level")),
+	srv.AddTool(rawTool("log", mcp.WithDescription("Sends a log notification."), mcp.WithString("level")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/message", map[string]any{
 				"level": req.GetString("level", "info"), "logger": "fake", "data": "upstream says hi",
@@ -280,10 +280,20 @@ func addTools(srv *server.MCPServer, st *stats, stdio bool) {
 			return text("logged"), nil
 		})
 
-	srv.AddTool(mcp.NewTool("fail", mcp.WithDescription("Returns an isError result."), mcp.WithRawInputSchema(anyArgs)),
+	srv.AddTool(rawTool("fail", mcp.WithDescription("Returns an isError result."), mcp.WithRawInputSchema(anyArgs)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultError("it failed"), nil
 		})
 
-	srv.AddTool(mcp.NewTool(LongName, mcp.WithDescription("Too long once prefixed."), mcp.WithRawInputSchema(anyArgs)), echo)
+	srv.AddTool(rawTool(LongName, mcp.WithDescription("Too long once prefixed."), mcp.WithRawInputSchema(anyArgs)), echo)
+}
+
+// rawTool is mcp.NewTool for tools given a raw input schema: NewTool fills
+// in a default InputSchema, and a tool with both cannot be marshalled.
+func rawTool(name string, opts ...mcp.ToolOption) mcp.Tool {
+	t := mcp.NewTool(name, opts...)
+	if len(t.RawInputSchema) > 0 {
+		t.InputSchema = mcp.ToolInputSchema{}
+	}
+	return t
 }
