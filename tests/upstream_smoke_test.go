@@ -81,3 +81,38 @@ func TestUpstreamSmoke(t *testing.T) {
 		t.Errorf("ev__get-sum with a string = %+v, want a validation error", res)
 	}
 }
+
+// TestUpstreamProgress checks that progress notifications of an upstream's
+// long-running tool reach our client under its own progress token.
+func TestUpstreamProgress(t *testing.T) {
+	entry := everythingEntry(t)
+	srv := startServe(t, "upstreams:\n  - name: ev\n    transport: stdio\n    command: node\n    args: [\""+entry+"\", stdio]\n")
+	waitMetric(t, srv.URL, "toolgate_upstream_up", map[string]string{"upstream": "ev"}, 1)
+	c := connect(t, streamableHTTP, srv)
+	progress := make(chan mcp.JSONRPCNotification, 16)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/progress" {
+			progress <- n
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "ev__trigger-long-running-operation"
+	req.Params.Arguments = map[string]any{"duration": 0.6, "steps": 3}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "my-token"}
+	res, err := c.CallTool(ctx, req)
+	if err != nil || res.IsError {
+		t.Fatalf("long-running operation = %+v, %v", res, err)
+	}
+	got := len(progress)
+	if got < 2 {
+		t.Fatalf("received %d progress notifications, want at least 2", got)
+	}
+	for range got {
+		n := <-progress
+		if tok := n.Params.AdditionalFields["progressToken"]; tok != "my-token" {
+			t.Errorf("progress notification with token %v, want the client's my-token", tok)
+		}
+	}
+}
