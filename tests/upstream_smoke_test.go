@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,5 +116,83 @@ func TestUpstreamProgress(t *testing.T) {
 		if tok := n.Params.AdditionalFields["progressToken"]; tok != "my-token" {
 			t.Errorf("progress notification with token %v, want the client's my-token", tok)
 		}
+	}
+}
+
+// pidsWithEnv returns the processes whose environment holds marker.
+func pidsWithEnv(t *testing.T, marker string) []int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc to find processes in: %v", err)
+	}
+	var pids []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+		if err == nil && strings.Contains(string(env), marker) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestUpstreamRestart kills the upstream's process mid-session: the next
+// call fails fast with class unavailable, and after the supervisor's
+// restart calls succeed again; shutting toolgate down leaves no process.
+func TestUpstreamRestart(t *testing.T) {
+	entry := everythingEntry(t)
+	marker := "TG_E2E_MARK=" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	name, value, _ := strings.Cut(marker, "=")
+	srv := startServe(t, "upstreams:\n  - name: ev\n    transport: stdio\n    command: node\n    args: [\""+entry+"\", stdio]\n    env: {"+name+": "+value+"}\n")
+	waitMetric(t, srv.URL, "toolgate_upstream_up", map[string]string{"upstream": "ev"}, 1)
+	c := connect(t, streamableHTTP, srv)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	echo := func() *mcp.CallToolResult {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "ev__echo", map[string]any{"message": "hi"}
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatalf("ev__echo: %v", err)
+		}
+		return res
+	}
+	if res := echo(); res.IsError {
+		t.Fatalf("ev__echo before the kill = %+v", res)
+	}
+	pids := pidsWithEnv(t, marker)
+	if len(pids) != 1 {
+		t.Fatalf("found %d upstream processes with %s, want 1", len(pids), marker)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitMetric(t, srv.URL, "toolgate_upstream_up", map[string]string{"upstream": "ev"}, 0)
+	start := time.Now()
+	res := echo()
+	if !res.IsError || res.Meta == nil || res.Meta.AdditionalFields[errorClassMetaKey] != "unavailable" {
+		// The supervisor may already have restarted it; then the call works.
+		if res.IsError {
+			t.Fatalf("ev__echo right after the kill = %+v, want an unavailable error or a success", res)
+		}
+	} else if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the unavailable error took %s, want it fast", d)
+	}
+	waitMetric(t, srv.URL, "toolgate_upstream_up", map[string]string{"upstream": "ev"}, 1)
+	if res := echo(); res.IsError {
+		t.Fatalf("ev__echo after the restart = %+v", res)
+	}
+	text := scrape(t, srv.URL)
+	if n, _ := metricValue(text, "toolgate_upstream_restarts_total", map[string]string{"upstream": "ev"}); n < 1 {
+		t.Errorf("toolgate_upstream_restarts_total = %v, want at least 1", n)
+	}
+	srv.Stop(t)
+	if left := pidsWithEnv(t, marker); len(left) != 0 {
+		t.Errorf("processes %v outlived toolgate", left)
 	}
 }
