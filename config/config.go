@@ -12,7 +12,11 @@
 //
 // The rest and openapi sections ([RESTTool], [OpenAPISource]) describe REST
 // tools; the gateway turns them into the REST executor's specs. Their body
-// and input_schema values are written in YAML and stored as JSON.
+// and input_schema values are written in YAML and stored as JSON. The
+// upstreams section ([Upstream]) lists other MCP servers whose tools toolgate
+// serves under a prefix; the gateway turns each into the upstream executor's
+// configuration. config only checks the fields: loading starts no process
+// and opens no connection.
 //
 // config must not import any toolgate package.
 package config

@@ -811,9 +811,10 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		set[listIndex.ReplaceAllString(path, "[]")] = true
 	}
 	// The commented-out upstreams block documents its keys too; it must
-	// load and validate once uncommented.
+	// load and validate once uncommented (TestExampleUpstreams checks what
+	// it loads to).
 	block := commentedBlock(t, string(data), "# BEGIN upstreams example", "# END upstreams example")
-	if _, err := Parse("example-upstreams", []byte(block), nil); err != nil {
+	if _, err := Parse("example-upstreams", []byte(block), &Options{LookupEnv: envOf(nil)}); err != nil {
 		t.Errorf("the commented upstreams example does not load once uncommented:\n%v", err)
 	}
 	db := newDecoder("example-upstreams", envOf(nil))
@@ -832,7 +833,8 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 }
 
 // commentedBlock returns the lines between the begin and end markers of
-// data with their leading "# " (or "#") removed.
+// data with their leading "# " (or "#") removed. Every line of the block
+// must be a comment: the block is an example that must stay switched off.
 func commentedBlock(t *testing.T, data, begin, end string) string {
 	t.Helper()
 	_, rest, ok := strings.Cut(data, begin+"\n")
@@ -842,6 +844,9 @@ func commentedBlock(t *testing.T, data, begin, end string) string {
 	}
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(body, "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			t.Errorf("config.example.yaml: a line between %q and %q is not commented out: %q", begin, end, line)
+		}
 		line = strings.TrimPrefix(line, "#")
 		b.WriteString(strings.TrimPrefix(line, " "))
 	}

@@ -271,7 +271,18 @@ func (d *decoder) toScalar(path string, n ast.Node) (s scalar, isScalar, ok bool
 }
 
 func (d *decoder) expandScalar(path string, n ast.Node, text string) (scalar, bool, bool) {
-	out, fromEnv, err := expand(text, d.lookup)
+	lookup := d.lookup
+	if runtimePath.MatchString(path) {
+		// Set per process by the upstream executor, not by the environment
+		// toolgate runs in: kept as written for it to replace.
+		lookup = func(name string) (string, bool) {
+			if name == InstanceDirVar {
+				return InstanceDirRef, true
+			}
+			return d.lookup(name)
+		}
+	}
+	out, fromEnv, err := expand(text, lookup)
 	if err != nil {
 		d.errorf(nodePos(n), path, "%v", err)
 		return scalar{}, true, false

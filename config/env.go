@@ -2,8 +2,25 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
+
+// InstanceDirVar names the variable the upstream executor sets for each
+// process of a stdio upstream: a private directory of that process's own,
+// removed when it ends. In upstreams[].args and upstreams[].env values,
+// ${TOOLGATE_INSTANCE_DIR} is not expanded when the file loads but kept as
+// [InstanceDirRef], which the executor replaces with the directory when it
+// starts a process; that is how each process of an isolation: thread
+// upstream gets files of its own (for example MEMORY_FILE_PATH:
+// ${TOOLGATE_INSTANCE_DIR}/memory.jsonl). Anywhere else it is an error.
+const (
+	InstanceDirVar = "TOOLGATE_INSTANCE_DIR"
+	InstanceDirRef = "${" + InstanceDirVar + "}"
+)
+
+// runtimePath matches the key paths where ${TOOLGATE_INSTANCE_DIR} is kept.
+var runtimePath = regexp.MustCompile(`^upstreams\[\d+\]\.(args\[\d+\]|env\..+)$`)
 
 // expand replaces ${NAME} and ${NAME:-default} in s with values from lookup
 // and turns $$ into a literal $. ${NAME:-default} uses default when NAME is
@@ -49,6 +66,8 @@ func expand(s string, lookup func(string) (string, bool)) (out string, fromEnv b
 		switch {
 		case hasDef && v == "":
 			v = def
+		case !ok && name == InstanceDirVar:
+			return "", false, fmt.Errorf("${%s} is set only for the processes of stdio upstreams; use it in upstreams[].args or upstreams[].env", name)
 		case !ok:
 			return "", false, fmt.Errorf("environment variable %s is not set; set it or write ${%s:-value}", name, name)
 		}

@@ -61,10 +61,11 @@ func defaults() Config {
 
 // Parse loads a configuration from data: it parses the YAML, expands
 // ${NAME} and ${NAME:-default} in scalar values ($$ is a literal $), decodes
-// strictly over the defaults, completes the rest and openapi sections (see
-// [RESTTool] and [OpenAPISource]) and validates the result. name is used in
-// error positions and as [Config.Source], and its directory is where a
-// relative openapi spec path is resolved from. The values the environment
+// strictly over the defaults, completes the rest, openapi and upstreams
+// sections (see [RESTTool], [OpenAPISource] and [Upstream]) and validates the
+// result. name is used in error positions and as [Config.Source], and its
+// directory is where a relative openapi spec path or upstream cwd is
+// resolved from. The values the environment
 // supplied are kept for [Config.Secrets].
 //
 // On failure the error is an [errors.Join] of *[PosError], one per problem,

@@ -220,8 +220,8 @@ func (c *checker) restSections(cfg *Config) {
 				c.fail(p+".base_url", quoteShort(o.BaseURL), "%s", msg)
 			}
 		}
-		c.globs(p+".include", o.Include)
-		c.globs(p+".exclude", o.Exclude)
+		c.globs(p+".include", o.Include, "an operationId")
+		c.globs(p+".exclude", o.Exclude, "an operationId")
 		c.headers(p+".headers", o.Headers)
 		c.callLimits(p, o.Timeout, o.Retry, o.MaxResponseBytes)
 	}
@@ -354,12 +354,13 @@ func (c *checker) spec(path, spec string) {
 	}
 }
 
-// globs checks the list of operationId globs at key path at.
-func (c *checker) globs(at string, globs []string) {
+// globs checks the list of globs at key path at; what names what the
+// globs match ("an operationId", "a tool name").
+func (c *checker) globs(at string, globs []string, what string) {
 	for i, g := range globs {
 		p := fmt.Sprintf("%s[%d]", at, i)
 		if g == "" {
-			c.fail(p, "", "is empty; write an operationId or a glob, like list*")
+			c.fail(p, "", "is empty; write %s or a glob, like list*", what)
 			continue
 		}
 		// path.Match checks the whole pattern even when the name does not

@@ -17,8 +17,8 @@ func TestParseUpstreams(t *testing.T) {
 		"  - name: fs",
 		"    transport: stdio",
 		"    command: npx",
-		"    args: [-y, server-filesystem, /data]",
-		"    env: {A: b}",
+		"    args: [-y, server-filesystem, /data, '${TOOLGATE_INSTANCE_DIR}/x']",
+		"    env: {A: b, F: '${TOOLGATE_INSTANCE_DIR}/f-${TOKEN}'}",
 		"    cwd: sub",
 		"    exclude: [write_*]",
 		"    timeout: 1m",
@@ -34,8 +34,8 @@ func TestParseUpstreams(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	want := []Upstream{
-		{Name: "fs", Transport: "stdio", Command: "npx", Args: []string{"-y", "server-filesystem", "/data"},
-			Env: map[string]string{"A": "b"}, Cwd: filepath.Join(dir, "sub"), Isolation: "shared",
+		{Name: "fs", Transport: "stdio", Command: "npx", Args: []string{"-y", "server-filesystem", "/data", InstanceDirRef + "/x"},
+			Env: map[string]string{"A": "b", "F": InstanceDirRef + "/f-s3cret-token"}, Cwd: filepath.Join(dir, "sub"), Isolation: "shared",
 			Exclude: []string{"write_*"}, Timeout: Duration(time.Minute), StartupTimeout: Duration(20 * time.Second)},
 		{Name: "remote", Transport: "streamable-http", URL: "http://127.0.0.1:9000/mcp",
 			Headers: map[string]string{"Authorization": "Bearer s3cret-token"}, Isolation: "thread",
@@ -86,14 +86,27 @@ func TestParseUpstreamErrors(t *testing.T) {
 			),
 			nil,
 			[]string{
-				`t.yaml:3:12: upstreams[0].name: clashes with rest[0] ("fs__x"); rename the upstream or the tool; got "fs"`,
-				`t.yaml:3:51: upstreams[0].url: is only for transport: sse or streamable-http; remove it`,
+				`t.yaml:3:12: upstreams[0].name: clashes with rest[0] ("fs__x"), as this upstream's tools are named fs__<tool>; rename the upstream or the tool; got "fs"`,
+				`t.yaml:3:51: upstreams[0].url: is only for transport: sse or streamable-http; remove it, or change the transport`,
 				`t.yaml:4:48: upstreams[1].url: must be an absolute http or https URL, like http://127.0.0.1:9000/mcp; got "ftp://h"`,
-				`t.yaml:4:68: upstreams[1].command: is only for transport: stdio; remove it`,
+				`t.yaml:4:68: upstreams[1].command: is only for transport: stdio; remove it, or change the transport`,
 				`t.yaml:4:82: upstreams[1].isolation: must be one of shared, thread; got "process"`,
 				`t.yaml:5:12: upstreams[2].name: duplicate upstream name, already used by upstreams[1]; rename one; got "h"`,
 				`t.yaml:5:62: upstreams[2].include[0]: is not a valid glob (* ? [a-z] and \ to escape, as in Go's path.Match); write \[ for a literal [; got "["`,
 				`t.yaml:6:12: upstreams[3].name: must be 1 to 32 characters from A-Z a-z 0-9 _ . - with no __, like fs; got "a__b"`,
+			},
+		},
+		{
+			"${TOOLGATE_INSTANCE_DIR} outside upstreams[].args and env",
+			yamlLines(
+				"server: {listen: '${TOOLGATE_INSTANCE_DIR}'}",
+				"upstreams:",
+				"  - {name: fs, transport: stdio, command: x, cwd: '${TOOLGATE_INSTANCE_DIR}'}",
+			),
+			nil,
+			[]string{
+				`t.yaml:1:18: server.listen: ${TOOLGATE_INSTANCE_DIR} is set only for the processes of stdio upstreams; use it in upstreams[].args or upstreams[].env`,
+				`t.yaml:3:51: upstreams[0].cwd: ${TOOLGATE_INSTANCE_DIR} is set only for the processes of stdio upstreams; use it in upstreams[].args or upstreams[].env`,
 			},
 		},
 		{
