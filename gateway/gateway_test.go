@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -389,5 +390,13 @@ func TestShutdownGraceRunsOut(t *testing.T) {
 	r := <-got
 	if errorClass(r) != "cancelled" || !strings.Contains(resultText(t, r), "shut down") {
 		t.Errorf("call cut by shutdown = %q (class %q), want a cancelled result saying toolgate shut down", resultText(t, r), errorClass(r))
+	}
+}
+
+// config keeps ${TOOLGATE_INSTANCE_DIR} for the upstream executor to
+// replace: both must mean the same text.
+func TestInstanceDirRef(t *testing.T) {
+	if config.InstanceDirRef != mcpup.InstanceDirRef || config.InstanceDirVar != mcpup.InstanceDirVar {
+		t.Errorf("config has %q (%s), mcpup %q (%s)", config.InstanceDirRef, config.InstanceDirVar, mcpup.InstanceDirRef, mcpup.InstanceDirVar)
 	}
 }

@@ -265,6 +265,10 @@ func (c *conn) call(ctx context.Context, orig string, call executors.Call) (exec
 		return executors.Result{}, ctxError(name, orig, ctx.Err())
 	case err != nil:
 		return executors.Result{}, c.transportError(fmt.Sprintf("calling upstream %q tool %q", name, orig), err)
+	case resp.Error != nil && c.isDead():
+		// Typically the upstream abandoning the call because we are
+		// shutting it down (it sees stdin close).
+		return executors.Result{}, c.u.errorf(retry.Unavailable, nil, "calling upstream %q tool %q: the connection closed during the call (%s)", name, orig, resp.Error.Message)
 	case resp.Error != nil:
 		return executors.Result{}, c.u.rpcError(orig, resp.Error.Code, resp.Error.Message)
 	}

@@ -75,9 +75,13 @@ func newRecorder() *recorder {
 	}
 }
 
-func (r *recorder) options(o *Options) *Options {
+func (r *recorder) options(t *testing.T, o *Options) *Options {
 	if o == nil {
 		o = &Options{}
+	}
+	if o.Logger == nil {
+		// Shown only when the test fails (or with -v).
+		o.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	}
 	o.OnTools = func(_ string, tools []registry.Tool) error { r.tools <- tools; return nil }
 	o.OnState = func(_ string, up bool) { r.states <- up }
@@ -134,7 +138,7 @@ func start(t *testing.T, opts *Options, ups ...Upstream) *Manager {
 func startUp(t *testing.T, up Upstream, opts *Options) (*Manager, *recorder, []registry.Tool) {
 	t.Helper()
 	rec := newRecorder()
-	m := start(t, rec.options(opts), up)
+	m := start(t, rec.options(t, opts), up)
 	tools := rec.waitTools(t)
 	rec.waitState(t, true)
 	return m, rec, tools

@@ -39,6 +39,14 @@ const DefaultStartupTimeout = 20 * time.Second
 // Separator joins an upstream's name and a tool's name: fs__read_file.
 const Separator = "__"
 
+// InstanceDirVar is the environment variable that names a stdio
+// upstream process's private directory, and InstanceDirRef how Args and
+// Env values refer to it.
+const (
+	InstanceDirVar = "TOOLGATE_INSTANCE_DIR"
+	InstanceDirRef = "${" + InstanceDirVar + "}"
+)
+
 // ErrInvalidUpstream is wrapped by every error [New] returns for a
 // malformed [Upstream].
 var ErrInvalidUpstream = errors.New("invalid upstream")
@@ -56,6 +64,9 @@ type Upstream struct {
 	// It is started directly, not through a shell, in its own process
 	// group, with Args as its arguments, the gateway's environment plus
 	// Env, and Cwd as its working directory (empty: the gateway's).
+	// Each process also gets [InstanceDirVar]: a private directory of its
+	// own, removed once the process has ended; [InstanceDirRef] in Args
+	// and Env values is replaced with that directory's path.
 	Command string
 	Args    []string
 	Env     map[string]string

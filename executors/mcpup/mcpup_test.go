@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,7 +75,7 @@ func TestImportTools(t *testing.T) {
 	}
 	// Every page was listed, the long name was skipped, and the stdio-only
 	// garbage tool is there.
-	wantNames := []string{"fs__add_tool", "fs__cancel_stats", "fs__crash", "fs__echo", "fs__fail", "fs__garbage", "fs__image", "fs__log", "fs__pid", "fs__raw", "fs__slow"}
+	wantNames := []string{"fs__add_tool", "fs__cancel_stats", "fs__crash", "fs__echo", "fs__fail", "fs__garbage", "fs__getenv", "fs__image", "fs__log", "fs__pid", "fs__raw", "fs__slow"}
 	gotNames := slices.Sorted(func(yield func(string) bool) {
 		for n := range byName {
 			if !yield(n) {
@@ -409,7 +410,7 @@ func TestGarbageRestart(t *testing.T) {
 
 func TestFailingUpstream(t *testing.T) {
 	rec := newRecorder()
-	m := start(t, rec.options(nil), Upstream{Name: "bad", Transport: TransportStdio, Command: "/nonexistent/mcp-server"})
+	m := start(t, rec.options(t, nil), Upstream{Name: "bad", Transport: TransportStdio, Command: "/nonexistent/mcp-server"})
 	rec.waitState(t, false)
 	if st := m.Status(); st["bad"] {
 		t.Errorf("Status() = %v, want bad down", st)
@@ -557,7 +558,7 @@ func TestCloseReapsAll(t *testing.T) {
 	thread := stdioUpstream()
 	thread.Name, thread.Isolation = "th", IsolationThread
 	rec := newRecorder()
-	m, err := New([]Upstream{shared, thread}, rec.options(&Options{Pool: pool}))
+	m, err := New([]Upstream{shared, thread}, rec.options(t, &Options{Pool: pool}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -595,5 +596,49 @@ func TestCloseReapsAll(t *testing.T) {
 	}
 	if st := m.Status(); len(st) != 2 {
 		t.Errorf("Status() = %v, want both upstreams", st)
+	}
+}
+
+// Each process gets a private directory of its own, named in its
+// environment and substituted into Args and Env, and removed with it.
+func TestInstanceDir(t *testing.T) {
+	pool := threadctx.NewPool(nil)
+	t.Cleanup(func() { _ = pool.Close() })
+	up := stdioUpstream("-page=3", InstanceDirRef+"/arg")
+	up.Isolation = IsolationThread
+	up.Env = map[string]string{"STATE_FILE": InstanceDirRef + "/state.json"}
+	m, _, _ := startUp(t, up, &Options{Pool: pool})
+
+	// dirOf returns thread's directory, checking how the process sees it.
+	dirOf := func(thread string) string {
+		t.Helper()
+		dir := text(t, mustCall(t, m, thread, "fs__getenv", `{"name":"`+InstanceDirVar+`"}`))
+		dir, args, _ := strings.Cut(dir, "\n")
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("thread %s: %s=%q is not a private directory (%v)", thread, InstanceDirVar, dir, err)
+		}
+		if want := "-page=3\n" + dir + "/arg"; args != want {
+			t.Errorf("thread %s: arguments %q, want %q", thread, args, want)
+		}
+		state, _, _ := strings.Cut(text(t, mustCall(t, m, thread, "fs__getenv", `{"name":"STATE_FILE"}`)), "\n")
+		if want := dir + "/state.json"; state != want {
+			t.Errorf("thread %s: STATE_FILE=%q, want %q", thread, state, want)
+		}
+		return dir
+	}
+	a, b := dirOf("A"), dirOf("B")
+	if a == b {
+		t.Fatalf("threads A and B share the directory %s", a)
+	}
+	pool.CloseThread("A")
+	if _, err := os.Stat(a); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("thread A's directory %s is still there after CloseThread (%v)", a, err)
+	}
+	if _, err := os.Stat(b); err != nil {
+		t.Errorf("thread B's directory went with thread A: %v", err)
+	}
+	_ = m.Close()
+	if _, err := os.Stat(b); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("thread B's directory %s is still there after Close (%v)", b, err)
 	}
 }

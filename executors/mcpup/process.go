@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -37,6 +38,7 @@ var errGarbage = errors.New("the upstream wrote a line that is not JSON to stdou
 // stdout under the transport's reader before the last reply is read.
 type process struct {
 	cmd         *exec.Cmd
+	dir         string // the process's own directory, removed by shutdown
 	pgid        int
 	stdin       *os.File      // our end; closing it asks the upstream to exit
 	stdout      *lineGuard    // what the transport reads
@@ -54,10 +56,19 @@ type process struct {
 // protocol, stderr lines are logged, and the process's exit or a non-JSON
 // line on stdout marks c dead.
 func startProcess(u *upstream, thread string, c *conn) (*process, error) {
-	cmd := exec.Command(u.cfg.Command, u.cfg.Args...)
-	env := os.Environ()
+	dir, err := os.MkdirTemp("", "toolgate-"+u.cfg.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the process's directory: %w", err)
+	}
+	withDir := strings.NewReplacer(InstanceDirRef, dir)
+	args := make([]string, len(u.cfg.Args))
+	for i, a := range u.cfg.Args {
+		args[i] = withDir.Replace(a)
+	}
+	cmd := exec.Command(u.cfg.Command, args...)
+	env := append(os.Environ(), InstanceDirVar+"="+dir)
 	for _, k := range slices.Sorted(mapsKeys(u.cfg.Env)) {
-		env = append(env, k+"="+u.cfg.Env[k])
+		env = append(env, k+"="+withDir.Replace(u.cfg.Env[k]))
 	}
 	cmd.Env = env
 	cmd.Dir = u.cfg.Cwd
@@ -68,6 +79,7 @@ func startProcess(u *upstream, thread string, c *conn) (*process, error) {
 		for _, f := range files {
 			_ = f.Close()
 		}
+		_ = os.RemoveAll(dir)
 	}
 	pipe := func() (r, w *os.File, err error) {
 		r, w, err = os.Pipe()
@@ -102,6 +114,7 @@ func startProcess(u *upstream, thread string, c *conn) (*process, error) {
 
 	p := &process{
 		cmd:         cmd,
+		dir:         dir,
 		pgid:        cmd.Process.Pid,
 		stdin:       inW,
 		outR:        outR,
@@ -200,6 +213,9 @@ func (p *process) shutdown() {
 		}
 		_ = p.errR.Close()
 		<-p.watcherDone
+		// Descendants that left the group may still write here; what
+		// they leave behind is theirs, and RemoveAll's error is ignored.
+		_ = os.RemoveAll(p.dir)
 	})
 }
 

@@ -272,6 +272,11 @@ func addTools(srv *server.MCPServer, st *stats, stdio bool) {
 			return text(strconv.Itoa(os.Getpid())), nil
 		})
 
+	srv.AddTool(rawTool("getenv", mcp.WithDescription("Returns the value of an environment variable, then each argument after a newline."), mcp.WithString("name", mcp.Required())),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(strings.Join(append([]string{os.Getenv(req.GetString("name", ""))}, os.Args[1:]...), "\n")), nil
+		})
+
 	srv.AddTool(rawTool("log", mcp.WithDescription("Sends a log notification."), mcp.WithString("level")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/message", map[string]any{
