@@ -47,6 +47,10 @@ type Config struct {
 	// Upstreams lists other MCP servers whose tools toolgate serves as
 	// <name>__<tool>. Default none.
 	Upstreams []Upstream `yaml:"upstreams"`
+	// BatchTool adds the meta-tool toolgate_batch, which runs several
+	// calls in parallel through the whole pipeline and returns every
+	// outcome in order. Default false.
+	BatchTool bool `yaml:"batch_tool"`
 
 	// Source is where the configuration came from: a file path, or
 	// "(embedded default)". Set by the loader.
@@ -93,10 +97,53 @@ type Server struct {
 type Defaults struct {
 	// Timeout bounds one tool call. Default 30s.
 	Timeout Duration `yaml:"timeout"`
-	// Retry is the retry policy of REST tools that set none, and fills
-	// the fields a tool's own retry leaves out. Default 3 attempts, 100ms
-	// initial backoff, 5s maximum backoff.
+	// Retry is the retry policy of tools that set none (REST tools, upstreams),
+	// and fills the fields a tool's own retry leaves out. Default 3
+	// attempts, 100ms initial backoff, 5s maximum backoff, on network,
+	// timeout, unavailable and rate_limited failures.
 	Retry Retry `yaml:"retry"`
+	// RetryBudget caps the retries sent to one backend (a REST host or an
+	// upstream) at this fraction of its first attempts over the last 10s,
+	// plus 10 retries per 10s so that a quiet backend can still retry.
+	// From 0 to 10. Default 0.2 (retries add at most 20%).
+	RetryBudget float64 `yaml:"retry_budget"`
+	// CircuitBreaker stops calls to a failing backend for a while.
+	CircuitBreaker CircuitBreaker `yaml:"circuit_breaker"`
+	// MaxParallel caps the tool calls running at once, over all sessions.
+	// From 1 to 100000. Default 64.
+	MaxParallel int `yaml:"max_parallel"`
+	// MaxParallelPerSession caps the calls of one session (or stdio, or
+	// one explicit thread) running at once. From 1 to max_parallel.
+	// Default 16.
+	MaxParallelPerSession int `yaml:"max_parallel_per_session"`
+	// MaxQueue caps the calls waiting for a slot; past it a call fails at
+	// once with class rate_limited. From 0 to 1000000. Default 256.
+	MaxQueue int `yaml:"max_queue"`
+}
+
+// CircuitBreaker configures the circuit breaker of every backend (a REST
+// host or an upstream). It opens after Failures consecutive failures of
+// class network, timeout or unavailable, or when at least MinCalls calls
+// were made over Window and a FailureRatio of them failed so; while open
+// calls fail at once with class unavailable; after OpenFor one probe call
+// is let through, and its outcome closes or reopens the breaker.
+type CircuitBreaker struct {
+	// Enabled switches breakers on. Default true.
+	Enabled bool `yaml:"enabled"`
+	// Failures is how many consecutive failures open the breaker. From 1
+	// to 1000. Default 5.
+	Failures int `yaml:"failures"`
+	// FailureRatio opens the breaker when this fraction of the calls over
+	// Window failed. From 0 (off) to 1. Default 0.5.
+	FailureRatio float64 `yaml:"failure_ratio"`
+	// MinCalls is the fewest calls over Window for FailureRatio to apply.
+	// Positive. Default 20.
+	MinCalls int `yaml:"min_calls"`
+	// Window is the period FailureRatio looks at. Positive. Default 30s.
+	Window Duration `yaml:"window"`
+	// OpenFor is how long the breaker stays open before a probe. Positive.
+	// Default 30s.
+	OpenFor Duration `yaml:"open_for"`
 }
 
 // Threads configures per-thread instances of stateful tools.

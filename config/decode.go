@@ -475,6 +475,23 @@ func (d *decoder) decodeScalar(path string, n ast.Node, v reflect.Value, p pos) 
 		default:
 			v.SetInt(i)
 		}
+	case reflect.Float64:
+		var f float64
+		var err error
+		switch {
+		case s.kind == "integer" || s.kind == "number" || s.kind == "string" && s.env != "":
+			f, err = strconv.ParseFloat(strings.ReplaceAll(s.text, "_", ""), 64)
+		default:
+			err = strconv.ErrSyntax
+		}
+		switch {
+		case err != nil && s.env == "" && errors.Is(err, strconv.ErrRange):
+			d.errorf(p, path, "number %s is out of range", s.text)
+		case err != nil || math.IsNaN(f) || math.IsInf(f, 0):
+			d.errorf(p, path, "%s", s.mismatch(want))
+		default:
+			v.SetFloat(f)
+		}
 	default:
 		d.errorf(p, path, "internal error: config cannot decode a field of type %s", v.Type())
 	}
@@ -643,6 +660,8 @@ func expectedName(t reflect.Type) string {
 		return "true or false"
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return "an integer"
+	case reflect.Float64:
+		return "a number"
 	}
 	return "a " + t.Kind().String()
 }

@@ -52,10 +52,18 @@ func defaults() Config {
 			ShutdownGrace:  Duration(20 * time.Second),
 			SessionIdleTTL: Duration(30 * time.Minute),
 		},
-		Defaults: Defaults{Timeout: Duration(30 * time.Second), Retry: defaultRetry()},
-		Threads:  Threads{IdleTTL: Duration(30 * time.Minute), MaxInstances: 1000},
-		Guards:   Guards{NameRepair: true},
-		Log:      Log{Level: "info", Format: "text"},
+		Defaults: Defaults{
+			Timeout:               Duration(30 * time.Second),
+			Retry:                 defaultRetry(),
+			RetryBudget:           0.2,
+			CircuitBreaker:        defaultBreaker(),
+			MaxParallel:           64,
+			MaxParallelPerSession: 16,
+			MaxQueue:              256,
+		},
+		Threads: Threads{IdleTTL: Duration(30 * time.Minute), MaxInstances: 1000},
+		Guards:  Guards{NameRepair: true},
+		Log:     Log{Level: "info", Format: "text"},
 	}
 }
 

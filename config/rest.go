@@ -35,7 +35,7 @@ const (
 
 // defaultRetry is defaults.retry when the file leaves it out.
 func defaultRetry() Retry {
-	return Retry{Attempts: 3, InitialBackoff: Duration(100 * time.Millisecond), MaxBackoff: Duration(5 * time.Second)}
+	return Retry{Attempts: 3, InitialBackoff: Duration(100 * time.Millisecond), MaxBackoff: Duration(5 * time.Second), On: slices.Clone(defaultRetryOn)}
 }
 
 // RESTTool is one REST tool written out in the file: toolgate makes the
@@ -103,6 +103,10 @@ type Retry struct {
 	InitialBackoff Duration `yaml:"initial_backoff"`
 	// MaxBackoff caps every wait. Positive. Default 5s.
 	MaxBackoff Duration `yaml:"max_backoff"`
+	// On lists the failure classes that are retried, from network,
+	// timeout, unavailable, rate_limited and execution. Default network,
+	// timeout, unavailable, rate_limited.
+	On []string `yaml:"on"`
 }
 
 // OpenAPISource is an OpenAPI 3 document whose operations become REST
@@ -179,6 +183,9 @@ func inheritRetry(r *Retry, def Retry, path string, present func(string) bool) {
 	}
 	if !present(path + ".max_backoff") {
 		r.MaxBackoff = def.MaxBackoff
+	}
+	if !present(path + ".on") {
+		r.On = slices.Clone(def.On)
 	}
 }
 
@@ -310,6 +317,16 @@ func (c *checker) retry(path string, r *Retry) {
 	}
 	if initialOK && maxOK && r.InitialBackoff > r.MaxBackoff {
 		c.fail(path+".initial_backoff", r.InitialBackoff.String(), "must not exceed max_backoff (%s); lower it or raise max_backoff", r.MaxBackoff)
+	}
+	for i, class := range r.On {
+		p := fmt.Sprintf("%s.on[%d]", path, i)
+		switch {
+		case slices.Contains(retryableClasses, class):
+		case slices.Contains(neverRetried, class):
+			c.fail(p, quoteShort(class), "is never retried: the same call would fail the same way; remove it")
+		default:
+			c.fail(p, quoteShort(class), "must be one of %s", strings.Join(retryableClasses, ", "))
+		}
 	}
 }
 

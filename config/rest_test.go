@@ -61,7 +61,7 @@ func TestParseREST(t *testing.T) {
 			),
 			map[string]string{"TOKEN": "tok"},
 			want(func(c *Config) {
-				c.Defaults.Retry = Retry{Attempts: 2, InitialBackoff: ms(50), MaxBackoff: ms(1000)}
+				c.Defaults.Retry = Retry{Attempts: 2, InitialBackoff: ms(50), MaxBackoff: ms(1000), On: defaultRetryOn}
 				c.Rest = []RESTTool{{
 					Name:             "get_item",
 					Description:      "Fetch one item.",
@@ -73,7 +73,7 @@ func TestParseREST(t *testing.T) {
 					InputSchema:      json.RawMessage(`{"type":"object"}`),
 					Idempotent:       new(false),
 					Timeout:          Duration(5 * time.Second),
-					Retry:            &Retry{Attempts: 4, InitialBackoff: ms(10), MaxBackoff: ms(20)},
+					Retry:            &Retry{Attempts: 4, InitialBackoff: ms(10), MaxBackoff: ms(20), On: defaultRetryOn},
 					MaxResponseBytes: 4096,
 					AllowedHosts:     []string{"127.0.0.1:9000", "cdn.example.com"},
 				}}
@@ -85,7 +85,7 @@ func TestParseREST(t *testing.T) {
 					Exclude:          []string{"[dD]elete*"},
 					Headers:          map[string]string{"X-Key": "k"},
 					Timeout:          Duration(time.Minute),
-					Retry:            &Retry{Attempts: 1, InitialBackoff: ms(1000), MaxBackoff: ms(1000)},
+					Retry:            &Retry{Attempts: 1, InitialBackoff: ms(1000), MaxBackoff: ms(1000), On: defaultRetryOn},
 					MaxResponseBytes: 1 << 30,
 				}}
 			}),
@@ -115,7 +115,7 @@ func TestParseREST(t *testing.T) {
 				"  - {name: none, url: 'http://h/'}",
 				"  - {name: empty, url: 'http://h/', retry: }",
 				"  - {name: some, url: 'http://h/', retry: {initial_backoff: 1s}}",
-				"  - {name: all, url: 'http://h/', retry: {attempts: 1, initial_backoff: 1ms, max_backoff: 2ms}}",
+				"  - {name: all, url: 'http://h/', retry: {attempts: 1, initial_backoff: 1ms, max_backoff: 2ms, on: [execution]}}",
 				"openapi:",
 				"  - {name: o, spec: o.yaml, retry: {attempts: 7}}",
 				"defaults:",
@@ -123,14 +123,14 @@ func TestParseREST(t *testing.T) {
 			),
 			nil,
 			want(func(c *Config) {
-				c.Defaults.Retry = Retry{Attempts: 5, InitialBackoff: ms(100), MaxBackoff: Duration(10 * time.Second)}
+				c.Defaults.Retry = Retry{Attempts: 5, InitialBackoff: ms(100), MaxBackoff: Duration(10 * time.Second), On: defaultRetryOn}
 				some, all := restDefaults("some", "http://h/"), restDefaults("all", "http://h/")
-				some.Retry = &Retry{Attempts: 5, InitialBackoff: Duration(time.Second), MaxBackoff: Duration(10 * time.Second)}
-				all.Retry = &Retry{Attempts: 1, InitialBackoff: ms(1), MaxBackoff: ms(2)}
+				some.Retry = &Retry{Attempts: 5, InitialBackoff: Duration(time.Second), MaxBackoff: Duration(10 * time.Second), On: defaultRetryOn}
+				all.Retry = &Retry{Attempts: 1, InitialBackoff: ms(1), MaxBackoff: ms(2), On: []string{"execution"}}
 				c.Rest = []RESTTool{restDefaults("none", "http://h/"), restDefaults("empty", "http://h/"), some, all}
 				c.OpenAPI = []OpenAPISource{{
 					Name: "o", Spec: "o.yaml", MaxResponseBytes: 1 << 20,
-					Retry: &Retry{Attempts: 7, InitialBackoff: ms(100), MaxBackoff: Duration(10 * time.Second)},
+					Retry: &Retry{Attempts: 7, InitialBackoff: ms(100), MaxBackoff: Duration(10 * time.Second), On: defaultRetryOn},
 				}}
 			}),
 		},
@@ -514,7 +514,7 @@ func TestParseRESTErrors(t *testing.T) {
 				`t.yaml:5:13: rest[0].query."": a query key must not be empty; name the parameter`,
 				`t.yaml:6:17: rest[0].idempotent: expected true or false, got string "maybe"`,
 				`t.yaml:7:5: rest[0].urll: unknown key; valid keys: name, description, method, url, query, headers, body, input_schema, idempotent, timeout, retry, max_response_bytes, allowed_hosts`,
-				`t.yaml:8:1: rest_tools: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams`,
+				`t.yaml:8:1: rest_tools: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool`,
 			},
 		},
 		{
@@ -536,7 +536,7 @@ func TestParseRESTErrors(t *testing.T) {
 			[]string{
 				`t.yaml:1:7: rest: expected a list, got a mapping`,
 				`t.yaml:3:5: openapi[0]: expected a mapping with keys name, spec, base_url, include, exclude, headers, timeout, retry, max_response_bytes, got a list`,
-				`t.yaml:4:19: defaults.retry: expected a mapping with keys attempts, initial_backoff, max_backoff, got integer 3`,
+				`t.yaml:4:19: defaults.retry: expected a mapping with keys attempts, initial_backoff, max_backoff, on, got integer 3`,
 			},
 		},
 	}

@@ -73,6 +73,10 @@ type Upstream struct {
 	// (false), for retry decisions. Nil means each tool's annotations
 	// (idempotentHint, readOnlyHint) decide.
 	Idempotent *bool `yaml:"idempotent"`
+	// Retry is the retry policy of the upstream's tools; only idempotent
+	// tools retry. Nil means defaults.retry; [Parse] fills in each field
+	// the file leaves out from defaults.retry.
+	Retry *Retry `yaml:"retry"`
 }
 
 // completeUpstreams fills in, between decoding and validation, what the
@@ -86,6 +90,7 @@ func completeUpstreams(cfg *Config, file string, present func(path string) bool)
 		if u.Isolation == "" {
 			u.Isolation = defaultIsolation
 		}
+		inheritRetry(u.Retry, cfg.Defaults.Retry, p+".retry", present)
 		if !present(p + ".startup_timeout") {
 			u.StartupTimeout = Duration(defaultStartupTimeout)
 		}
@@ -163,6 +168,9 @@ func (c *checker) upstreams(cfg *Config) {
 		c.globs(p+".exclude", u.Exclude, "a tool name")
 		if u.Timeout < 0 {
 			c.fail(p+".timeout", u.Timeout.String(), "must be positive, like 60s; leave it out to use defaults.timeout")
+		}
+		if u.Retry != nil {
+			c.retry(p+".retry", u.Retry)
 		}
 		if u.StartupTimeout <= 0 {
 			c.fail(p+".startup_timeout", u.StartupTimeout.String(), "must be positive, like 20s; leave it out for 20s")

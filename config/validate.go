@@ -138,6 +138,7 @@ func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 	}
 	c.restSections(cfg)
 	c.upstreams(cfg)
+	c.resilience(&cfg.Defaults)
 	return c.errs
 }
 
