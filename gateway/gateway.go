@@ -67,6 +67,8 @@ type Gateway struct {
 	upOnce      sync.Once
 	pool        *threadctx.Pool
 	metrics     *metrics
+	limiter     *limiter
+	batchTool   *registry.Tool // toolgate_batch, or nil when off
 	mcp         *server.MCPServer
 	unsubscribe func()
 	regMu       sync.Mutex // serialises Register* and Unregister
@@ -110,7 +112,8 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{DefaultTimeout: cfg.Defaults.Timeout.D(), Logger: g.logger})
 	g.stateless = executors.NewStateless()
 	g.stateful = executors.NewStateful(g.pool)
-	g.metrics = newMetrics(g.pool, g.reg)
+	g.limiter = newLimiter(cfg.Defaults.MaxParallel, cfg.Defaults.MaxParallelPerSession, cfg.Defaults.MaxQueue)
+	g.metrics = newMetrics(g.pool, g.reg, g.limiter)
 	g.rest = rest.New(&rest.Options{
 		Logger:     g.logger,
 		OnResponse: g.metrics.httpResponse,
@@ -137,6 +140,12 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	if err := g.buildUpstreams(cfg); err != nil {
 		g.Close()
 		return nil, err
+	}
+	if cfg.BatchTool {
+		if err := g.addBatchTool(); err != nil {
+			g.Close()
+			return nil, err
+		}
 	}
 	return g, nil
 }

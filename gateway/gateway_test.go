@@ -163,7 +163,7 @@ func TestThreads(t *testing.T) {
 	g, fc := newGateway(t, nil)
 	call := func(meta map[string]any) float64 {
 		t.Helper()
-		res := g.run(t.Context(), mustTool(t, g, "counter"), nil, nil, meta, sessionOf(meta), nil)
+		res := g.run(t.Context(), mustTool(t, g, "counter"), nil, nil, meta, sessionOf(meta), "", nil)
 		if res.IsError {
 			t.Fatalf("counter call failed: %v", resultText(t, res))
 		}

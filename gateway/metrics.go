@@ -29,6 +29,7 @@ type metrics struct {
 	retries      *prometheus.CounterVec
 	upstreamUp   *prometheus.GaugeVec
 	restarts     *prometheus.CounterVec
+	queueWait    prometheus.Histogram
 
 	perTool sync.Map // *registry.Tool → *toolMetrics, to skip label hashing on the hot path
 }
@@ -40,7 +41,7 @@ type toolMetrics struct {
 	duration prometheus.Observer
 }
 
-func newMetrics(pool *threadctx.Pool, reg *registry.Registry) *metrics {
+func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -72,6 +73,11 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry) *metrics {
 			Name: "toolgate_retries_total",
 			Help: "Retries of tool calls, by the class of the failure retried.",
 		}, []string{"tool", "error_class"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "toolgate_queue_wait_seconds",
+			Help:    "Time tool calls waited for a free slot under defaults.max_parallel and max_parallel_per_session (0 when one was free).",
+			Buckets: []float64{0, .001, .005, .01, .05, .1, .5, 1, 5, 30},
+		}),
 		upstreamUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "toolgate_upstream_up",
 			Help: "1 while the upstream MCP server is connected and its tools are listed, else 0.",
@@ -82,7 +88,11 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry) *metrics {
 		}, []string{"upstream"}),
 	}
 	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.sessions, m.unknownTools, m.httpRequests, m.retries,
-		m.upstreamUp, m.restarts,
+		m.upstreamUp, m.restarts, m.queueWait,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "toolgate_queue_length",
+			Help: "Tool calls waiting for a free slot (at most defaults.max_queue).",
+		}, func() float64 { return float64(lim.queued()) }),
 		&instancesCollector{pool: pool, reg: reg},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

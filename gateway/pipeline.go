@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -47,7 +48,8 @@ var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the c
 //  3. validate  arguments against the input schema; violations are an
 //     isError result listing every one, and the tool is never called
 //  4. guard     (loop guard; a later issue)
-//  5. dispatch  thread resolved, executor by kind, timeout (executors)
+//  5. dispatch  thread resolved, a slot under the concurrency limits
+//     (limit.go), executor by kind, timeout, retries (executors)
 //  6. map       toolgate's Result → MCP result (wire.go)
 //  7. record    metrics and one log line per call
 
@@ -68,7 +70,7 @@ func (g *Gateway) handleToolCall(ctx context.Context, req mcp.CallToolRequest) (
 			sessThread = sessionThread(id)
 		}
 	}
-	return g.run(ctx, t, req.Params.Arguments, req.Params.RawArguments, mcpMeta(req.Params.Meta), sessThread, g.progress(ctx, req.Params.Meta)), nil
+	return g.run(ctx, t, req.Params.Arguments, req.Params.RawArguments, mcpMeta(req.Params.Meta), sessThread, "", g.progress(ctx, req.Params.Meta)), nil
 }
 
 // progress returns the function that reports a call's progress to its
@@ -111,12 +113,13 @@ func (g *Gateway) Call(ctx context.Context, name string, args json.RawMessage, m
 			return errorResult(retry.Errorf(retry.Validation, "arguments are not valid JSON: %v", err)), nil
 		}
 	}
-	return g.run(ctx, t, decoded, args, meta, "", nil), nil
+	return g.run(ctx, t, decoded, args, meta, "", "", nil), nil
 }
 
 // run is pipeline steps 3 to 7 for a resolved tool. sessThread is the
-// thread of the caller's session, or "" without one.
-func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, sessThread string, progress func(float64, float64, string)) *mcp.CallToolResult {
+// thread of the caller's session, or "" without one; thread, when not
+// empty, is the thread to run in (see execute).
+func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, sessThread, thread string, progress func(float64, float64, string)) *mcp.CallToolResult {
 	start := time.Now()
 	g.metrics.inFlight.Inc()
 	defer g.metrics.inFlight.Dec()
@@ -132,7 +135,7 @@ func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.
 	}
 	defer g.calls.leave(id)
 
-	res, thread, err := g.execute(ctx, t, args, raw, meta, sessThread, progress)
+	res, thread, err := g.execute(ctx, t, args, raw, meta, sessThread, thread, progress)
 	g.record(ctx, t, thread, start, res, err)
 	if err != nil {
 		return errorResult(err)
@@ -140,23 +143,63 @@ func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.
 	return wireResult(res)
 }
 
-func (g *Gateway) execute(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, sessThread string, progress func(float64, float64, string)) (executors.Result, string, error) {
+// execute is pipeline steps 3 to 5. thread, when not empty, is the thread
+// the call runs in, already resolved (the calls of a toolgate_batch run in
+// the batch's); otherwise meta and sessThread decide.
+func (g *Gateway) execute(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, sessThread, thread string, progress func(float64, float64, string)) (executors.Result, string, error) {
 	argMap, err := checkArgs(t, args)
 	if err != nil {
 		return executors.Result{}, "", err
 	}
-	thread, oneShot, err := g.thread(meta, sessThread)
-	if err != nil {
-		return executors.Result{}, "", err
-	}
-	if oneShot {
-		defer g.pool.CloseThread(thread)
+	explicit := thread != ""
+	if !explicit {
+		var oneShot bool
+		if thread, oneShot, err = g.thread(meta, sessThread); err != nil {
+			return executors.Result{}, "", err
+		}
+		explicit = !oneShot
+		if oneShot {
+			defer g.pool.CloseThread(thread)
+		}
 	}
 	if g.logger.Enabled(ctx, slog.LevelDebug) {
 		g.logger.Debug("tool call arguments", "tool", t.Name, "thread", threadLabel(thread), "arguments", string(raw))
 	}
+	if t == g.batchTool {
+		// The batch takes no slot itself: its calls take theirs.
+		res, err := g.runBatch(ctx, argMap, sessThread, thread, progress)
+		return res, thread, err
+	}
+	// A session's calls share its per-session slots; so do the calls of an
+	// explicit thread, wherever they come from. One-call threads only
+	// count against the global limit.
+	key := sessThread
+	if key == "" && explicit {
+		key = thread
+	}
+	release, waited, err := g.limiter.acquire(ctx, key)
+	if err != nil {
+		return executors.Result{}, thread, queueError(ctx, t, err)
+	}
+	defer release()
+	g.metrics.queueWait.Observe(waited.Seconds())
 	res, err := g.dispatcher.Dispatch(threadctx.WithThread(ctx, thread), executors.Call{Tool: t, Args: argMap, Raw: raw, Thread: thread, Progress: progress})
 	return res, thread, err
+}
+
+// queueError classifies a failure to get a slot: the limiter's own
+// rate_limited error, or ctx ending while the call waited.
+func queueError(ctx context.Context, t *registry.Tool, err error) error {
+	if _, ok := errors.AsType[*retry.Error](err); ok {
+		return err
+	}
+	if cause, ok := errors.AsType[*retry.Error](context.Cause(ctx)); ok {
+		return cause // toolgate shutting down
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return retry.Errorf(retry.Timeout, "the client's deadline passed while the call to %q waited for a free slot (defaults.max_parallel)", t.Name)
+	}
+	return retry.Errorf(retry.Cancelled, "the call to %q was cancelled by the client while it waited for a free slot", t.Name)
 }
 
 // checkArgs is pipeline step 3: the arguments must be an object that passes

@@ -1,0 +1,157 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/retry"
+)
+
+// limiter bounds the tool calls that run at once: at most global in all,
+// at most perKey for one key (a session, or an explicit thread), and at
+// most queue calls waiting for a slot. A call that would make the queue
+// longer fails at once with class rate_limited. Waiting is FIFO-fair per
+// key: slots are granted in arrival order (Go's channel send order).
+//
+// A slot is taken in two steps, the key's then the global one, so that one
+// session that floods toolgate waits on its own slots and never holds
+// global slots it cannot use.
+type limiter struct {
+	global chan struct{} // a token per running call
+	perKey int
+	queue  int
+
+	mu      sync.Mutex
+	waiting int                 // calls waiting for a slot; guarded by mu
+	keys    map[string]*keySlot // guarded by mu
+}
+
+// keySlot is one key's semaphore; refs counts the calls holding or
+// waiting for it, so that it is dropped with the last one.
+type keySlot struct {
+	sem  chan struct{}
+	refs int
+}
+
+func newLimiter(global, perKey, queue int) *limiter {
+	return &limiter{global: make(chan struct{}, global), perKey: perKey, queue: queue, keys: map[string]*keySlot{}}
+}
+
+// acquire takes a slot for a call of key ("" means no per-key limit). It
+// returns the function that gives the slot back and how long the call
+// waited. It fails with rate_limited when the queue is full, and with ctx's
+// error (classified by the caller) when ctx ends while waiting.
+func (l *limiter) acquire(ctx context.Context, key string) (release func(), waited time.Duration, err error) {
+	var ks *keySlot
+	l.mu.Lock()
+	if key != "" {
+		ks = l.keys[key]
+		if ks == nil {
+			ks = &keySlot{sem: make(chan struct{}, l.perKey)}
+			l.keys[key] = ks
+		}
+		ks.refs++
+	}
+	l.mu.Unlock()
+
+	// The fast path: free slots at both levels, no queueing.
+	if l.tryTake(ks) {
+		return func() { l.release(key, ks) }, 0, nil
+	}
+	l.mu.Lock()
+	if l.waiting >= l.queue {
+		l.mu.Unlock()
+		l.drop(key, ks)
+		return nil, 0, l.fullError(key, ks)
+	}
+	l.waiting++
+	l.mu.Unlock()
+	start := time.Now()
+	err = l.take(ctx, ks)
+	waited = time.Since(start)
+	l.mu.Lock()
+	l.waiting--
+	l.mu.Unlock()
+	if err != nil {
+		l.drop(key, ks)
+		return nil, waited, err
+	}
+	return func() { l.release(key, ks) }, waited, nil
+}
+
+// tryTake takes both slots if both are free at once.
+func (l *limiter) tryTake(ks *keySlot) bool {
+	if ks != nil {
+		select {
+		case ks.sem <- struct{}{}:
+		default:
+			return false
+		}
+	}
+	select {
+	case l.global <- struct{}{}:
+		return true
+	default:
+		if ks != nil {
+			<-ks.sem
+		}
+		return false
+	}
+}
+
+// take waits for the key's slot, then for a global one.
+func (l *limiter) take(ctx context.Context, ks *keySlot) error {
+	if ks != nil {
+		select {
+		case ks.sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	select {
+	case l.global <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		if ks != nil {
+			<-ks.sem
+		}
+		return ctx.Err()
+	}
+}
+
+func (l *limiter) release(key string, ks *keySlot) {
+	<-l.global
+	if ks != nil {
+		<-ks.sem
+	}
+	l.drop(key, ks)
+}
+
+// drop forgets one call of key's slot, and the slot with its last call.
+func (l *limiter) drop(key string, ks *keySlot) {
+	if ks == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ks.refs--
+	if ks.refs == 0 {
+		delete(l.keys, key)
+	}
+}
+
+// fullError says which limit a refused call ran into.
+func (l *limiter) fullError(key string, ks *keySlot) error {
+	if ks != nil && len(ks.sem) == cap(ks.sem) {
+		return retry.Errorf(retry.RateLimited, "too many calls at once: this session already runs %d (defaults.max_parallel_per_session) and %d calls wait for a slot (defaults.max_queue); wait for some to finish, then call again", cap(ks.sem), l.queue)
+	}
+	return retry.Errorf(retry.RateLimited, "toolgate is at its limit: %d calls run (defaults.max_parallel) and %d wait for a slot (defaults.max_queue); call again shortly", cap(l.global), l.queue)
+}
+
+// queued returns how many calls wait for a slot.
+func (l *limiter) queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waiting
+}

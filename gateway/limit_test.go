@@ -1,0 +1,269 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// waitLimit bounds every wait in these tests; reaching it is a failure.
+const waitLimit = 10 * time.Second
+
+// gate is a tool whose calls block until released. It counts the calls
+// inside it and closes all when want are inside at once: a barrier that
+// proves calls run concurrently without looking at a clock.
+type gate struct {
+	want    int
+	release chan struct{}
+	all     chan struct{}
+
+	mu     sync.Mutex
+	inside int
+	peak   int
+	closed bool // all is closed
+}
+
+func newGate(want int) *gate {
+	return &gate{want: want, release: make(chan struct{}), all: make(chan struct{})}
+}
+
+func (gt *gate) call(ctx context.Context, _ map[string]any) (executors.Result, error) {
+	gt.mu.Lock()
+	gt.inside++
+	gt.peak = max(gt.peak, gt.inside)
+	if gt.inside == gt.want && !gt.closed {
+		gt.closed = true
+		close(gt.all)
+	}
+	gt.mu.Unlock()
+	defer func() {
+		gt.mu.Lock()
+		gt.inside--
+		gt.mu.Unlock()
+	}()
+	select {
+	case <-gt.release:
+		return executors.Text("released"), nil
+	case <-ctx.Done():
+		return executors.Result{}, ctx.Err()
+	}
+}
+
+func (gt *gate) waitAll(t *testing.T) {
+	t.Helper()
+	select {
+	case <-gt.all:
+	case <-time.After(waitLimit):
+		gt.mu.Lock()
+		defer gt.mu.Unlock()
+		t.Fatalf("only %d of %d calls got inside the gate together", gt.inside, gt.want)
+	}
+}
+
+func (gt *gate) peakSeen() int {
+	gt.mu.Lock()
+	defer gt.mu.Unlock()
+	return gt.peak
+}
+
+func addGate(t *testing.T, g *Gateway, name string, gt *gate) {
+	t.Helper()
+	if err := g.RegisterStateless(registry.Tool{Name: name, Description: "blocks until released"}, gt.call); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitQueued waits until n calls wait for a slot. The limiter has no hook
+// for this; the loop yields instead of sleeping and is bounded.
+func waitQueued(t *testing.T, g *Gateway, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for g.limiter.queued() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls wait for a slot, want %d", g.limiter.queued(), n)
+		}
+		runtime.Gosched()
+	}
+}
+
+type callResult struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// goCall starts g.Call in a goroutine; the channel yields its result.
+// echo gets arguments that pass its schema.
+func goCall(ctx context.Context, g *Gateway, tool string, meta map[string]any) <-chan callResult {
+	ch := make(chan callResult, 1)
+	var args json.RawMessage
+	if tool == "echo" {
+		args = json.RawMessage(`{"text":"x"}`)
+	}
+	go func() {
+		res, err := g.Call(ctx, tool, args, meta)
+		ch <- callResult{res, err}
+	}()
+	return ch
+}
+
+func recv(t *testing.T, ch <-chan callResult) *mcp.CallToolResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("Call: %v", r.err)
+		}
+		return r.res
+	case <-time.After(waitLimit):
+		t.Fatal("the call did not return")
+	}
+	return nil
+}
+
+func TestParallelCalls(t *testing.T) {
+	const n = 8
+	g, _ := newGateway(t, nil)
+	gt := newGate(n)
+	addGate(t, g, "gate", gt)
+	var chs []<-chan callResult
+	for range n {
+		chs = append(chs, goCall(t.Context(), g, "gate", nil))
+	}
+	gt.waitAll(t) // all n calls in flight together
+	close(gt.release)
+	for _, ch := range chs {
+		if res := recv(t, ch); res.IsError {
+			t.Errorf("call failed: %s", resultText(t, res))
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	t.Run("per session", func(t *testing.T) {
+		g, _ := newGateway(t, func(c *config.Config) { c.Defaults.MaxParallelPerSession = 2 })
+		gt := newGate(2)
+		addGate(t, g, "gate", gt)
+		thread := map[string]any{ThreadMetaKey: "one"}
+		a, b := goCall(t.Context(), g, "gate", thread), goCall(t.Context(), g, "gate", thread)
+		gt.waitAll(t)
+		c := goCall(t.Context(), g, "gate", thread)
+		waitQueued(t, g, 1)
+		// Another thread is not held up by this one's limit.
+		other := goCall(t.Context(), g, "echo", map[string]any{ThreadMetaKey: "two"})
+		if res := recv(t, other); res.IsError {
+			t.Fatalf("a call in another thread failed: %s", resultText(t, res))
+		}
+		close(gt.release)
+		for _, ch := range []<-chan callResult{a, b, c} {
+			if res := recv(t, ch); res.IsError {
+				t.Errorf("call failed: %s", resultText(t, res))
+			}
+		}
+		if p := gt.peakSeen(); p != 2 {
+			t.Errorf("peak calls in one thread = %d, want 2", p)
+		}
+	})
+
+	t.Run("queue full", func(t *testing.T) {
+		g, _ := newGateway(t, func(c *config.Config) {
+			c.Defaults.MaxParallel, c.Defaults.MaxParallelPerSession, c.Defaults.MaxQueue = 1, 1, 1
+		})
+		gt := newGate(1)
+		addGate(t, g, "gate", gt)
+		running := goCall(t.Context(), g, "gate", nil)
+		gt.waitAll(t)
+		queued := goCall(t.Context(), g, "echo", nil)
+		waitQueued(t, g, 1)
+		res, err := g.Call(t.Context(), "echo", json.RawMessage(`{"text":"x"}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := resultText(t, res)
+		if errorClass(res) != "rate_limited" || !strings.Contains(text, "defaults.max_parallel") || !strings.Contains(text, "defaults.max_queue") {
+			t.Errorf("call past a full queue = %q (class %q), want rate_limited naming both limits", text, errorClass(res))
+		}
+		close(gt.release)
+		recv(t, running)
+		if res := recv(t, queued); res.IsError {
+			t.Errorf("queued call = %q, want it to run once a slot was free", resultText(t, res))
+		}
+	})
+
+	t.Run("cancelled while queued", func(t *testing.T) {
+		g, _ := newGateway(t, func(c *config.Config) { c.Defaults.MaxParallel, c.Defaults.MaxParallelPerSession = 1, 1 })
+		gt := newGate(1)
+		addGate(t, g, "gate", gt)
+		running := goCall(t.Context(), g, "gate", nil)
+		gt.waitAll(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		queued := goCall(ctx, g, "gate", nil)
+		waitQueued(t, g, 1)
+		cancel()
+		if res := recv(t, queued); errorClass(res) != "cancelled" || !strings.Contains(resultText(t, res), "waited for a free slot") {
+			t.Errorf("cancelled queued call = %q (class %q), want cancelled", resultText(t, res), errorClass(res))
+		}
+		waitQueued(t, g, 0)
+		close(gt.release)
+		recv(t, running)
+	})
+}
+
+func TestShutdownDrainsQueue(t *testing.T) {
+	t.Run("within grace", func(t *testing.T) {
+		g, _ := newGateway(t, func(c *config.Config) { c.Defaults.MaxParallel, c.Defaults.MaxParallelPerSession = 1, 1 })
+		gt := newGate(1)
+		addGate(t, g, "gate", gt)
+		running := goCall(t.Context(), g, "gate", nil)
+		gt.waitAll(t)
+		queued := goCall(t.Context(), g, "gate", nil)
+		waitQueued(t, g, 1)
+		done := make(chan error, 1)
+		go func() { done <- g.Shutdown(t.Context()) }()
+		// Draining has started: new calls are refused, queued ones are not.
+		for !g.calls.isDraining() {
+			runtime.Gosched()
+		}
+		if res, _ := g.Call(t.Context(), "echo", json.RawMessage(`{"text":"x"}`), nil); errorClass(res) != "unavailable" {
+			t.Errorf("call during shutdown = %q, want unavailable", resultText(t, res))
+		}
+		close(gt.release)
+		for _, ch := range []<-chan callResult{running, queued} {
+			if res := recv(t, ch); res.IsError {
+				t.Errorf("call during drain = %q, want success", resultText(t, res))
+			}
+		}
+		if err := <-done; err != nil {
+			t.Errorf("Shutdown = %v, want nil", err)
+		}
+	})
+	t.Run("grace runs out", func(t *testing.T) {
+		g, _ := newGateway(t, func(c *config.Config) { c.Defaults.MaxParallel, c.Defaults.MaxParallelPerSession = 1, 1 })
+		gt := newGate(1)
+		addGate(t, g, "gate", gt)
+		running := goCall(t.Context(), g, "gate", nil)
+		gt.waitAll(t)
+		queued := goCall(t.Context(), g, "gate", nil)
+		waitQueued(t, g, 1)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel() // no grace at all
+		if err := g.Shutdown(ctx); err == nil {
+			t.Error("Shutdown with calls in flight and no grace = nil, want ctx's error")
+		}
+		for _, ch := range []<-chan callResult{running, queued} {
+			res := recv(t, ch)
+			if errorClass(res) != "cancelled" || !strings.Contains(resultText(t, res), "shut down") {
+				t.Errorf("call cut by shutdown = %q (class %q), want cancelled saying toolgate shut down", resultText(t, res), errorClass(res))
+			}
+		}
+	})
+}
