@@ -16,6 +16,18 @@
 //
 //	go run ./bench -mode rest -n 20000 -c 1,16,64 -rounds 3
 //
+// With -mode upstream-http or -mode upstream-stdio the echo tool lives on
+// an upstream mcp-go server (see upstream.go), and the targets are that
+// upstream called directly and toolgate proxying it as up__echo: over
+// streamable HTTP (the upstream in process on a loopback port) or over
+// stdio (the upstream is this program run as a child process).
+//
+//	go run ./bench -mode upstream-http -n 20000 -c 1,16,64 -rounds 3
+//	go run ./bench -mode upstream-stdio -n 20000 -c 1,16,64 -rounds 3
+//
+// -cpuprofile writes a CPU profile of the whole run (client, toolgate and,
+// over HTTP, the upstream; the stdio upstream is another process).
+//
 // bench is a program, not a library: nothing imports it.
 package main
 
@@ -33,10 +45,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -77,6 +91,9 @@ func main() {
 const (
 	modeEcho = "echo" // an in-process echo tool (the default)
 	modeREST = "rest" // a REST tool calling a local HTTP server
+
+	modeUpstreamHTTP  = "upstream-http"  // an upstream MCP server over streamable HTTP (upstream.go)
+	modeUpstreamStdio = "upstream-stdio" // an upstream MCP server over stdio (upstream.go)
 )
 
 // params are the command-line settings.
@@ -88,13 +105,19 @@ type params struct {
 	warmup   int
 	timeout  time.Duration
 	rssCalls []int // rest mode: ascending call counts after which RSS is read
+
+	cpuProfile    string // file for a CPU profile of the run; "" for none
+	serveUpstream bool   // serve the echo tool over stdin/stdout instead of measuring (upstream-stdio's child)
 }
 
 func parseFlags(args []string, stderr io.Writer) (params, error) {
 	var p params
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&p.mode, "mode", modeEcho, "what the tool does: echo (in process) or rest (an HTTP GET to a local server)")
+	fs.StringVar(&p.mode, "mode", modeEcho, "what the tool does: echo (in process), rest (an HTTP GET to a local server), "+
+		"upstream-http or upstream-stdio (toolgate proxying an upstream MCP server vs. calling it directly)")
+	fs.StringVar(&p.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.BoolVar(&p.serveUpstream, serveUpstreamFlag, false, "internal: serve the echo tool over stdio as upstream-stdio's upstream, until stdin closes")
 	rssCalls := fs.String("rss-calls", "5000,50000", "rest mode: comma-separated, ascending numbers of calls after which toolgate's RSS is read")
 	fs.IntVar(&p.n, "n", 20000, "measured calls per target, round and concurrency level")
 	levels := fs.String("c", "1,16,64", "comma-separated concurrency levels (client sessions)")
@@ -122,8 +145,8 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 		p.rssCalls = append(p.rssCalls, n)
 	}
 	switch {
-	case p.mode != modeEcho && p.mode != modeREST:
-		return p, fmt.Errorf("parsing flags: -mode %q is not %s or %s", p.mode, modeEcho, modeREST)
+	case !slices.Contains([]string{modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio}, p.mode):
+		return p, fmt.Errorf("parsing flags: -mode %q is not %s, %s, %s or %s", p.mode, modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio)
 	case p.n < 1:
 		return p, errors.New("parsing flags: -n must be at least 1")
 	case p.rounds < 1:
@@ -144,8 +167,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 
-	if p.mode == modeREST {
+	if p.serveUpstream {
+		return serveUpstreamStdio(ctx, os.Stdin, stdout)
+	}
+	if p.cpuProfile != "" {
+		f, err := os.Create(p.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("creating the CPU profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("starting the CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	switch p.mode {
+	case modeREST:
 		return runREST(ctx, p, stdout, stderr)
+	case modeUpstreamHTTP, modeUpstreamStdio:
+		return runUpstream(ctx, p, stdout, stderr)
 	}
 	bare, err := startBare()
 	if err != nil {
@@ -197,13 +237,25 @@ func sweep(ctx context.Context, p params, targets []*target, stderr io.Writer) (
 }
 
 // target is one MCP endpoint under test, with the HTTP client its sessions
-// share and the call every measured request makes.
+// share and the call every measured request makes. A target with shared
+// set (a stdio server, which is one session) has no URL: every caller
+// uses that one client, which close closes.
 type target struct {
 	name   string
 	url    string
 	client *http.Client
+	shared *client.Client
 	call   func(context.Context, *client.Client) error
 	close  func()
+}
+
+// open returns a session to t: t.shared when set, else a new one (see
+// connect).
+func (t *target) open(ctx context.Context) (*client.Client, error) {
+	if t.shared != nil {
+		return t.shared, nil
+	}
+	return connect(ctx, t)
 }
 
 // serve runs h on an ephemeral loopback port. stop shuts the server down;
@@ -242,12 +294,17 @@ func newHTTPClient() *http.Client {
 
 // startBare serves echo from an mcp-go server with nothing in between.
 func startBare() (*target, error) {
-	s := server.NewMCPServer("bare", "1.0.0", server.WithToolCapabilities(true), server.WithLogger(slog.New(slog.DiscardHandler)))
+	return serveBare(newEchoServer("bare"), callEcho, nil)
+}
+
+// newEchoServer returns an mcp-go server named name with the echo tool.
+func newEchoServer(name string) *server.MCPServer {
+	s := server.NewMCPServer(name, "1.0.0", server.WithToolCapabilities(true), server.WithLogger(slog.New(slog.DiscardHandler)))
 	s.AddTool(mcp.NewToolWithRawSchema("echo", "Returns its text argument.", json.RawMessage(echoSchema)),
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(req.GetString("text", "")), nil
 		})
-	return serveBare(s, callEcho, nil)
+	return s
 }
 
 // serveBare serves s over streamable HTTP as the target "bare", whose
@@ -321,6 +378,7 @@ type runResult struct {
 	throughput    float64 // calls per second
 	p50, p95, p99 time.Duration
 	errors        int
+	cpu           time.Duration // CPU time (user+sys) of this process per call; 0 when unknown
 }
 
 // measure opens c sessions to t, warms them up, then makes n calls spread
@@ -331,11 +389,13 @@ func measure(ctx context.Context, t *target, c, n, warmup int) (runResult, error
 	sessions := make([]*client.Client, 0, c)
 	defer func() {
 		for _, s := range sessions {
-			_ = s.Close()
+			if s != t.shared {
+				_ = s.Close()
+			}
 		}
 	}()
 	for range c {
-		s, err := connect(ctx, t)
+		s, err := t.open(ctx)
 		if err != nil {
 			return runResult{}, err
 		}
@@ -358,6 +418,7 @@ func measure(ctx context.Context, t *target, c, n, warmup int) (runResult, error
 
 	lat := make([][]time.Duration, c)
 	failed := make([]int, c)
+	cpu0 := processCPU()
 	start := time.Now()
 	for i, s := range sessions {
 		calls := n / c
@@ -378,6 +439,7 @@ func measure(ctx context.Context, t *target, c, n, warmup int) (runResult, error
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
 	if err := ctx.Err(); err != nil {
 		return runResult{}, err
 	}
@@ -389,6 +451,9 @@ func measure(ctx context.Context, t *target, c, n, warmup int) (runResult, error
 		p50:        percentile(all, 0.50),
 		p95:        percentile(all, 0.95),
 		p99:        percentile(all, 0.99),
+	}
+	if len(all) > 0 && cpu > 0 {
+		res.cpu = cpu / time.Duration(len(all))
 	}
 	for _, f := range failed {
 		res.errors += f
@@ -424,20 +489,36 @@ func connect(ctx context.Context, t *target) (*client.Client, error) {
 
 // callEcho makes one echo call and checks its result.
 func callEcho(ctx context.Context, c *client.Client) error {
+	return callEchoNamed(ctx, c, "echo")
+}
+
+// callEchoNamed calls the echo tool, as the target names it, and checks
+// its result.
+func callEchoNamed(ctx context.Context, c *client.Client, name string) error {
 	var req mcp.CallToolRequest
-	req.Params.Name = "echo"
+	req.Params.Name = name
 	req.Params.Arguments = map[string]any{"text": echoText}
 	res, err := c.CallTool(ctx, req)
 	if err != nil {
 		return err
 	}
 	if res.IsError || len(res.Content) != 1 {
-		return fmt.Errorf("calling echo: unexpected result %+v", res.Content)
+		return fmt.Errorf("calling %s: unexpected result %+v", name, res.Content)
 	}
 	if tc, ok := mcp.AsTextContent(res.Content[0]); !ok || tc.Text != echoText {
-		return fmt.Errorf("calling echo: unexpected result %+v", res.Content)
+		return fmt.Errorf("calling %s: unexpected result %+v", name, res.Content)
 	}
 	return nil
+}
+
+// processCPU returns the CPU time (user and system) this process has used
+// so far, or 0 when it cannot tell. Child processes are not included.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // percentile returns the p-quantile of sorted (nearest rank).
@@ -473,6 +554,13 @@ func report(w io.Writer, p params, targets []*target, results [][][]runResult) i
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
 	fmt.Fprintf(w, "%d calls per run after %d warm-up calls, %d rounds, median round by throughput; "+
 		"client and servers in one process over loopback HTTP.\n\n", p.n, p.warmup, p.rounds)
+	return writeTables(w, p, targets, results)
+}
+
+// writeTables writes the table of every target's median round per level,
+// then the table comparing the second target with the first, and returns
+// the number of failed calls over all runs.
+func writeTables(w io.Writer, p params, targets []*target, results [][][]runResult) int {
 	fmt.Fprintln(w, "| sessions | target | calls/s | p50 µs | p95 µs | p99 µs | failed |")
 	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|")
 	failed := 0
@@ -487,7 +575,8 @@ func report(w io.Writer, p params, targets []*target, results [][][]runResult) i
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| sessions | throughput toolgate/bare | p50 toolgate − bare (µs) |")
+	base, other := targets[0].name, targets[1].name
+	fmt.Fprintf(w, "| sessions | throughput %s/%s | p50 %s − %s (µs) |\n", other, base, other, base)
 	fmt.Fprintln(w, "|---:|---:|---:|")
 	for li, c := range p.levels {
 		b, g := median(results[li][0]), median(results[li][1])
