@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
 )
 
 // Executor runs calls of one kind of tool. Execute must honour ctx: when ctx
@@ -40,4 +41,20 @@ type Call struct {
 	// asked for progress notifications). total is 0 when unknown. It is
 	// safe to call from any goroutine until Execute returns.
 	Progress func(progress, total float64, message string)
+	// Retry is how the call may be retried and the backend it goes to. The
+	// [Dispatcher] sets it for executors that run their own retry loop
+	// ([SelfRetrying]); others are retried by the Dispatcher and see the
+	// zero Plan.
+	Retry retry.Plan
+}
+
+// SelfRetrying is implemented by executors that retry within Execute (the
+// REST executor's HTTP client does). For them the [Dispatcher] makes one
+// Execute call with [Call.Retry] set, and the executor must admit every
+// attempt through Retry.Backend, record its outcome, and ask
+// Retry.Decide before each retry.
+type SelfRetrying interface {
+	Executor
+	// RetriesItself reports whether Execute runs its own retry loop.
+	RetriesItself() bool
 }

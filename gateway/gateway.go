@@ -68,6 +68,7 @@ type Gateway struct {
 	pool        *threadctx.Pool
 	metrics     *metrics
 	limiter     *limiter
+	res         *resilience
 	batchTool   *registry.Tool // toolgate_batch, or nil when off
 	mcp         *server.MCPServer
 	unsubscribe func()
@@ -109,11 +110,17 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		MaxInstances: cfg.Threads.MaxInstances,
 		Logger:       g.logger,
 	})
-	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{DefaultTimeout: cfg.Defaults.Timeout.D(), Logger: g.logger})
 	g.stateless = executors.NewStateless()
 	g.stateful = executors.NewStateful(g.pool)
 	g.limiter = newLimiter(cfg.Defaults.MaxParallel, cfg.Defaults.MaxParallelPerSession, cfg.Defaults.MaxQueue)
 	g.metrics = newMetrics(g.pool, g.reg, g.limiter)
+	g.res = newResilience(cfg, g.metrics)
+	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{
+		DefaultTimeout: cfg.Defaults.Timeout.D(),
+		Logger:         g.logger,
+		Plan:           g.res.plan,
+		OnRetry:        g.metrics.retry,
+	})
 	g.rest = rest.New(&rest.Options{
 		Logger:     g.logger,
 		OnResponse: g.metrics.httpResponse,
@@ -217,6 +224,7 @@ func (g *Gateway) syncTools(c registry.Change) {
 	if len(c.Removed) > 0 {
 		g.mcp.DeleteTools(c.Removed...)
 		g.metrics.forget(c.Removed)
+		g.res.forget(c.Removed)
 	}
 	if len(c.Added) == 0 {
 		return

@@ -30,6 +30,8 @@ type metrics struct {
 	upstreamUp   *prometheus.GaugeVec
 	restarts     *prometheus.CounterVec
 	queueWait    prometheus.Histogram
+	circuit      *prometheus.GaugeVec
+	exhausted    *prometheus.CounterVec
 
 	perTool sync.Map // *registry.Tool → *toolMetrics, to skip label hashing on the hot path
 }
@@ -78,6 +80,14 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter) *met
 			Help:    "Time tool calls waited for a free slot under defaults.max_parallel and max_parallel_per_session (0 when one was free).",
 			Buckets: []float64{0, .001, .005, .01, .05, .1, .5, 1, 5, 30},
 		}),
+		circuit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "toolgate_circuit_state",
+			Help: "State of each backend's circuit breaker: 0 closed, 1 open, 2 half-open.",
+		}, []string{"backend"}),
+		exhausted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_retry_budget_exhausted_total",
+			Help: "Failures returned without retry because the backend's retry budget was spent.",
+		}, []string{"backend"}),
 		upstreamUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "toolgate_upstream_up",
 			Help: "1 while the upstream MCP server is connected and its tools are listed, else 0.",
@@ -88,7 +98,7 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter) *met
 		}, []string{"upstream"}),
 	}
 	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.sessions, m.unknownTools, m.httpRequests, m.retries,
-		m.upstreamUp, m.restarts, m.queueWait,
+		m.upstreamUp, m.restarts, m.queueWait, m.circuit, m.exhausted,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "toolgate_queue_length",
 			Help: "Tool calls waiting for a free slot (at most defaults.max_queue).",
@@ -167,4 +177,12 @@ func (c *instancesCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(counts[t.Name]), t.Name)
 		}
 	}
+}
+
+func (m *metrics) circuitState(backend string, s retry.State) {
+	m.circuit.WithLabelValues(backend).Set(float64(s))
+}
+
+func (m *metrics) budgetExhausted(backend string) {
+	m.exhausted.WithLabelValues(backend).Inc()
 }

@@ -83,6 +83,9 @@ func (g *Gateway) addRESTTools(cfg *config.Config) error {
 			continue
 		}
 		tools = append(tools, t)
+		backend := restBackend(s.URL)
+		g.res.restHost[s.Source] = backend
+		g.metrics.circuitState(backend, g.res.backends.Get(backend).State())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -113,7 +116,8 @@ func retrySpec(cfg *config.Config, r *config.Retry) rest.RetrySpec {
 	if r != nil {
 		d = *r
 	}
-	return rest.RetrySpec{Attempts: d.Attempts, InitialBackoff: d.InitialBackoff.D(), MaxBackoff: d.MaxBackoff.D()}
+	p := policyOf(d)
+	return rest.RetrySpec{Attempts: p.Attempts, InitialBackoff: p.InitialBackoff, MaxBackoff: p.MaxBackoff, On: p.On}
 }
 
 // readSpec reads an OpenAPI document from a file or an http(s) URL.

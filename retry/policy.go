@@ -1,10 +1,9 @@
 package retry
 
 import (
-	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,11 +33,45 @@ type Policy struct {
 	// or less means [DefaultMaxBackoff]; a value below InitialBackoff is
 	// raised to it.
 	MaxBackoff time.Duration
+	// On lists the classes of failure that may be retried. Empty means
+	// [DefaultOn]: network, timeout, unavailable and rate_limited. The
+	// slice is only read; a Policy may share it with its copies.
+	On []Class
+}
+
+// DefaultOn returns, in a new slice, the classes a [Policy] with no On
+// retries: the [Class.Transient] ones, network, timeout, unavailable and
+// rate_limited.
+func DefaultOn() []Class {
+	return []Class{Network, Timeout, Unavailable, RateLimited}
+}
+
+// Retries reports whether p allows retrying a failure of class c: c is in
+// p.On, or p.On is empty and c is [Class.Transient]. It does not look at
+// attempts, idempotence or budgets; [Plan.Decide] does.
+func (p Policy) Retries(c Class) bool {
+	if len(p.On) == 0 {
+		return c.Transient()
+	}
+	return slices.Contains(p.On, c)
+}
+
+// attempts returns the normalized Attempts without allocating the On that
+// [Policy.Normalize] would fill in.
+func (p Policy) attempts() int {
+	if p.Attempts <= 0 {
+		return DefaultAttempts
+	}
+	return p.Attempts
 }
 
 // Normalize returns p with every zero (or negative) field set to its
-// default and MaxBackoff raised to at least InitialBackoff.
+// default, an empty On set to [DefaultOn], and MaxBackoff raised to at
+// least InitialBackoff.
 func (p Policy) Normalize() Policy {
+	if len(p.On) == 0 {
+		p.On = DefaultOn()
+	}
 	if p.Attempts <= 0 {
 		p.Attempts = DefaultAttempts
 	}
@@ -125,37 +158,4 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
-}
-
-// Do calls fn until it succeeds or the policy says stop, and returns how
-// many attempts it made and the last error. It is the retry loop of every
-// tool kind but REST (which plugs [Policy] into its HTTP client).
-//
-// fn receives ctx and the attempt number, from 1. A failure is retried only
-// when idempotent is true and its [Classify] class is [Class.Transient],
-// and only while attempts remain. The wait before a retry is
-// [Policy.Backoff] with the error's [RetryAfterOf]. Do never waits past
-// ctx's deadline: when the next wait would reach it, Do returns the last
-// error at once. When ctx is done during a wait, Do returns at once with an
-// error that wraps ctx's error (so it classifies as cancelled or timeout)
-// and quotes the last failure.
-func Do(ctx context.Context, p Policy, idempotent bool, fn func(ctx context.Context, attempt int) error) (attempts int, err error) {
-	p = p.Normalize()
-	for attempt := 1; ; attempt++ {
-		err = fn(ctx, attempt)
-		if err == nil || ctx.Err() != nil || !idempotent || attempt >= p.Attempts || !Classify(err).Transient() {
-			return attempt, err
-		}
-		wait := p.Backoff(attempt, RetryAfterOf(err), nil)
-		if deadline, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(deadline) {
-			return attempt, err
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return attempt, fmt.Errorf("%w while waiting to retry (last failure: %v)", ctx.Err(), err)
-		case <-timer.C:
-		}
-	}
 }

@@ -1,28 +1,59 @@
 package retry
 
 import (
-	"context"
-	"errors"
 	"testing"
-	"testing/synctest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestPolicyNormalize(t *testing.T) {
+	def := DefaultOn()
 	tests := []struct {
 		name string
 		in   Policy
 		want Policy
 	}{
-		{"zero", Policy{}, Policy{3, 100 * time.Millisecond, 5 * time.Second}},
-		{"negative", Policy{-1, -time.Second, -time.Second}, Policy{3, 100 * time.Millisecond, 5 * time.Second}},
-		{"set", Policy{1, time.Second, time.Minute}, Policy{1, time.Second, time.Minute}},
-		{"max below initial", Policy{2, 10 * time.Second, 0}, Policy{2, 10 * time.Second, 10 * time.Second}},
+		{"zero", Policy{}, Policy{Attempts: 3, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second, On: def}},
+		{"negative", Policy{Attempts: -1, InitialBackoff: -time.Second, MaxBackoff: -time.Second},
+			Policy{Attempts: 3, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second, On: def}},
+		{"set", Policy{Attempts: 1, InitialBackoff: time.Second, MaxBackoff: time.Minute, On: []Class{Execution}},
+			Policy{Attempts: 1, InitialBackoff: time.Second, MaxBackoff: time.Minute, On: []Class{Execution}}},
+		{"max below initial", Policy{Attempts: 2, InitialBackoff: 10 * time.Second},
+			Policy{Attempts: 2, InitialBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second, On: def}},
+		{"empty on", Policy{On: []Class{}}, Policy{Attempts: 3, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second, On: def}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.in.Normalize(); got != tc.want {
-				t.Errorf("%+v.Normalize() = %+v, want %+v", tc.in, got, tc.want)
+			if diff := cmp.Diff(tc.want, tc.in.Normalize()); diff != "" {
+				t.Errorf("%+v.Normalize() mismatch (-want +got):\n%s", tc.in, diff)
+			}
+		})
+	}
+}
+
+func TestDefaultOnIsFresh(t *testing.T) {
+	a := DefaultOn()
+	a[0] = Validation
+	if b := DefaultOn(); b[0] == Validation {
+		t.Error("DefaultOn returned a shared slice")
+	}
+	want := []Class{Network, Timeout, Unavailable, RateLimited}
+	if diff := cmp.Diff(want, DefaultOn()); diff != "" {
+		t.Errorf("DefaultOn() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPolicyRetries(t *testing.T) {
+	custom := Policy{On: []Class{Execution, Timeout}}
+	for _, c := range Classes {
+		t.Run(string(c), func(t *testing.T) {
+			if got := (Policy{}).Retries(c); got != c.Transient() {
+				t.Errorf("Policy{}.Retries(%q) = %v, want %v", c, got, c.Transient())
+			}
+			want := c == Execution || c == Timeout
+			if got := custom.Retries(c); got != want {
+				t.Errorf("Policy{On: [execution timeout]}.Retries(%q) = %v, want %v", c, got, want)
 			}
 		})
 	}
@@ -117,114 +148,6 @@ func FuzzParseRetryAfter(f *testing.F) {
 		}
 		if d < 0 || d > MaxRetryAfter {
 			t.Errorf("ParseRetryAfter(%q) = %v, want within [0, %v]", s, d, MaxRetryAfter)
-		}
-	})
-}
-
-func TestDo(t *testing.T) {
-	unavailable := Errorf(Unavailable, "try later")
-	tests := []struct {
-		name         string
-		idempotent   bool
-		failures     []error // returned by attempts 1..n; then success
-		wantAttempts int
-		wantClass    Class // "" for success
-	}{
-		{"success first", true, nil, 1, ""},
-		{"retries then success", true, []error{unavailable, Errorf(Network, "reset")}, 3, ""},
-		{"gives up after attempts", true, []error{unavailable, unavailable, unavailable, unavailable}, 3, Unavailable},
-		{"non-idempotent not retried", false, []error{unavailable}, 1, Unavailable},
-		{"non-transient not retried", true, []error{Errorf(Validation, "bad")}, 1, Validation},
-		{"unclassified is internal, not retried", true, []error{errors.New("boom")}, 1, Internal},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				start := time.Now()
-				calls := 0
-				n, err := Do(t.Context(), Policy{Attempts: 3, InitialBackoff: time.Second, MaxBackoff: time.Second}, tc.idempotent,
-					func(_ context.Context, attempt int) error {
-						calls++
-						if attempt != calls {
-							t.Errorf("attempt = %d on call %d", attempt, calls)
-						}
-						if attempt <= len(tc.failures) {
-							return tc.failures[attempt-1]
-						}
-						return nil
-					})
-				if n != tc.wantAttempts || calls != tc.wantAttempts {
-					t.Errorf("Do attempts = %d (fn called %d times), want %d", n, calls, tc.wantAttempts)
-				}
-				if got := Classify(err); got != tc.wantClass {
-					t.Errorf("Do error = %v (class %q), want class %q", err, got, tc.wantClass)
-				}
-				// Each wait is at most 1s of fake time.
-				if elapsed := time.Since(start); elapsed > time.Duration(n-1)*time.Second {
-					t.Errorf("Do took %v for %d attempts, want at most %v", elapsed, n, time.Duration(n-1)*time.Second)
-				}
-			})
-		})
-	}
-}
-
-func TestDoHonoursRetryAfter(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var at []time.Duration
-		start := time.Now()
-		n, err := Do(t.Context(), Policy{Attempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Second}, true,
-			func(context.Context, int) error {
-				at = append(at, time.Since(start))
-				if len(at) < 3 {
-					return &Error{Class: RateLimited, Msg: "slow down", RetryAfter: 4 * time.Second}
-				}
-				return nil
-			})
-		if err != nil || n != 3 {
-			t.Fatalf("Do = %d, %v, want 3, nil", n, err)
-		}
-		want := []time.Duration{0, 4 * time.Second, 8 * time.Second}
-		for i := range want {
-			if at[i] != want[i] {
-				t.Errorf("attempt %d at %v, want %v", i+1, at[i], want[i])
-			}
-		}
-	})
-}
-
-func TestDoStopsBeforeDeadline(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
-		defer cancel()
-		start := time.Now()
-		last := &Error{Class: RateLimited, Msg: "slow down", RetryAfter: 5 * time.Second}
-		n, err := Do(ctx, Policy{Attempts: 5, MaxBackoff: time.Minute}, true, func(context.Context, int) error { return last })
-		if n != 1 || err != last {
-			t.Errorf("Do = %d, %v, want 1, the last failure", n, err)
-		}
-		if elapsed := time.Since(start); elapsed != 0 {
-			t.Errorf("Do waited %v, want no wait: the retry would start after the deadline", elapsed)
-		}
-	})
-}
-
-func TestDoCancelStopsAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		start := time.Now()
-		time.AfterFunc(time.Second, cancel) // fake time: during the first wait
-		n, err := Do(ctx, Policy{Attempts: 5, InitialBackoff: time.Hour, MaxBackoff: time.Hour}, true,
-			func(context.Context, int) error {
-				return &Error{Class: Unavailable, Msg: "down", RetryAfter: time.Hour}
-			})
-		if n != 1 {
-			t.Errorf("Do attempts = %d, want 1", n)
-		}
-		if Classify(err) != Cancelled || !errors.Is(err, context.Canceled) {
-			t.Errorf("Do error = %v (class %q), want cancelled", err, Classify(err))
-		}
-		if elapsed := time.Since(start); elapsed != time.Second {
-			t.Errorf("Do returned after %v, want %v (at the cancellation)", elapsed, time.Second)
 		}
 	})
 }

@@ -54,6 +54,7 @@ type tool struct {
 	jsonCT     bool          // set Content-Type: application/json
 	idempotent bool
 	policy     retry.Policy // normalized
+	subject    string       // names the tool in retry messages
 	maxBytes   int64
 	hosts      hostSet
 	secrets    *strings.Replacer // nil: no secrets
@@ -164,7 +165,8 @@ func compile(s Spec) (*tool, registry.Tool, error) {
 	if s.Retry.Attempts < 0 || s.Retry.InitialBackoff < 0 || s.Retry.MaxBackoff < 0 {
 		bad("retry has a negative value; write attempts ≥ 1 and positive backoffs, or 0 for the defaults")
 	}
-	t.policy = retry.Policy{Attempts: s.Retry.Attempts, InitialBackoff: s.Retry.InitialBackoff, MaxBackoff: s.Retry.MaxBackoff}.Normalize()
+	t.policy = retry.Policy{Attempts: s.Retry.Attempts, InitialBackoff: s.Retry.InitialBackoff, MaxBackoff: s.Retry.MaxBackoff, On: slices.Clone(s.Retry.On)}.Normalize()
+	t.subject = fmt.Sprintf("tool %q", s.Name)
 
 	if sample != nil {
 		hosts, err := parseHosts(s.AllowedHosts, sample)

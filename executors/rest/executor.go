@@ -173,7 +173,16 @@ func (e *Executor) Execute(ctx context.Context, call executors.Call) (executors.
 	if err != nil {
 		return executors.Result{}, err
 	}
-	c := &callState{e: e, t: t, u: req.URL}
+	plan := call.Retry
+	plan.Policy, plan.Idempotent, plan.Subject = t.policy, t.idempotent, t.subject
+	if plan.Rand == nil {
+		plan.Rand = e.rand
+	}
+	permit, err := plan.Backend.Admit(1)
+	if err != nil {
+		return executors.Result{}, err // its breaker is open
+	}
+	c := &callState{e: e, t: t, u: req.URL, plan: plan, permit: permit}
 	rc := &retryablehttp.Client{
 		HTTPClient: e.client,
 		Logger:     nil, // its messages hold whole URLs, query strings included
@@ -186,6 +195,7 @@ func (e *Executor) Execute(ctx context.Context, call executors.Call) (executors.
 		Backoff:        c.backoff,
 		ErrorHandler:   passthrough,
 		RequestLogHook: c.onRequest,
+		PrepareRetry:   c.prepareRetry,
 	}
 	req.SetResponseHandler(c.read)
 	resp, err := rc.Do(req)
@@ -196,10 +206,14 @@ func (e *Executor) Execute(ctx context.Context, call executors.Call) (executors.
 		return executors.Result{}, c.failure(ctx, err)
 	}
 	if c.status < 200 || c.status > 299 {
-		return executors.Result{}, c.statusError()
+		return executors.Result{}, retry.Annotate(c.statusError(), c.reason)
 	}
 	return c.result(), nil
 }
+
+// RetriesItself reports true: go-retryablehttp runs the retry loop, asking
+// [executors.Call.Retry] for every decision (see [executors.SelfRetrying]).
+func (e *Executor) RetriesItself() bool { return true }
 
 // passthrough is the ErrorHandler: it keeps go-retryablehttp from
 // building its "giving up" error, which holds the whole URL.
@@ -299,10 +313,15 @@ type callState struct {
 	t *tool
 	u *url.URL
 
+	plan     retry.Plan    // the tool's, with the call's backend
+	permit   retry.Permit  // the admission of the attempt in progress
 	attempt  int           // the attempt in progress, from 1
 	checked  int           // the attempt whose response or error CheckRetry has seen
 	decision bool          // CheckRetry's answer for attempt checked
 	wait     time.Duration // the wait before the next retry
+	reason   string        // why a retryable failure was not retried, for the error
+	last     error         // the last attempt's failure, for a retry the breaker refuses
+	refused  error         // the breaker's refusal of a retry (PrepareRetry's error)
 
 	// The final response, filled in by read.
 	status    int
@@ -333,39 +352,69 @@ func (c *callState) checkRetry(ctx context.Context, resp *http.Response, err err
 		if resp != nil && c.e.onResponse != nil {
 			c.e.onResponse(c.t.name, resp.StatusCode)
 		}
+		c.last = c.attemptError(resp, err)
+		c.permit.Record(c.last)
 	}
 	c.decision = c.decide(ctx, resp, err)
 	return c.decision, nil
 }
 
-// decide reports whether to retry after this attempt, and if so sets the
-// wait. Only idempotent calls are retried, only after a network error or
-// a status of 408, 425, 429, 500, 502, 503 or 504, only while attempts
-// remain, and never when the wait would reach ctx's deadline.
-func (c *callState) decide(ctx context.Context, resp *http.Response, err error) bool {
-	if ctx.Err() != nil || !c.t.idempotent || c.attempt >= c.t.policy.Attempts {
-		return false
-	}
-	var class retry.Class
-	var retryAfter time.Duration
+// attemptError is one attempt's outcome as the breaker and the retry
+// decision see it: nil for a 2xx response, else a *retry.Error of the
+// status's or the transport error's class.
+func (c *callState) attemptError(resp *http.Response, err error) error {
+	what := c.t.method + " " + c.t.displayURL(c.u)
 	if err != nil {
-		var ok bool
-		if class, ok = retryableError(err); !ok {
-			return false
-		}
-	} else {
-		class = statusClass(resp.StatusCode)
-		if !retryableStatus(resp.StatusCode) {
-			return false
-		}
-		if h := resp.Header.Get("Retry-After"); h != "" {
-			retryAfter, _ = retry.ParseRetryAfter(h, time.Now())
-		}
+		return &retry.Error{Class: transportClass(err), Msg: c.t.redact(fmt.Sprintf("%s failed: %v", what, stripURLErr(err))), Err: err}
 	}
-	wait := c.t.policy.Backoff(c.attempt, retryAfter, c.e.rand)
-	if deadline, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(deadline) {
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return nil
+	}
+	e := &retry.Error{Class: statusClass(resp.StatusCode), Msg: fmt.Sprintf("%s returned %d %s", what, resp.StatusCode, http.StatusText(resp.StatusCode))}
+	if h := resp.Header.Get("Retry-After"); h != "" {
+		e.RetryAfter, _ = retry.ParseRetryAfter(h, time.Now())
+	}
+	return e
+}
+
+// prepareRetry is go-retryablehttp's PrepareRetry, called after the wait
+// and before the retry: the backend's breaker must admit it.
+func (c *callState) prepareRetry(*http.Request) error {
+	permit, err := c.plan.Backend.Admit(c.attempt + 1)
+	if err != nil {
+		c.refused = err
+		return err
+	}
+	c.permit = permit
+	return nil
+}
+
+// decide reports whether to retry after this attempt, and if so sets the
+// wait. A failure is retryable in kind after a network error (not a
+// refused redirect or a certificate problem) or a status of 408, 425, 429,
+// 500, 502, 503 or 504; then the plan decides ([retry.Plan.Decide]: the
+// policy's classes, idempotency, attempts left, the deadline, the breaker
+// and the retry budget), and when it says no, its reason is kept for the
+// error.
+func (c *callState) decide(ctx context.Context, resp *http.Response, err error) bool {
+	c.reason = ""
+	if err != nil {
+		if _, ok := retryableError(err); !ok {
+			return false
+		}
+	} else if !retryableStatus(resp.StatusCode) {
 		return false
 	}
+	attemptErr := c.last
+	if c.checked != c.attempt || attemptErr == nil {
+		attemptErr = c.attemptError(resp, err)
+	}
+	wait, ok, reason := c.plan.Decide(ctx, c.attempt, attemptErr)
+	if !ok {
+		c.reason = reason
+		return false
+	}
+	class := retry.Classify(attemptErr)
 	c.wait = wait
 	if c.e.onRetry != nil {
 		c.e.onRetry(c.t.name, class)
@@ -418,12 +467,16 @@ func (c *callState) failure(ctx context.Context, err error) error {
 		if cc := context.Cause(ctx); cc != nil && !errors.Is(cc, context.Canceled) {
 			msg += ": " + cc.Error()
 		}
+	case c.refused != nil && errors.Is(err, c.refused):
+		// The breaker refused the retry: the failure is the last attempt's.
+		return retry.Annotate(c.last, "not retried: "+c.refused.Error())
 	default:
 		class = transportClass(err)
 		if re, ok := errors.AsType[*redirectError](err); ok {
 			cause = re
 		}
 		msg = fmt.Sprintf("%s failed %s: %v", what, c.attempts(), cause)
+		return retry.Annotate(&retry.Error{Class: class, Msg: c.t.redact(msg), Err: cause}, c.reason)
 	}
 	return &retry.Error{Class: class, Msg: c.t.redact(msg), Err: cause}
 }

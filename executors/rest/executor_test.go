@@ -148,6 +148,9 @@ func TestStatusClasses(t *testing.T) {
 			if tc.code == http.StatusNotModified { // no body allowed
 				want = fmt.Sprintf("GET %s/items returned 304 Not Modified after 1 attempt", srv.URL)
 			}
+			if retryableStatus(tc.code) {
+				want += `; not retried: the retry policy of tool "tool" allows only 1 attempt`
+			}
 			if err.Error() != want {
 				t.Errorf("error = %q, want %q", err.Error(), want)
 			}

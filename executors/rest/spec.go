@@ -11,6 +11,8 @@ package rest
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/toolgate/toolgate/retry"
 )
 
 // Spec describes one REST tool.
@@ -74,4 +76,6 @@ type RetrySpec struct {
 	Attempts       int
 	InitialBackoff time.Duration
 	MaxBackoff     time.Duration
+	// On lists the failure classes retried; empty means [retry.DefaultOn].
+	On []retry.Class
 }

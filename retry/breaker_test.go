@@ -1,0 +1,391 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var (
+	errRefused   = Errorf(Network, "dial tcp 10.0.0.1:443: connect: connection refused")
+	errSlow      = Errorf(Timeout, "no answer in 5s")
+	errDown      = Errorf(Unavailable, "503 Service Unavailable")
+	errLimited   = Errorf(RateLimited, "429 Too Many Requests")
+	errBadInput  = Errorf(Validation, "missing argument")
+	errCancelled = Wrap(Cancelled, "", context.Canceled)
+)
+
+// step is one attempt through a breaker: advance the clock, ask for
+// admission, record err.
+type step struct {
+	advance time.Duration
+	err     error
+}
+
+func repeat(n int, err error) []step {
+	s := make([]step, n)
+	for i := range s {
+		s[i] = step{err: err}
+	}
+	return s
+}
+
+func seq(parts ...[]step) []step {
+	var s []step
+	for _, p := range parts {
+		s = append(s, p...)
+	}
+	return s
+}
+
+func TestBreakerOpens(t *testing.T) {
+	ratioCfg := BreakerConfig{Failures: 100, MinCalls: 10, FailureRatio: 0.5, Window: 10 * time.Second}
+	alternate := func(n int, first, second error) []step {
+		var s []step
+		for range n {
+			s = append(s, step{err: first}, step{err: second})
+		}
+		return s
+	}
+	tests := []struct {
+		name    string
+		cfg     BreakerConfig
+		steps   []step
+		want    State
+		wantWhy string // in the refusal's message, when open
+	}{
+		{name: "5 consecutive failures open", steps: repeat(5, errRefused), want: StateOpen, wantWhy: "opened after 5 consecutive failures"},
+		{name: "4 failures stay closed", steps: repeat(4, errRefused), want: StateClosed},
+		{name: "timeout and unavailable are failures", steps: seq(repeat(2, errSlow), repeat(3, errDown)), want: StateOpen, wantWhy: "after 5 consecutive failures"},
+		{name: "success resets the count", steps: seq(repeat(4, errRefused), []step{{}}, repeat(4, errRefused)), want: StateClosed},
+		{name: "validation is an answer and resets the count", steps: seq(repeat(4, errRefused), repeat(1, errBadInput), repeat(4, errRefused)), want: StateClosed},
+		{name: "rate_limited is an answer", steps: seq(repeat(4, errRefused), repeat(1, errLimited), repeat(4, errRefused)), want: StateClosed},
+		{name: "unclassified is an answer", steps: seq(repeat(4, errRefused), repeat(1, errors.New("boom")), repeat(4, errRefused)), want: StateClosed},
+		{name: "cancelled gives no verdict", steps: seq(repeat(4, errRefused), repeat(3, errCancelled), repeat(1, errRefused)), want: StateOpen, wantWhy: "after 5 consecutive failures"},
+		{name: "custom failures", cfg: BreakerConfig{Failures: 2}, steps: repeat(2, errDown), want: StateOpen, wantWhy: "after 2 consecutive failures"},
+		{name: "one failure", cfg: BreakerConfig{Failures: 1}, steps: repeat(1, errDown), want: StateOpen, wantWhy: "after 1 consecutive failure "},
+		{name: "ratio opens at min calls", cfg: ratioCfg, steps: alternate(5, nil, errRefused), want: StateOpen,
+			wantWhy: "opened after 5 of 10 calls failed in the last 10s"},
+		{name: "ratio below min calls stays closed", cfg: ratioCfg, steps: seq(alternate(4, errRefused, nil), repeat(1, errRefused)), want: StateClosed},
+		{name: "ratio under threshold stays closed", cfg: ratioCfg, steps: seq(alternate(3, errRefused, nil), repeat(6, nil), repeat(1, errRefused)), want: StateClosed},
+		{name: "ratio checked on failures only", cfg: ratioCfg, steps: seq(alternate(4, errRefused, nil), repeat(1, errRefused), repeat(1, nil)), want: StateClosed},
+		{name: "negative ratio is off", cfg: BreakerConfig{Failures: 100, MinCalls: 10, FailureRatio: -1}, steps: alternate(20, errRefused, nil), want: StateClosed},
+		{name: "cancelled calls do not count for the ratio", cfg: ratioCfg, steps: seq(alternate(4, errRefused, errCancelled), repeat(1, errRefused)), want: StateClosed},
+		{name: "old failures leave the window", cfg: ratioCfg, steps: seq(
+			repeat(5, errRefused),
+			[]step{{advance: 10 * time.Second}},   // a success, 10s later
+			repeat(4, nil), repeat(1, errRefused), // 6 of 11 failed, had the first 5 stayed
+		), want: StateClosed},
+		{name: "failures inside the window open", cfg: ratioCfg, steps: seq(
+			repeat(4, errRefused),
+			[]step{{advance: 8 * time.Second}}, // a success, 8s later
+			repeat(4, nil), repeat(1, errRefused),
+		), want: StateOpen, wantWhy: "after 5 of 10 calls failed in the last 10s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newFakeClock()
+			b := NewBreaker("b", tc.cfg, clock.now, nil)
+			for i, s := range tc.steps {
+				clock.advance(s.advance)
+				p, err := b.Allow()
+				if err != nil {
+					t.Fatalf("step %d: Allow() = %v, want admission", i, err)
+				}
+				p.Record(s.err)
+			}
+			if got := b.State(); got != tc.want {
+				t.Fatalf("State() = %v, want %v", got, tc.want)
+			}
+			_, err := b.Allow()
+			if tc.want == StateClosed {
+				if err != nil {
+					t.Errorf("Allow() on a closed breaker = %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantWhy) {
+				t.Errorf("Allow() = %v, want a refusal saying %q", err, tc.wantWhy)
+			}
+		})
+	}
+}
+
+func TestBreakerRefusal(t *testing.T) {
+	clock := newFakeClock()
+	b := NewBreaker("rest:api.example.com", BreakerConfig{}, clock.now, nil)
+	for range 5 {
+		p, _ := b.Allow()
+		p.Record(errRefused)
+	}
+	clock.advance(17500 * time.Millisecond)
+	_, err := b.Allow()
+	e, ok := errors.AsType[*Error](err)
+	if !ok {
+		t.Fatalf("Allow() = %v (%T), want *Error", err, err)
+	}
+	want := `backend "rest:api.example.com" is unavailable: its circuit breaker opened after 5 consecutive failures ` +
+		`(last failure: dial tcp 10.0.0.1:443: connect: connection refused); next probe in 13s`
+	if e.Error() != want {
+		t.Errorf("Allow() error\n got %q\nwant %q", e.Error(), want)
+	}
+	if e.Class != Unavailable || !errors.Is(err, ErrBreakerOpen) {
+		t.Errorf("Allow() error class %q, Is(ErrBreakerOpen) %v; want unavailable, true", e.Class, errors.Is(err, ErrBreakerOpen))
+	}
+	if e.RetryAfter != 12500*time.Millisecond {
+		t.Errorf("RetryAfter = %v, want 12.5s", e.RetryAfter)
+	}
+}
+
+func TestBreakerRefusalShortensLastFailure(t *testing.T) {
+	b := NewBreaker("b", BreakerConfig{Failures: 1}, newFakeClock().now, nil)
+	p, _ := b.Allow()
+	p.Record(Errorf(Network, "line one\nline two %s", strings.Repeat("é", 200)))
+	_, err := b.Allow()
+	msg := err.Error()
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, "line one line two é") || !strings.Contains(msg, "…)") {
+		t.Errorf("Allow() = %q, want the last failure on one line, cut with …", msg)
+	}
+	if len(msg) > 300 {
+		t.Errorf("Allow() message is %d bytes long, want the last failure shortened", len(msg))
+	}
+}
+
+func TestBreakerHalfOpen(t *testing.T) {
+	tests := []struct {
+		name       string
+		probe      error
+		want       State
+		wantStates []State
+	}{
+		{"probe success closes", nil, StateClosed, []State{StateOpen, StateHalfOpen, StateClosed}},
+		{"probe answer closes", errBadInput, StateClosed, []State{StateOpen, StateHalfOpen, StateClosed}},
+		{"probe failure reopens", errDown, StateOpen, []State{StateOpen, StateHalfOpen, StateOpen}},
+		{"cancelled probe frees the slot", errCancelled, StateHalfOpen, []State{StateOpen, StateHalfOpen}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newFakeClock()
+			var states []State
+			b := NewBreaker("b", BreakerConfig{Failures: 2, OpenFor: 10 * time.Second}, clock.now, func(s State) {
+				states = append(states, s)
+			})
+			for range 2 {
+				p, _ := b.Allow()
+				p.Record(errRefused)
+			}
+			clock.advance(10*time.Second - time.Nanosecond)
+			if _, err := b.Allow(); err == nil {
+				t.Fatal("Allow() before OpenFor passed admitted the attempt")
+			}
+			clock.advance(time.Nanosecond)
+			probe, err := b.Allow()
+			if err != nil || !probe.Probe() {
+				t.Fatalf("Allow() after OpenFor = %+v, %v; want the probe", probe, err)
+			}
+			if got := b.State(); got != StateHalfOpen {
+				t.Errorf("State() with a probe in flight = %v, want half_open", got)
+			}
+			_, err = b.Allow()
+			if err == nil || !strings.Contains(err.Error(), "a probe call to test it is in flight") {
+				t.Errorf("Allow() with a probe in flight = %v, want a refusal naming the probe", err)
+			}
+			probe.Record(tc.probe)
+			if got := b.State(); got != tc.want {
+				t.Errorf("State() after the probe = %v, want %v", got, tc.want)
+			}
+			if diff := cmp.Diff(tc.wantStates, states); diff != "" {
+				t.Errorf("OnState calls mismatch (-want +got):\n%s", diff)
+			}
+			next, err := b.Allow()
+			switch tc.want {
+			case StateClosed:
+				if err != nil || next.Probe() {
+					t.Errorf("Allow() after closing = %+v, %v; want a plain admission", next, err)
+				}
+			case StateOpen:
+				want := `backend "b" is unavailable: its circuit breaker opened again after a probe call failed (last failure: 503 Service Unavailable); next probe in 10s`
+				if err == nil || err.Error() != want {
+					t.Errorf("Allow() after a failed probe = %v, want %q", err, want)
+				}
+			case StateHalfOpen:
+				if err != nil || !next.Probe() {
+					t.Errorf("Allow() after a cancelled probe = %+v, %v; want the next probe", next, err)
+				}
+			}
+		})
+	}
+}
+
+func TestBreakerClosingResetsCounts(t *testing.T) {
+	clock := newFakeClock()
+	b := NewBreaker("b", BreakerConfig{Failures: 3, MinCalls: 4, OpenFor: time.Second}, clock.now, nil)
+	for range 3 {
+		p, _ := b.Allow()
+		p.Record(errRefused)
+	}
+	clock.advance(time.Second)
+	p, _ := b.Allow()
+	p.Record(nil)
+	// Without the reset, the 3 failures before it opened would still be
+	// in the window, and 5 of 5 calls failed would open it by ratio.
+	for range 2 {
+		p, _ := b.Allow()
+		p.Record(errRefused)
+	}
+	if got := b.State(); got != StateClosed {
+		t.Errorf("State() = %v after 2 failures following a close, want closed", got)
+	}
+}
+
+func TestBreakerProbeConcurrency(t *testing.T) {
+	const callers = 64
+	for _, rounds := range []int{1, 2, 3} {
+		clock := newFakeClock()
+		b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.now, nil)
+		p, _ := b.Allow()
+		p.Record(errRefused)
+		for round := range rounds {
+			clock.advance(time.Second)
+			var admitted, probes atomic.Int32
+			permits := make([]Permit, callers)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range callers {
+				wg.Go(func() {
+					<-start
+					p, err := b.Allow()
+					if err == nil {
+						admitted.Add(1)
+						permits[i] = p
+						if p.Probe() {
+							probes.Add(1)
+						}
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			if admitted.Load() != 1 || probes.Load() != 1 {
+				t.Fatalf("round %d: %d of %d concurrent callers admitted (%d probes), want exactly 1 probe", round, admitted.Load(), callers, probes.Load())
+			}
+			for _, p := range permits {
+				p.Record(errRefused) // reopen for the next round
+			}
+		}
+	}
+}
+
+func TestBreakerIgnoresStaleOutcomes(t *testing.T) {
+	clock := newFakeClock()
+	b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.now, nil)
+	early, _ := b.Allow() // admitted while closed, answers late
+	late, _ := b.Allow()
+	latest, _ := b.Allow()
+	p, _ := b.Allow()
+	p.Record(errRefused) // opens
+	early.Record(nil)
+	if got := b.State(); got != StateOpen {
+		t.Fatalf("a success admitted before the breaker opened closed it: State() = %v", got)
+	}
+	clock.advance(time.Second)
+	probe, err := b.Allow()
+	if err != nil || !probe.Probe() {
+		t.Fatalf("Allow() = %v, want the probe", err)
+	}
+	late.Record(errRefused)
+	if got := b.State(); got != StateHalfOpen {
+		t.Fatalf("a failure admitted before the breaker opened decided the probe: State() = %v", got)
+	}
+	probe.Record(nil)
+	if got := b.State(); got != StateClosed {
+		t.Fatalf("State() after the probe succeeded = %v, want closed", got)
+	}
+	latest.Record(errRefused)
+	if got := b.State(); got != StateClosed {
+		t.Errorf("a failure admitted before the breaker opened reopened it after it closed: State() = %v", got)
+	}
+}
+
+func TestBreakerDisabledAndNil(t *testing.T) {
+	for name, b := range map[string]*Breaker{
+		"nil":      nil,
+		"disabled": NewBreaker("b", BreakerConfig{Disabled: true, Failures: 1}, nil, nil),
+	} {
+		t.Run(name, func(t *testing.T) {
+			for range 10 {
+				p, err := b.Allow()
+				if err != nil {
+					t.Fatalf("Allow() = %v, want admission", err)
+				}
+				p.Record(errRefused)
+			}
+			if got := b.State(); got != StateClosed {
+				t.Errorf("State() = %v, want closed", got)
+			}
+		})
+	}
+}
+
+func TestBreakerConfigDefaults(t *testing.T) {
+	got := NewBreaker("b", BreakerConfig{}, nil, nil).Config()
+	want := BreakerConfig{Failures: 5, FailureRatio: 0.5, MinCalls: 20, Window: 30 * time.Second, OpenFor: 30 * time.Second}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Config() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStateString(t *testing.T) {
+	tests := []struct {
+		s     State
+		want  string
+		gauge float64
+	}{
+		{StateClosed, "closed", 0},
+		{StateOpen, "open", 1},
+		{StateHalfOpen, "half_open", 2},
+		{State(7), "State(7)", 7},
+	}
+	for _, tc := range tests {
+		if got := tc.s.String(); got != tc.want {
+			t.Errorf("State(%d).String() = %q, want %q", int(tc.s), got, tc.want)
+		}
+		if float64(tc.s) != tc.gauge {
+			t.Errorf("float64(%v) = %v, want %v", tc.s, float64(tc.s), tc.gauge)
+		}
+	}
+}
+
+func TestFmtDuration(t *testing.T) {
+	tests := []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{-time.Second, "0s"},
+		{500 * time.Microsecond, "500µs"},
+		{1234567 * time.Microsecond, "1.23s"},
+		{150*time.Millisecond + 400*time.Microsecond, "150ms"},
+		{2 * time.Second, "2s"},
+		{time.Minute, "1m"},
+		{90 * time.Second, "1m30s"},
+		{2 * time.Hour, "2h"},
+	}
+	for _, tc := range tests {
+		if got := fmtDuration(tc.in); got != tc.want {
+			t.Errorf("fmtDuration(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := fmtSecondsUp(100 * time.Millisecond); got != "1s" {
+		t.Errorf("fmtSecondsUp(100ms) = %q, want 1s", got)
+	}
+	if got := fmtSecondsUp(59001 * time.Millisecond); got != "1m" {
+		t.Errorf("fmtSecondsUp(59.001s) = %q, want 1m", got)
+	}
+}
