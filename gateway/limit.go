@@ -39,11 +39,10 @@ func newLimiter(global, perKey, queue int) *limiter {
 }
 
 // acquire takes a slot for a call of key ("" means no per-key limit). It
-// returns the function that gives the slot back and how long the call
-// waited. It fails with rate_limited when the queue is full, and with ctx's
-// error (classified by the caller) when ctx ends while waiting.
-func (l *limiter) acquire(ctx context.Context, key string) (release func(), waited time.Duration, err error) {
-	var ks *keySlot
+// returns the key's slot, to give back with release(key, ks), and how long
+// the call waited. It fails with rate_limited when the queue is full, and
+// with ctx's error (classified by the caller) when ctx ends while waiting.
+func (l *limiter) acquire(ctx context.Context, key string) (ks *keySlot, waited time.Duration, err error) {
 	l.mu.Lock()
 	if key != "" {
 		ks = l.keys[key]
@@ -57,7 +56,7 @@ func (l *limiter) acquire(ctx context.Context, key string) (release func(), wait
 
 	// The fast path: free slots at both levels, no queueing.
 	if l.tryTake(ks) {
-		return func() { l.release(key, ks) }, 0, nil
+		return ks, 0, nil
 	}
 	l.mu.Lock()
 	if l.waiting >= l.queue {
@@ -77,7 +76,7 @@ func (l *limiter) acquire(ctx context.Context, key string) (release func(), wait
 		l.drop(key, ks)
 		return nil, waited, err
 	}
-	return func() { l.release(key, ks) }, waited, nil
+	return ks, waited, nil
 }
 
 // tryTake takes both slots if both are free at once.
@@ -120,6 +119,7 @@ func (l *limiter) take(ctx context.Context, ks *keySlot) error {
 	}
 }
 
+// release gives back the slots acquire took for key.
 func (l *limiter) release(key string, ks *keySlot) {
 	<-l.global
 	if ks != nil {

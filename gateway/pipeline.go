@@ -177,11 +177,11 @@ func (g *Gateway) execute(ctx context.Context, t *registry.Tool, args any, raw j
 	if key == "" && explicit {
 		key = thread
 	}
-	release, waited, err := g.limiter.acquire(ctx, key)
+	slot, waited, err := g.limiter.acquire(ctx, key)
 	if err != nil {
 		return executors.Result{}, thread, queueError(ctx, t, err)
 	}
-	defer release()
+	defer g.limiter.release(key, slot)
 	g.metrics.queueWait.Observe(waited.Seconds())
 	res, err := g.dispatcher.Dispatch(threadctx.WithThread(ctx, thread), executors.Call{Tool: t, Args: argMap, Raw: raw, Thread: thread, Progress: progress})
 	return res, thread, err
