@@ -27,6 +27,8 @@ type httpParts struct {
 	sse        *server.SSEServer // nil when server.sse is false
 	streams    sync.Map          // SSE session ID → *sseStream
 	bodies     sync.Pool         // *body, reused request bodies
+	versions   sessionVersions   // streamable HTTP session ID → negotiated protocol version (batch.go)
+	sseBatches batchRuns         // SSE batches in flight (batch.go)
 }
 
 // body holds one request body read by toolgate and replays it to mcp-go,
@@ -66,6 +68,7 @@ func (p *httpParts) close() {
 	if p.sse != nil {
 		p.sse.CloseSessions()
 	}
+	p.sseBatches.wait()
 }
 
 // Handler returns the gateway's HTTP handler: MCP over streamable HTTP at
@@ -95,10 +98,12 @@ func (g *Gateway) buildHTTP() {
 			server.WithHeartbeatInterval(heartbeat),
 			server.WithEventStore(newEventStore(eventsPerSession)),
 			server.WithStreamableHTTPLogger(g.libLogger()),
+			server.WithHTTPContextFunc(learnSession),
 		),
 	}
 	if s.SSE {
-		p.sse = server.NewSSEServer(g.mcp, server.WithKeepAlive(true), server.WithUseFullURLForMessageEndpoint(false))
+		p.sse = server.NewSSEServer(g.mcp, server.WithKeepAlive(true), server.WithUseFullURLForMessageEndpoint(false),
+			server.WithSSEContextFunc(learnSession))
 	}
 	g.mu.Lock()
 	g.httpParts = p
@@ -139,6 +144,9 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 				body["status"] = "degraded"
 			}
 		}
+	}
+	if cs := g.res.circuits(); cs != nil {
+		body["circuits"] = cs
 	}
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(body)
@@ -198,13 +206,13 @@ func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
 			return
 		}
 		msg := b.buf.Bytes()
+		if isBatch(msg) {
+			g.serveHTTPBatch(w, r, p, msg)
+			return
+		}
 		sid := r.Header.Get(server.HeaderKeySessionID)
 		if sid == "" && needsSession(msg) {
-			// mcp-go answers 404 here, which tells a client its session
-			// expired; the transport spec asks for 400 when the header is
-			// missing altogether.
-			writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
-				"missing Mcp-Session-Id header: send initialize first and repeat the session ID it returns on every request"))
+			writeMissingSession(w)
 			return
 		}
 		if _, live := g.sessions.Load(sid); live {
@@ -215,14 +223,26 @@ func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
 			}
 		}
 		replay(r, b, msg)
+		if sid == "" {
+			g.serveSessionless(w, r, p)
+			return
+		}
 		p.streamable.ServeHTTP(w, r)
 	})
 }
 
+// writeMissingSession answers a message sent without a session that needs
+// one. mcp-go answers 404 here, which tells a client its session expired;
+// the transport spec asks for 400 when the header is missing altogether.
+func writeMissingSession(w http.ResponseWriter) {
+	writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
+		"missing Mcp-Session-Id header: send initialize first and repeat the session ID it returns on every request"))
+}
+
 // needsSession reports whether a POSTed message may only be sent within a
 // session: every single message except initialize (and the 2026-07-28
-// discovery probe, which mcp-go answers). Batches and garbage are left to
-// mcp-go.
+// discovery probe, which mcp-go answers). Garbage is left to mcp-go;
+// batches never get here (batch.go).
 func needsSession(body []byte) bool {
 	var m struct {
 		Method string `json:"method"`
@@ -263,10 +283,16 @@ func (g *Gateway) messageHandler(p *httpParts) http.Handler {
 		}
 		msg := b.buf.Bytes()
 		if v, live := p.streams.Load(r.URL.Query().Get("sessionId")); live {
+			s := v.(*sseStream)
+			if isBatch(msg) {
+				g.serveSSEBatch(w, p, s, msg)
+				return
+			}
+			r = s.watch(r)
 			var reply []byte
 			if reply, msg = g.preflight(msg); reply != nil {
 				w.WriteHeader(http.StatusAccepted)
-				v.(*sseStream).send(reply)
+				s.send(reply)
 				return
 			}
 		}
@@ -286,6 +312,8 @@ type sseStream struct {
 	f      http.Flusher
 	id     string
 	closed bool
+
+	session sessionSlot // the stream's mcp-go session, learned from its first message (batch.go)
 }
 
 func (s *sseStream) Header() http.Header         { return s.w.Header() }

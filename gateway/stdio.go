@@ -33,9 +33,11 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 
 	listenCtx, stopListen := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopListen()
+	batches := g.newStdioBatches(listenCtx, lw, pw)
+	server.WithStdioContextFunc(batches.learn)(stdio)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		err := g.pumpStdio(in, pw, lw)
+		err := g.pumpStdio(in, pw, lw, batches)
 		pw.CloseWithError(err)
 	})
 	watchDone := make(chan struct{})
@@ -55,6 +57,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 		}
 	})
 	err := stdio.Listen(listenCtx, pr, lw)
+	batches.close()
 	close(watchDone)
 	// Unblock the pump if it is waiting to hand a line to Listen; a pump
 	// blocked reading in returns when in does.
@@ -67,8 +70,9 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 }
 
 // pumpStdio copies messages from in to mcp-go (w), line by line, answering
-// oversized lines and unknown tools itself (on out).
-func (g *Gateway) pumpStdio(in io.Reader, w io.Writer, out *lockedWriter) error {
+// oversized lines and unknown tools itself (on out) and handing batches to
+// batches.
+func (g *Gateway) pumpStdio(in io.Reader, w io.Writer, out *lockedWriter, batches *stdioBatches) error {
 	limit := int(g.cfg.Server.MaxBodyBytes)
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
@@ -77,6 +81,10 @@ func (g *Gateway) pumpStdio(in io.Reader, w io.Writer, out *lockedWriter) error 
 			msg := fmt.Sprintf("message exceeds %d bytes (server.max_body_bytes); send a smaller request or raise the limit", limit)
 			if _, werr := out.Write(append(jsonRPCError(mcp.INVALID_REQUEST, msg), '\n')); werr != nil {
 				return werr
+			}
+		} else if isBatch(line) {
+			if serr := batches.serve(line); serr != nil {
+				return serr
 			}
 		} else if len(line) > 0 {
 			reply, fwd := g.preflight(line)

@@ -1,0 +1,564 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// JSON-RPC batches: a JSON array of requests and notifications, allowed by
+// MCP 2024-11-05 and 2025-03-26 and removed in 2025-06-18. mcp-go v1.2.1
+// has no batch support (it answers an array with a -32700 parse error on
+// every transport), so toolgate splits batches at its transport layer:
+// every message of a batch is handled concurrently, exactly as if it had
+// arrived alone (preflight included, in the same session), and the replies
+// go back as one array in the order of the messages. Sessions of a later
+// revision get the protocol's error.
+
+// maxBatch caps the messages of one batch.
+const maxBatch = 100
+
+// elemKind is what a batch message is, as far as batching cares.
+type elemKind int
+
+const (
+	elemOther        elemKind = iota // a request, or an object too malformed to tell
+	elemNotification                 // method, no id (or a null one): no reply
+	elemResponse                     // result or error, no method: the client answering a server request; no reply
+	elemNotObject                    // not a JSON object: JSON-RPC 2.0 §6 answers it with its own -32600
+)
+
+// batchElem is one message of a batch.
+type batchElem struct {
+	index int
+	msg   json.RawMessage
+	kind  elemKind
+	id    json.RawMessage // the id member; nil when absent or null
+}
+
+// isBatch reports whether msg is a JSON array, that is a JSON-RPC batch.
+func isBatch(msg []byte) bool {
+	for _, c := range msg {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c == '['
+	}
+	return false
+}
+
+// splitBatch splits a batch into its messages. When the batch as a whole
+// is wrong (not JSON, empty, too long, or holding an initialize, which may
+// not be batched) it returns instead the JSON-RPC error answering it.
+func splitBatch(msg []byte) (elems []batchElem, reject []byte) {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(msg, &raw); err != nil {
+		return nil, jsonRPCError(mcp.PARSE_ERROR, "batch is not valid JSON: send a JSON array of JSON-RPC messages")
+	}
+	switch {
+	case len(raw) == 0:
+		return nil, jsonRPCError(mcp.INVALID_REQUEST, "empty batch: a JSON-RPC batch holds at least one message")
+	case len(raw) > maxBatch:
+		return nil, jsonRPCError(mcp.INVALID_REQUEST,
+			fmt.Sprintf("batch holds %d messages; at most %d are allowed, so split it", len(raw), maxBatch))
+	}
+	elems = make([]batchElem, len(raw))
+	for i, m := range raw {
+		e := batchElem{index: i, msg: m, kind: elemNotObject}
+		if m[0] == '{' {
+			var head struct {
+				ID     json.RawMessage `json:"id"`
+				Method *string         `json:"method"`
+				Result json.RawMessage `json:"result"`
+				Error  json.RawMessage `json:"error"`
+			}
+			e.kind = elemOther
+			if json.Unmarshal(m, &head) == nil {
+				if string(head.ID) != "null" {
+					e.id = head.ID
+				}
+				switch {
+				case head.Method != nil && *head.Method == string(mcp.MethodInitialize):
+					return nil, jsonRPCError(mcp.INVALID_REQUEST,
+						"initialize must not be part of a JSON-RPC batch: send it on its own, then batch the requests that follow")
+				case head.Method != nil && e.id == nil:
+					e.kind = elemNotification
+				case head.Method == nil && (head.Result != nil || head.Error != nil):
+					e.kind = elemResponse
+				}
+			}
+		}
+		elems[i] = e
+	}
+	return elems, nil
+}
+
+// batchVersionError returns the error answering a batch sent in a session
+// that negotiated protocol version v ("" when none was negotiated), or nil
+// when v allows batches.
+func batchVersionError(v string) []byte {
+	switch v {
+	case mcp.ProtocolVersion20241105, mcp.ProtocolVersion20250326:
+		return nil
+	case "":
+		return jsonRPCError(mcp.INVALID_REQUEST,
+			"batch sent before the session negotiated a protocol version: send initialize first, on its own")
+	}
+	return jsonRPCError(mcp.INVALID_REQUEST, fmt.Sprintf(
+		"JSON-RPC batches are not supported in protocol version %s (they were removed after %s): send one message per request",
+		v, mcp.ProtocolVersion20250326))
+}
+
+// protocolVersion is the version session negotiated, or "" when unknown.
+func protocolVersion(s server.ClientSession) string {
+	if v, ok := s.(server.SessionWithProtocolVersion); ok {
+		return v.ProtocolVersion()
+	}
+	return ""
+}
+
+// elementHandler handles one message of a batch as its transport handles a
+// message that arrives alone, and returns the reply (nil for none).
+type elementHandler func(ctx context.Context, e batchElem) []byte
+
+// serveBatch runs the messages of a batch concurrently, each through
+// preflight and then handle, waits for all of them, and returns their
+// replies as one JSON array in message order; nil when none has a reply.
+// Notifications and client responses never get one.
+func (g *Gateway) serveBatch(ctx context.Context, elems []batchElem, handle elementHandler) []byte {
+	replies := make([][]byte, len(elems))
+	var wg sync.WaitGroup
+	for i, e := range elems {
+		wg.Go(func() { replies[i] = g.serveElement(ctx, e, handle) })
+	}
+	wg.Wait()
+	var out bytes.Buffer
+	for _, r := range replies {
+		if r == nil {
+			continue
+		}
+		if out.Len() == 0 {
+			out.WriteByte('[')
+		} else {
+			out.WriteByte(',')
+		}
+		out.Write(r)
+	}
+	if out.Len() == 0 {
+		return nil
+	}
+	out.WriteByte(']')
+	return out.Bytes()
+}
+
+func (g *Gateway) serveElement(ctx context.Context, e batchElem, handle elementHandler) (reply []byte) {
+	if e.kind == elemNotObject {
+		return jsonRPCError(mcp.INVALID_REQUEST, fmt.Sprintf("batch message %d is not a JSON-RPC message (an object)", e.index))
+	}
+	// The element runs off the goroutine its transport would have used,
+	// which recovers panics (net/http per request; mcp-go's SSE and stdio
+	// loops per message), so it recovers as they do.
+	defer func() {
+		if v := recover(); v != nil {
+			g.logger.Error("batch message handler panicked", "panic", v, "stack", string(debug.Stack()))
+			reply = nil
+			if e.kind == elemOther && e.id != nil {
+				reply = rpcErrorReply(e.id, mcp.INTERNAL_ERROR, "internal error while handling this message")
+			}
+		}
+	}()
+	pre, fwd := g.preflight(e.msg)
+	if pre != nil {
+		return pre
+	}
+	e.msg = fwd
+	reply = handle(ctx, e)
+	if e.kind != elemOther {
+		return nil
+	}
+	return reply
+}
+
+// rpcErrorReply is a JSON-RPC error response to the request with id.
+func rpcErrorReply(id json.RawMessage, code int, message string) []byte {
+	type errorObj struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   errorObj        `json:"error"`
+	}{mcp.JSONRPC_VERSION, id, errorObj{code, message}})
+	if err != nil {
+		// Unreachable: id is a valid JSON value taken from the request.
+		return jsonRPCError(code, message)
+	}
+	return b
+}
+
+// serveHTTPBatch answers a batch POSTed to the streamable HTTP endpoint.
+// Every message is POSTed to mcp-go alone, with the batch's headers and
+// context, so that it passes the same checks and runs in the same session,
+// and a cancelled batch request cancels all of them.
+func (g *Gateway) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *httpParts, msg []byte) {
+	elems, reject := splitBatch(msg)
+	if reject != nil {
+		writeJSON(w, http.StatusBadRequest, reject)
+		return
+	}
+	sid := r.Header.Get(server.HeaderKeySessionID)
+	if sid == "" {
+		writeMissingSession(w)
+		return
+	}
+	if !g.liveSession(sid) {
+		// As mcp-go answers a single message: the client must initialize again.
+		writeJSON(w, http.StatusNotFound, jsonRPCError(mcp.INVALID_REQUEST,
+			"unknown or expired Mcp-Session-Id: send initialize again for a new session"))
+		return
+	}
+	if reject := batchVersionError(p.sessionVersion(sid, r)); reject != nil {
+		writeJSON(w, http.StatusBadRequest, reject)
+		return
+	}
+	reply := g.serveBatch(r.Context(), elems, func(ctx context.Context, e batchElem) []byte {
+		er := r.Clone(ctx)
+		er.Body = io.NopCloser(bytes.NewReader(e.msg))
+		er.ContentLength = int64(len(e.msg))
+		rec := &elementRecorder{header: http.Header{}}
+		p.streamable.ServeHTTP(rec, er)
+		return rec.reply(e)
+	})
+	if reply == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	writeJSON(w, http.StatusOK, reply)
+}
+
+// elementRecorder receives mcp-go's answer to one message of a batch. It
+// is not an http.Flusher, so mcp-go answers with plain JSON and never
+// upgrades to an SSE stream: over streamable HTTP, progress notifications
+// of calls inside a batch are dropped, since the batch's answer is one
+// application/json array with no place for them.
+type elementRecorder struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (rec *elementRecorder) Header() http.Header { return rec.header }
+
+func (rec *elementRecorder) WriteHeader(code int) {
+	if rec.code == 0 {
+		rec.code = code
+	}
+}
+
+func (rec *elementRecorder) Write(b []byte) (int, error) {
+	rec.WriteHeader(http.StatusOK)
+	return rec.body.Write(b)
+}
+
+// reply is the message's reply: mcp-go's JSON-RPC answer, or a JSON-RPC
+// error standing for an HTTP error (a Host or header mcp-go refused, a
+// session that ended meanwhile) so the request still gets its entry.
+func (rec *elementRecorder) reply(e batchElem) []byte {
+	body := bytes.TrimSpace(rec.body.Bytes())
+	if strings.HasPrefix(rec.header.Get("Content-Type"), "application/json") && json.Valid(body) {
+		return body
+	}
+	if rec.code < http.StatusBadRequest || e.id == nil {
+		return nil
+	}
+	code := mcp.INVALID_REQUEST
+	if rec.code >= http.StatusInternalServerError {
+		code = mcp.INTERNAL_ERROR
+	}
+	return rpcErrorReply(e.id, code, fmt.Sprintf("HTTP %d: %s", rec.code, body))
+}
+
+// serveSessionless passes a POST without a session ID (normally an
+// initialize) to mcp-go, and records the protocol version negotiated by the
+// session it creates.
+func (g *Gateway) serveSessionless(w http.ResponseWriter, r *http.Request, p *httpParts) {
+	slot := &sessionSlot{}
+	p.streamable.ServeHTTP(w, r.WithContext(slot.attach(r.Context())))
+	s := slot.get()
+	if s == nil || s.SessionID() == "" || !g.liveSession(s.SessionID()) {
+		return
+	}
+	p.versions.add(s.SessionID(), protocolVersion(s), g.liveSession)
+}
+
+func (g *Gateway) liveSession(id string) bool {
+	_, ok := g.sessions.Load(id)
+	return ok
+}
+
+// sessionVersion is the protocol version streamable HTTP session sid
+// negotiated. The version recorded at initialize is authoritative. The
+// MCP-Protocol-Version header is only a fallback: 2025-03-26 clients never
+// send it, so its absence cannot tell them from a later client that omits
+// it; when neither is known the spec says to assume 2025-03-26.
+func (p *httpParts) sessionVersion(sid string, r *http.Request) string {
+	if v := p.versions.get(sid); v != "" {
+		return v
+	}
+	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" {
+		return v
+	}
+	return mcp.ProtocolVersion20250326
+}
+
+// sessionVersions maps streamable HTTP session IDs to the protocol version
+// each negotiated. mcp-go reports ended sessions only through hooks, so
+// the table forgets them in sweeps instead, run whenever it has doubled
+// since the last one: it holds at most about twice the live sessions, at
+// an amortised constant cost per session. Its zero value is ready to use.
+type sessionVersions struct {
+	mu      sync.Mutex        // guards m and sweepAt
+	m       map[string]string // session ID → protocol version
+	sweepAt int               // sweep when m reaches this size
+}
+
+// minSweep is the table size below which sessionVersions never sweeps.
+const minSweep = 64
+
+// add records id's version and, when due, forgets every session for which
+// live is false.
+func (t *sessionVersions) add(id, version string, live func(id string) bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]string{}
+	}
+	t.m[id] = version
+	if len(t.m) < max(t.sweepAt, minSweep) {
+		return
+	}
+	for other := range t.m {
+		if other != id && !live(other) {
+			delete(t.m, other)
+		}
+	}
+	t.sweepAt = 2 * len(t.m)
+}
+
+func (t *sessionVersions) get(id string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[id]
+}
+
+func (t *sessionVersions) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// sessionSlot learns the mcp-go session in which a transport request runs:
+// put it in the request's context with attach, and [learnSession], the
+// transports' context function, fills it.
+type sessionSlot struct {
+	mu sync.Mutex // guards s
+	s  server.ClientSession
+}
+
+type sessionSlotKey struct{}
+
+func (sl *sessionSlot) attach(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sessionSlotKey{}, sl)
+}
+
+func (sl *sessionSlot) get() server.ClientSession {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.s
+}
+
+func (sl *sessionSlot) set(s server.ClientSession) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.s = s
+}
+
+// learnSession is the context function of the streamable HTTP and SSE
+// servers: it fills the request's sessionSlot, if it has one, with the
+// session mcp-go put in ctx.
+func learnSession(ctx context.Context, _ *http.Request) context.Context {
+	if sl, ok := ctx.Value(sessionSlotKey{}).(*sessionSlot); ok {
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			sl.set(s)
+		}
+	}
+	return ctx
+}
+
+// watch returns r set up so that the stream learns its mcp-go session from
+// it, or r itself once the stream knows it.
+func (s *sseStream) watch(r *http.Request) *http.Request {
+	if s.session.get() != nil {
+		return r
+	}
+	return r.WithContext(s.session.attach(r.Context()))
+}
+
+// serveSSEBatch answers a batch POSTed to /message for SSE stream s. As
+// mcp-go does for a single message, it answers 202 at once and handles the
+// messages afterwards, detached from the POST; the reply array goes onto
+// the stream as one message. A batch the session may not send is refused
+// with HTTP 400 and the JSON-RPC error, as mcp-go refuses unparsable ones.
+func (g *Gateway) serveSSEBatch(w http.ResponseWriter, p *httpParts, s *sseStream, msg []byte) {
+	session := s.session.get()
+	elems, reject := splitBatch(msg)
+	if reject == nil {
+		reject = batchVersionError(protocolVersion(session))
+	}
+	if reject != nil {
+		writeJSON(w, http.StatusBadRequest, reject)
+		return
+	}
+	// g.root ends when the gateway closes.
+	ctx := g.mcp.WithContext(g.root, session)
+	started := p.sseBatches.start(func() {
+		reply := g.serveBatch(ctx, elems, g.handleInSession)
+		if reply != nil {
+			s.send(reply)
+		}
+	})
+	if !started {
+		writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR, "toolgate is shutting down"))
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// handleInSession hands a message to mcp-go in the session that ctx
+// carries, as its SSE and stdio transports do.
+func (g *Gateway) handleInSession(ctx context.Context, e batchElem) []byte {
+	resp := g.mcp.HandleMessage(ctx, e.msg)
+	if resp == nil {
+		return nil
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return rpcErrorReply(e.id, mcp.INTERNAL_ERROR, "encoding the response failed")
+	}
+	return b
+}
+
+// batchRuns owns goroutines that run batches. Its zero value is ready to
+// use.
+type batchRuns struct {
+	mu     sync.Mutex // guards closed and the start of goroutines
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// start runs f on a new goroutine, unless wait has been called.
+func (b *batchRuns) start(f func()) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.wg.Go(f)
+	return true
+}
+
+// wait refuses new runs and waits for the running ones.
+func (b *batchRuns) wait() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+// stdioBatches serves the batches of one ServeStdio. The process is one
+// session, whose mcp-go session learn captures when mcp-go starts
+// listening.
+type stdioBatches struct {
+	g      *Gateway
+	ctx    context.Context // ends when the client has gone; cancelled by close
+	cancel context.CancelFunc
+	out    *lockedWriter // to the client
+	fwd    io.Writer     // to mcp-go's read loop
+	runs   batchRuns
+
+	mu      sync.Mutex // guards session
+	session server.ClientSession
+}
+
+func (g *Gateway) newStdioBatches(ctx context.Context, out *lockedWriter, fwd io.Writer) *stdioBatches {
+	ctx, cancel := context.WithCancel(ctx)
+	return &stdioBatches{g: g, ctx: ctx, cancel: cancel, out: out, fwd: fwd}
+}
+
+// learn is mcp-go's stdio context function.
+func (b *stdioBatches) learn(ctx context.Context) context.Context {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.session = server.ClientSessionFromContext(ctx)
+	return ctx
+}
+
+// serve answers a batch line. Requests run on a goroutine of their own and
+// their reply array is written as one line; notifications and client
+// responses go to mcp-go's read loop as lines of their own, which is what
+// routes responses to the server requests waiting for them. serve returns
+// only errors writing to the client or to mcp-go.
+func (b *stdioBatches) serve(line []byte) error {
+	b.mu.Lock()
+	session := b.session
+	b.mu.Unlock()
+	elems, reject := splitBatch(line)
+	if reject == nil {
+		reject = batchVersionError(protocolVersion(session))
+	}
+	if reject != nil {
+		_, err := b.out.Write(append(reject, '\n'))
+		return err
+	}
+	var calls []batchElem
+	for _, e := range elems {
+		if e.kind == elemNotification || e.kind == elemResponse {
+			if _, err := b.fwd.Write(append(e.msg, '\n')); err != nil {
+				return err
+			}
+			continue
+		}
+		calls = append(calls, e)
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	ctx := b.g.mcp.WithContext(b.ctx, session)
+	b.runs.start(func() {
+		if reply := b.g.serveBatch(ctx, calls, b.g.handleInSession); reply != nil {
+			// An error means the client has gone; nothing is left to tell.
+			_, _ = b.out.Write(append(reply, '\n'))
+		}
+	})
+	return nil
+}
+
+// close cancels the batches in flight and waits for them.
+func (b *stdioBatches) close() {
+	b.cancel()
+	b.runs.wait()
+}
