@@ -25,6 +25,16 @@
 //	go run ./bench -mode upstream-http -n 20000 -c 1,16,64 -rounds 3
 //	go run ./bench -mode upstream-stdio -n 20000 -c 1,16,64 -rounds 3
 //
+// With -mode parallel and -mode flaky the bench measures resilience (see
+// resilience.go). parallel: 8 sleep calls of 100ms, concurrent from one
+// session and as one toolgate_batch, against one call (10 rounds unless
+// -rounds says otherwise). flaky: a REST tool with retries against a
+// backend answering 503 to -fail-rate of requests, against one that never
+// fails (by default -n 10000 at -c 64, one round).
+//
+//	go run ./bench -mode parallel
+//	go run ./bench -mode flaky -n 10000 -c 64
+//
 // -cpuprofile writes a CPU profile of the whole run (client, toolgate and,
 // over HTTP, the upstream; the stdio upstream is another process).
 //
@@ -94,6 +104,9 @@ const (
 
 	modeUpstreamHTTP  = "upstream-http"  // an upstream MCP server over streamable HTTP (upstream.go)
 	modeUpstreamStdio = "upstream-stdio" // an upstream MCP server over stdio (upstream.go)
+
+	modeParallel = "parallel" // concurrent and batched sleep calls against one (resilience.go)
+	modeFlaky    = "flaky"    // a retried REST tool against a failing backend (resilience.go)
 )
 
 // params are the command-line settings.
@@ -106,6 +119,9 @@ type params struct {
 	timeout  time.Duration
 	rssCalls []int // rest mode: ascending call counts after which RSS is read
 
+	failRate float64 // flaky mode: share of requests the failing backend answers with 503
+	seed     uint64  // flaky mode: seed of the backend's failure RNG
+
 	cpuProfile    string // file for a CPU profile of the run; "" for none
 	serveUpstream bool   // serve the echo tool over stdin/stdout instead of measuring (upstream-stdio's child)
 }
@@ -115,7 +131,8 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&p.mode, "mode", modeEcho, "what the tool does: echo (in process), rest (an HTTP GET to a local server), "+
-		"upstream-http or upstream-stdio (toolgate proxying an upstream MCP server vs. calling it directly)")
+		"upstream-http or upstream-stdio (toolgate proxying an upstream MCP server vs. calling it directly); "+
+		"parallel (concurrent and batched sleep calls) or flaky (retries against a failing REST backend)")
 	fs.StringVar(&p.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.BoolVar(&p.serveUpstream, serveUpstreamFlag, false, "internal: serve the echo tool over stdio as upstream-stdio's upstream, until stdin closes")
 	rssCalls := fs.String("rss-calls", "5000,50000", "rest mode: comma-separated, ascending numbers of calls after which toolgate's RSS is read")
@@ -124,9 +141,12 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	fs.IntVar(&p.rounds, "rounds", 3, "rounds per concurrency level; the median round is reported")
 	fs.IntVar(&p.warmup, "warmup", 200, "unmeasured calls before each measurement (at least one per session)")
 	fs.DurationVar(&p.timeout, "timeout", 15*time.Minute, "upper bound on the whole run")
+	fs.Float64Var(&p.failRate, "fail-rate", 0.05, "flaky mode: share of requests the failing backend answers with 503")
+	fs.Uint64Var(&p.seed, "seed", 1, "flaky mode: seed of the failing backend's RNG")
 	if err := fs.Parse(args); err != nil {
 		return p, err
 	}
+	modeDefaults(fs, &p, levels)
 	if fs.NArg() > 0 {
 		return p, fmt.Errorf("parsing flags: unexpected arguments %q", fs.Args())
 	}
@@ -145,8 +165,11 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 		p.rssCalls = append(p.rssCalls, n)
 	}
 	switch {
-	case !slices.Contains([]string{modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio}, p.mode):
-		return p, fmt.Errorf("parsing flags: -mode %q is not %s, %s, %s or %s", p.mode, modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio)
+	case !slices.Contains([]string{modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky}, p.mode):
+		return p, fmt.Errorf("parsing flags: -mode %q is not %s, %s, %s, %s, %s or %s", p.mode,
+			modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky)
+	case p.failRate < 0 || p.failRate > 1:
+		return p, errors.New("parsing flags: -fail-rate must be between 0 and 1")
 	case p.n < 1:
 		return p, errors.New("parsing flags: -n must be at least 1")
 	case p.rounds < 1:
@@ -157,6 +180,30 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 		return p, errors.New("parsing flags: -timeout must be positive")
 	}
 	return p, nil
+}
+
+// modeDefaults gives the flags the command line left out their values for
+// p.mode, where they differ from the sweep's: parallel runs 10 rounds;
+// flaky makes 10 000 calls at 64 sessions, once.
+func modeDefaults(fs *flag.FlagSet, p *params, levels *string) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch p.mode {
+	case modeParallel:
+		if !set["rounds"] {
+			p.rounds = 10
+		}
+	case modeFlaky:
+		if !set["n"] {
+			p.n = 10000
+		}
+		if !set["c"] {
+			*levels = "64"
+		}
+		if !set["rounds"] {
+			p.rounds = 1
+		}
+	}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -186,6 +233,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runREST(ctx, p, stdout, stderr)
 	case modeUpstreamHTTP, modeUpstreamStdio:
 		return runUpstream(ctx, p, stdout, stderr)
+	case modeParallel:
+		return runParallel(ctx, p, stdout, stderr)
+	case modeFlaky:
+		return runFlaky(ctx, p, stdout, stderr)
 	}
 	bare, err := startBare()
 	if err != nil {

@@ -26,7 +26,7 @@ var allowed = map[string][]string{
 	"threadctx":       {},
 	"retry":           {},
 	"config":          {},
-	"bench":           {"config", "gateway", "registry", "executors"},
+	"bench":           {"config", "gateway", "registry", "executors", "builtin"},
 	"tests":           {},
 }
 
