@@ -248,14 +248,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer tg.close()
-	targets := []*target{bare, tg}
+	return sweepAndReport(ctx, p, []*target{bare, tg}, stdout, stderr, report)
+}
 
+// sweepAndReport measures targets and writes the report; it fails when a
+// call failed.
+func sweepAndReport(ctx context.Context, p params, targets []*target, stdout, stderr io.Writer,
+	write func(io.Writer, params, []*target, [][][]runResult) int) error {
 	results, err := sweep(ctx, p, targets, stderr)
 	if err != nil {
 		return err
 	}
-	errs := report(stdout, p, targets, results)
-	if errs > 0 {
+	if errs := write(stdout, p, targets, results); errs > 0 {
 		return fmt.Errorf("%d calls failed", errs)
 	}
 	return nil

@@ -92,17 +92,7 @@ func runUpstream(ctx context.Context, p params, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer tg.close()
-	targets := []*target{direct, tg}
-
-	results, err := sweep(ctx, p, targets, stderr)
-	if err != nil {
-		return err
-	}
-	errs := reportUpstream(stdout, p, targets, results)
-	if errs > 0 {
-		return fmt.Errorf("%d calls failed", errs)
-	}
-	return nil
+	return sweepAndReport(ctx, p, []*target{direct, tg}, stdout, stderr, reportUpstream)
 }
 
 // childArgs are the arguments of the stdio upstream: serve, and give up
