@@ -41,7 +41,7 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 		OnTools: func(upstream string, tools []registry.Tool) error {
 			return g.reg.ReplaceSource("upstream:"+upstream, tools)
 		},
-		OnState:   g.metrics.upstreamState,
+		OnState:   g.upstreamState,
 		OnRestart: g.metrics.upstreamRestart,
 	})
 	if err != nil {
@@ -96,3 +96,15 @@ func (g *Gateway) upstreamStatus() map[string]bool {
 	}
 	return g.up.Status()
 }
+
+// upstreamState is told each time an upstream goes up or down. Coming up
+// (its supervisor has reconnected it and listed its tools) also closes
+// its circuit breaker: the failures that opened it were the outage the
+// supervisor has just ended, and calls should not wait out open_for.
+func (g *Gateway) upstreamState(upstream string, up bool) {
+	g.metrics.upstreamState(upstream, up)
+	if up {
+		g.res.backends.Get("upstream:" + upstream).Breaker().Reset()
+	}
+}
+

@@ -246,6 +246,31 @@ func (b *Breaker) Allow() (Permit, error) {
 	return p, err
 }
 
+// Reset closes the breaker and forgets its counts, as when something that
+// knows better than the breaker's counts (a supervisor that has just
+// reconnected the backend) says the backend is healthy again. Outcomes of
+// attempts admitted before the reset are ignored.
+func (b *Breaker) Reset() {
+	if b == nil || b.cfg.Disabled {
+		return
+	}
+	b.mu.Lock()
+	changed := b.state != StateClosed
+	if changed {
+		b.transition(StateClosed)
+	} else {
+		b.gen++
+	}
+	b.consecutive = 0
+	b.calls.reset()
+	b.probing = false
+	b.why, b.last = "", ""
+	b.mu.Unlock()
+	if changed {
+		b.notify()
+	}
+}
+
 // verdict says whether an attempt's outcome counts for a breaker, and if
 // so whether it is a failure.
 func verdict(err error) (counts, failed bool) {

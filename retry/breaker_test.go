@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -388,4 +389,38 @@ func TestFmtDuration(t *testing.T) {
 	if got := fmtSecondsUp(59001 * time.Millisecond); got != "1m" {
 		t.Errorf("fmtSecondsUp(59.001s) = %q, want 1m", got)
 	}
+}
+
+func TestBreakerReset(t *testing.T) {
+	var states []State
+	b := NewBreaker("upstream:x", BreakerConfig{Failures: 2, OpenFor: time.Hour}, nil, func(s State) { states = append(states, s) })
+	fail := Errorf(Unavailable, "down")
+	for range 2 {
+		p, err := b.Allow()
+		if err != nil {
+			t.Fatalf("Allow while closed: %v", err)
+		}
+		p.Record(fail)
+	}
+	if _, err := b.Allow(); err == nil || b.State() != StateOpen {
+		t.Fatalf("after 2 failures: state %v, Allow error %v; want open and refused", b.State(), err)
+	}
+	b.Reset()
+	if b.State() != StateClosed {
+		t.Fatalf("state after Reset = %v, want closed", b.State())
+	}
+	p, err := b.Allow()
+	if err != nil {
+		t.Fatalf("Allow after Reset: %v", err)
+	}
+	// The counts are gone: one more failure does not reopen it.
+	p.Record(fail)
+	if b.State() != StateClosed {
+		t.Errorf("one failure after Reset opened the breaker")
+	}
+	if want := []State{StateOpen, StateClosed}; !slices.Equal(states, want) {
+		t.Errorf("transitions %v, want %v", states, want)
+	}
+	var nilBreaker *Breaker
+	nilBreaker.Reset() // must not panic
 }
