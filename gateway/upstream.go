@@ -107,4 +107,3 @@ func (g *Gateway) upstreamState(upstream string, up bool) {
 		g.res.backends.Get("upstream:" + upstream).Breaker().Reset()
 	}
 }
-
