@@ -945,3 +945,24 @@ func startEverythingHTTP(t *testing.T, entry string) string {
 	})
 	return "http://" + addr + "/mcp"
 }
+
+// pidsWithEnv returns the processes whose environment holds marker.
+func pidsWithEnv(t *testing.T, marker string) []int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("no /proc to find processes in: %v", err)
+	}
+	var pids []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+		if err == nil && strings.Contains(string(env), marker) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
