@@ -102,8 +102,14 @@ func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (Result, error) {
 		return res, err
 	}
 	if plan.Backend == nil && (!plan.Idempotent || plan.Policy.Attempts == 1) {
-		// Nothing to retry and no breaker: the common in-process case.
-		return d.attempt(ctx, cctx, e, call, timeout)
+		// Nothing to retry and no breaker: the common in-process case. A
+		// failure of a class the policy retries still says why it was not.
+		res, err := d.attempt(ctx, cctx, e, call, timeout)
+		if err != nil && d.plan != nil {
+			_, _, reason := plan.Decide(cctx, 1, err)
+			err = retry.Annotate(err, reason)
+		}
+		return res, err
 	}
 	var res Result
 	var lastClass retry.Class

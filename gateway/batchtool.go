@@ -99,6 +99,12 @@ func (g *Gateway) runBatch(ctx context.Context, args map[string]any, sessThread,
 			limit = min(limit, n)
 		}
 	}
+	// The calls share the batch's per-session (or per-thread) slots: more
+	// at once would only wait in the queue, or fail as rate_limited when
+	// max_queue leaves no room, the batch defeating itself.
+	if per := g.cfg.Defaults.MaxParallelPerSession; per >= 1 {
+		limit = min(limit, per)
+	}
 	outcomes := make([]batchOutcome, len(calls))
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup

@@ -144,9 +144,9 @@ func (l *limiter) drop(key string, ks *keySlot) {
 // fullError says which limit a refused call ran into.
 func (l *limiter) fullError(key string, ks *keySlot) error {
 	if ks != nil && len(ks.sem) == cap(ks.sem) {
-		return retry.Errorf(retry.RateLimited, "too many calls at once: this session already runs %d (defaults.max_parallel_per_session) and %d calls wait for a slot (defaults.max_queue); wait for some to finish, then call again", cap(ks.sem), l.queue)
+		return retry.Errorf(retry.RateLimited, "too many calls at once: this session already runs its limit of %d (defaults.max_parallel_per_session) and the queue of %d waiting calls is full (defaults.max_queue); wait for some to finish, then call again", cap(ks.sem), l.queue)
 	}
-	return retry.Errorf(retry.RateLimited, "toolgate is at its limit: %d calls run (defaults.max_parallel) and %d wait for a slot (defaults.max_queue); call again shortly", cap(l.global), l.queue)
+	return retry.Errorf(retry.RateLimited, "toolgate is at its limit: it runs its maximum of %d calls at once (defaults.max_parallel) and the queue of %d waiting calls is full (defaults.max_queue); call again shortly", cap(l.global), l.queue)
 }
 
 // queued returns how many calls wait for a slot.

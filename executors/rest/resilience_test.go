@@ -1,0 +1,281 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
+)
+
+// executeVia is execute with the call going through backend, as the
+// dispatcher passes it in Call.Retry.
+func executeVia(ctx context.Context, e *Executor, tool *registry.Tool, backend *retry.Backend) (executors.Result, error) {
+	return e.Execute(ctx, executors.Call{Tool: tool, Args: map[string]any{}, Thread: "t1", Retry: retry.Plan{Backend: backend}})
+}
+
+// fakeClock is a clock for breakers and budgets that moves only when the
+// test advances it. It is safe for concurrent use.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time // guarded by mu
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// switchServer is a test server that answers 503 while its fail count is
+// positive (decrementing it), else 200 {"ok":true}; it counts requests.
+type switchServer struct {
+	url  string
+	fail atomic.Int64
+	hits atomic.Int64
+}
+
+func startSwitchServer(t *testing.T, fail int64) *switchServer {
+	t.Helper()
+	s := &switchServer{}
+	s.fail.Store(fail)
+	s.url = startServer(t, func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
+		if s.fail.Add(-1) >= 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "busy")
+			return
+		}
+		s.fail.Store(0)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true}`)
+	}).URL
+	return s
+}
+
+func TestBackendRetryThenSuccess(t *testing.T) {
+	for _, k := range []int64{0, 1, 2, 3} {
+		t.Run(fmt.Sprintf("%d failures", k), func(t *testing.T) {
+			srv := startSwitchServer(t, k)
+			var retries atomic.Int64
+			e := newTestExecutor(t, &Options{Rand: zeroRand, OnRetry: func(string, retry.Class) { retries.Add(1) }})
+			tool := mustAdd(t, e, Spec{URL: srv.url + "/x", Retry: RetrySpec{Attempts: 4, InitialBackoff: time.Millisecond}})
+			backend := retry.NewBackends(retry.BackendsConfig{}).Get("rest:x")
+			res, err := executeVia(t.Context(), e, tool, backend)
+			if err != nil {
+				t.Fatalf("Execute = %v", err)
+			}
+			if got := attemptsOf(res); got != int(k+1) {
+				t.Errorf("Meta attempts = %v, want %d", got, k+1)
+			}
+			if got := srv.hits.Load(); got != k+1 {
+				t.Errorf("server saw %d requests, want %d", got, k+1)
+			}
+			if got := retries.Load(); got != k {
+				t.Errorf("OnRetry called %d times, want %d", got, k)
+			}
+			if got := backend.State(); got != retry.StateClosed {
+				t.Errorf("breaker = %v, want closed", got)
+			}
+		})
+	}
+}
+
+func TestRetryBudget(t *testing.T) {
+	srv := startSwitchServer(t, 1)
+	var exhausted []string
+	backends := retry.NewBackends(retry.BackendsConfig{
+		Budget:            retry.BudgetConfig{Ratio: -1, MinRetries: 1}, // one retry per window, whatever the calls
+		Breaker:           retry.BreakerConfig{Disabled: true},
+		Now:               newFakeClock().Now,
+		OnBudgetExhausted: func(b string) { exhausted = append(exhausted, b) },
+	})
+	backend := backends.Get("rest:x")
+	e := newTestExecutor(t, &Options{Rand: zeroRand})
+	tool := mustAdd(t, e, Spec{URL: srv.url + "/x", Retry: RetrySpec{Attempts: 3, InitialBackoff: time.Millisecond}})
+
+	// The first call spends the one retry, and succeeds.
+	res, err := executeVia(t.Context(), e, tool, backend)
+	if err != nil || attemptsOf(res) != 2 || srv.hits.Load() != 2 {
+		t.Fatalf("first call = %v (attempts %v, %d requests), want success after 2 attempts", err, attemptsOf(res), srv.hits.Load())
+	}
+	if len(exhausted) != 0 {
+		t.Errorf("OnBudgetExhausted called %v after a granted retry", exhausted)
+	}
+
+	// The second fails and is not retried: the budget is spent.
+	srv.fail.Store(1)
+	_, err = executeVia(t.Context(), e, tool, backend)
+	re := asRetryError(t, err)
+	want := fmt.Sprintf(`GET %s/x returned 503 Service Unavailable after 1 attempt: busy; not retried: the retry budget of backend "rest:x" is spent (it allows 1 retry per 10s)`, srv.url)
+	if re.Class != retry.Unavailable || err.Error() != want {
+		t.Errorf("second call = %q (class %q), want unavailable %q", err, re.Class, want)
+	}
+	if got := srv.hits.Load(); got != 3 {
+		t.Errorf("server saw %d requests in all, want 3 (the second call not retried)", got)
+	}
+	if diff := cmp.Diff([]string{"rest:x"}, exhausted); diff != "" {
+		t.Errorf("OnBudgetExhausted backends (-want +got):\n%s", diff)
+	}
+}
+
+func TestBreakerOpens(t *testing.T) {
+	tests := []struct {
+		name     string
+		attempts int // the tool's
+		calls    int // failing calls that open the breaker
+		wantMsg  string
+	}{
+		{"one attempt per call", 1, 3, "; not retried: the retry policy of tool \"tool\" allows only 1 attempt"},
+		{"retries stop when it opens", 5, 1, `; not retried: backend "rest:x" is unavailable: its circuit breaker opened after 3 consecutive failures; next probe in 30s`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startSwitchServer(t, 1000)
+			clock := newFakeClock()
+			backend := retry.NewBackends(retry.BackendsConfig{
+				Breaker: retry.BreakerConfig{Failures: 3, FailureRatio: -1, OpenFor: 30 * time.Second},
+				Now:     clock.Now,
+			}).Get("rest:x")
+			e := newTestExecutor(t, &Options{Rand: zeroRand})
+			tool := mustAdd(t, e, Spec{URL: srv.url + "/x", Retry: RetrySpec{Attempts: tc.attempts, InitialBackoff: time.Millisecond}})
+
+			for i := range tc.calls {
+				_, err := executeVia(t.Context(), e, tool, backend)
+				if re := asRetryError(t, err); re.Class != retry.Unavailable || !strings.HasSuffix(err.Error(), tc.wantMsg) {
+					t.Fatalf("call %d = %q (class %q), want unavailable ending %q", i+1, err, re.Class, tc.wantMsg)
+				}
+			}
+			if got := srv.hits.Load(); got != 3 {
+				t.Errorf("server saw %d requests, want 3", got)
+			}
+			if got := backend.State(); got != retry.StateOpen {
+				t.Fatalf("breaker = %v, want open", got)
+			}
+
+			// Open: the call fails at once and never reaches the server.
+			_, err := executeVia(t.Context(), e, tool, backend)
+			re := asRetryError(t, err)
+			wantPrefix := fmt.Sprintf(`backend "rest:x" is unavailable: its circuit breaker opened after 3 consecutive failures (last failure: GET %s/x returned 503 Service Unavailable); next probe in 30s`, srv.url)
+			if re.Class != retry.Unavailable || !errors.Is(err, retry.ErrBreakerOpen) || err.Error() != wantPrefix {
+				t.Errorf("call while open = %q (class %q), want the breaker's refusal %q", err, re.Class, wantPrefix)
+			}
+			if re.RetryAfter != 30*time.Second {
+				t.Errorf("refusal RetryAfter = %v, want 30s", re.RetryAfter)
+			}
+			if got := srv.hits.Load(); got != 3 {
+				t.Errorf("server saw %d requests after the refused call, want still 3", got)
+			}
+
+			// Past OpenFor, with the server healthy: the probe succeeds
+			// and closes the breaker.
+			srv.fail.Store(0)
+			clock.Advance(30 * time.Second)
+			res, err := executeVia(t.Context(), e, tool, backend)
+			if err != nil || attemptsOf(res) != 1 {
+				t.Fatalf("probe = %v (attempts %v), want success in 1 attempt", err, attemptsOf(res))
+			}
+			if got := backend.State(); got != retry.StateClosed {
+				t.Errorf("breaker after a successful probe = %v, want closed", got)
+			}
+			if got := srv.hits.Load(); got != 4 {
+				t.Errorf("server saw %d requests, want 4", got)
+			}
+		})
+	}
+}
+
+// TestRetryAfterWithBackend runs in synctest bubbles over an in-memory
+// transport: the breaker and the budget read the bubble's clock, and the
+// waits are exact.
+func TestRetryAfterWithBackend(t *testing.T) {
+	t.Run("honoured", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			var at []time.Duration
+			h := func(w http.ResponseWriter, r *http.Request) {
+				at = append(at, time.Since(start))
+				if len(at) <= 2 {
+					reply(503, "2")(w)
+					return
+				}
+				io.WriteString(w, "done")
+			}
+			e := New(&Options{Transport: handlerTransport(h), Rand: zeroRand})
+			defer e.Close()
+			tool := mustAdd(t, e, Spec{URL: "http://api.test/x", Retry: RetrySpec{Attempts: 3, MaxBackoff: time.Minute}})
+			backend := retry.NewBackends(retry.BackendsConfig{}).Get("rest:api.test")
+			res, err := executeVia(t.Context(), e, tool, backend)
+			if err != nil || attemptsOf(res) != 3 {
+				t.Fatalf("Execute = %v (attempts %v), want success after 3 attempts", err, attemptsOf(res))
+			}
+			if diff := cmp.Diff([]time.Duration{0, 2 * time.Second, 4 * time.Second}, at); diff != "" {
+				t.Errorf("attempt start times (-want +got):\n%s", diff)
+			}
+		})
+	})
+
+	t.Run("breaker opens during the wait", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var hits atomic.Int64
+			h := func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				reply(503, "5")(w)
+			}
+			e := New(&Options{Transport: handlerTransport(h), Rand: zeroRand})
+			defer e.Close()
+			tool := mustAdd(t, e, Spec{URL: "http://api.test/x", Retry: RetrySpec{Attempts: 3, MaxBackoff: time.Minute}})
+			backend := retry.NewBackends(retry.BackendsConfig{
+				Breaker: retry.BreakerConfig{Failures: 2, FailureRatio: -1, OpenFor: time.Minute},
+			}).Get("rest:api.test")
+			start := time.Now()
+			errc := make(chan error, 1)
+			go func() {
+				_, err := executeVia(t.Context(), e, tool, backend)
+				errc <- err
+			}()
+			synctest.Wait() // the call waits 5s to retry
+			// Another call's failure opens the breaker meanwhile.
+			permit, err := backend.Admit(1)
+			if err != nil {
+				t.Fatalf("Admit = %v, want the breaker closed still", err)
+			}
+			permit.Record(retry.Errorf(retry.Network, "reset by another call"))
+			if backend.State() != retry.StateOpen {
+				t.Fatalf("breaker = %v, want open", backend.State())
+			}
+			err = <-errc
+			re := asRetryError(t, err)
+			wantPrefix := `GET http://api.test/x returned 503 Service Unavailable; not retried: backend "rest:api.test" is unavailable: its circuit breaker opened after 2 consecutive failures (last failure: reset by another call); next probe in 55s`
+			if re.Class != retry.Unavailable || err.Error() != wantPrefix {
+				t.Errorf("Execute = %q (class %q), want unavailable %q", err, re.Class, wantPrefix)
+			}
+			if hits.Load() != 1 {
+				t.Errorf("server saw %d requests, want 1 (the retry was refused)", hits.Load())
+			}
+			if elapsed := time.Since(start); elapsed != 5*time.Second {
+				t.Errorf("Execute returned after %v, want 5s (the Retry-After wait)", elapsed)
+			}
+		})
+	})
+}
