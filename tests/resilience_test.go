@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -472,17 +471,7 @@ func TestResilienceUpstream(t *testing.T) {
 }
 
 // buildFaultUpstream builds testdata/faultupstream and returns the binary.
-func buildFaultUpstream(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "faultupstream")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*callTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./testdata/faultupstream").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build ./testdata/faultupstream: %v\n%s", err, out)
-	}
-	return bin
-}
+func buildFaultUpstream(t *testing.T) string { return buildTestdata(t, "faultupstream") }
 
 func TestResilienceQueueFull(t *testing.T) {
 	srv := startServe(t, `

@@ -760,14 +760,17 @@ func wantReady(t *testing.T, srv *server, status string, evUp bool) {
 }
 
 // buildFakeUpstream builds testdata/fakeupstream and returns the binary.
-func buildFakeUpstream(t *testing.T) string {
+func buildFakeUpstream(t *testing.T) string { return buildTestdata(t, "fakeupstream") }
+
+// buildTestdata builds the program in testdata/name and returns the binary.
+func buildTestdata(t *testing.T, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "fakeupstream")
+	bin := filepath.Join(t.TempDir(), name)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*callTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./testdata/fakeupstream").CombinedOutput()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./testdata/"+name).CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build ./testdata/fakeupstream: %v\n%s", err, out)
+		t.Fatalf("go build ./testdata/%s: %v\n%s", name, err, out)
 	}
 	return bin
 }
