@@ -302,7 +302,9 @@ func (c *conn) transportError(op string, err error) *retry.Error {
 		c.markDead(err)
 	}
 	if class == retry.Unavailable && broken {
-		return c.u.errorf(class, err, "%s: the upstream connection broke (%v); it is restarting, retry in a moment", op, err)
+		e := c.u.errorf(class, err, "%s: the upstream connection broke (%v); it is restarting, retry in a moment", op, err)
+		e.RetryAfter = minBackoff + reconnectMargin // the supervisor's first reconnection attempt
+		return e
 	}
 	return c.u.errorf(class, err, "%s: %v", op, err)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/threadctx"
@@ -640,5 +641,40 @@ func TestInstanceDir(t *testing.T) {
 	_ = m.Close()
 	if _, err := os.Stat(b); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("thread B's directory %s is still there after Close (%v)", b, err)
+	}
+}
+
+// An idempotent call made while the upstream restarts is retried by the
+// dispatcher after the RetryAfter its unavailable error carries, and
+// succeeds once the supervisor has reconnected: with the default policy,
+// whose own backoff (at most 100ms, then 200ms) would end before the
+// supervisor's first attempt (500ms).
+func TestRetryBridgesRestart(t *testing.T) {
+	m, rec, _ := startUp(t, stdioUpstream(), nil)
+	pid := pidOf(t, m, "t")
+	_, err := callIn(t.Context(), m, "t", "fs__crash", `{"mode":"exit"}`, nil)
+	wantClass(t, err, retry.Unavailable)
+	if ra := retry.RetryAfterOf(err); ra < minBackoff || ra > minBackoff+time.Second {
+		t.Errorf("RetryAfter of a broken connection = %v, want about the supervisor's first wait (%v)", ra, minBackoff)
+	}
+	rec.waitState(t, false)
+
+	d := executors.NewDispatcher(&executors.DispatcherOptions{
+		Plan: func(*registry.Tool) retry.Plan {
+			return retry.Plan{Policy: retry.Policy{}.Normalize(), Idempotent: true}
+		},
+	})
+	d.Handle(registry.MCP, m)
+	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
+	defer cancel()
+	res, err := d.Dispatch(ctx, executors.Call{Tool: &registry.Tool{Name: "fs__pid", Kind: registry.MCP}, Thread: "t"})
+	if err != nil {
+		t.Fatalf("fs__pid during the restart: %v", err)
+	}
+	if n, _ := res.Meta[executors.AttemptsMetaKey].(int); n < 2 {
+		t.Errorf("attempts = %v, want a retry", res.Meta[executors.AttemptsMetaKey])
+	}
+	if got := text(t, res); got == strconv.Itoa(pid) {
+		t.Errorf("fs__pid answered from the crashed process %d", pid)
 	}
 }

@@ -16,6 +16,10 @@ const (
 	// to restart the backoff from minBackoff; an upstream that dies sooner
 	// keeps backing off, so a crash loop does not spin.
 	stableAfter = 30 * time.Second
+	// reconnectMargin is what an "unavailable" error of a restarting
+	// upstream adds to the wait until the next connection attempt, as its
+	// RetryAfter: the time a restart takes to start and initialize.
+	reconnectMargin = 250 * time.Millisecond
 )
 
 // backoff returns the wait before connection attempt number attempt+1
@@ -49,10 +53,11 @@ type runner struct {
 	// mu guards cur, up, reported and everUp. It is never held across a
 	// callback or I/O.
 	mu       sync.Mutex
-	cur      *conn // the live connection; nil while down
-	up       bool  // last state reported
-	reported bool  // a state has been reported
-	everUp   bool  // a connection has been up
+	cur      *conn     // the live connection; nil while down
+	nextDial time.Time // when the next connection attempt starts; zero while one is under way or up
+	up       bool      // last state reported
+	reported bool      // a state has been reported
+	everUp   bool      // a connection has been up
 }
 
 // run supervises until ctx ends, starting from c when not nil (an instance
@@ -64,9 +69,12 @@ func (r *runner) run(ctx context.Context, c *conn) {
 	for {
 		if c == nil {
 			if tried {
-				if !sleep(ctx, backoff(attempt)) {
+				wait := backoff(attempt)
+				r.setNextDial(time.Now().Add(wait))
+				if !sleep(ctx, wait) {
 					return
 				}
+				r.setNextDial(time.Time{})
 				r.restart()
 			}
 			tried = true
@@ -208,6 +216,25 @@ func (r *runner) wasUp() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.everUp
+}
+
+func (r *runner) setNextDial(t time.Time) {
+	r.mu.Lock()
+	r.nextDial = t
+	r.mu.Unlock()
+}
+
+// reconnectIn estimates how long until the upstream may be back: the time
+// to the next connection attempt plus reconnectMargin, or reconnectMargin
+// while an attempt is under way.
+func (r *runner) reconnectIn() time.Duration {
+	r.mu.Lock()
+	next := r.nextDial
+	r.mu.Unlock()
+	if next.IsZero() {
+		return reconnectMargin
+	}
+	return max(time.Until(next), 0) + reconnectMargin
 }
 
 // sleep waits for d and reports whether ctx is still live.

@@ -130,11 +130,19 @@ func globMatch(pattern, name string) bool {
 }
 
 // downError is the fail-fast error of a call while r has no connection.
+//
+// Its RetryAfter is when the upstream may be back (the next connection
+// attempt, plus a margin), so that a retry of an idempotent call waits for
+// the restart rather than failing again at once.
 func (u *upstream) downError(r *runner) *retry.Error {
+	var e *retry.Error
 	if r.wasUp() {
-		return retry.Errorf(retry.Unavailable, "upstream %q is restarting; retry in a moment", u.cfg.Name)
+		e = retry.Errorf(retry.Unavailable, "upstream %q is restarting; retry in a moment", u.cfg.Name)
+	} else {
+		e = retry.Errorf(retry.Unavailable, "upstream %q is not connected yet; retry in a moment", u.cfg.Name)
 	}
-	return retry.Errorf(retry.Unavailable, "upstream %q is not connected yet; retry in a moment", u.cfg.Name)
+	e.RetryAfter = r.reconnectIn()
+	return e
 }
 
 func (u *upstream) reportState(up bool) {
