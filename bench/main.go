@@ -516,6 +516,24 @@ func measure(ctx context.Context, t *target, c, n, warmup int) (runResult, error
 	return res, nil
 }
 
+// connectN opens n initialized sessions to t. close closes them; it is
+// also to be called when err is not nil.
+func connectN(ctx context.Context, t *target, n int) (sessions []*client.Client, close func(), err error) {
+	close = func() {
+		for _, s := range sessions {
+			_ = s.Close()
+		}
+	}
+	for range n {
+		s, err := connect(ctx, t)
+		if err != nil {
+			return sessions, close, err
+		}
+		sessions = append(sessions, s)
+	}
+	return sessions, close, nil
+}
+
 // connect opens one initialized session. Both targets serve only the
 // revisions that have sessions, so the client is pinned to the newest of
 // them instead of probing for 2026-07-28.

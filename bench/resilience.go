@@ -448,18 +448,10 @@ func measureFlaky(ctx context.Context, p params, model string, rate float64, c i
 	defer hc.CloseIdleConnections() // before stop: see serve
 	tg := &target{name: "toolgate", url: base + "/mcp", client: hc}
 
-	sessions := make([]*client.Client, 0, c)
-	defer func() {
-		for _, s := range sessions {
-			_ = s.Close()
-		}
-	}()
-	for range c {
-		s, err := connect(ctx, tg)
-		if err != nil {
-			return run, err
-		}
-		sessions = append(sessions, s)
+	sessions, closeAll, err := connectN(ctx, tg, c)
+	defer closeAll()
+	if err != nil {
+		return run, err
 	}
 
 	var next atomic.Int64 // numbers the items, so each call asks for its own

@@ -202,18 +202,10 @@ type memPoint struct {
 // reaches each of counts in turn (ascending), reading the process's RSS
 // and live heap at each. Any failed call is an error.
 func measureMemory(ctx context.Context, t *target, counts []int, stderr io.Writer) ([]memPoint, error) {
-	sessions := make([]*client.Client, 0, rssSessions)
-	defer func() {
-		for _, s := range sessions {
-			_ = s.Close()
-		}
-	}()
-	for range rssSessions {
-		s, err := connect(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-		sessions = append(sessions, s)
+	sessions, closeAll, err := connectN(ctx, t, rssSessions)
+	defer closeAll()
+	if err != nil {
+		return nil, err
 	}
 	var points []memPoint
 	done := 0
