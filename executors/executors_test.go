@@ -2,6 +2,7 @@ package executors
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,8 +100,8 @@ func TestStatefulExecutor(t *testing.T) {
 		t.Errorf("Execute of a tool without factory: %v, want not_found", err)
 	}
 	pool.Close()
-	if _, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "c"}); retry.Classify(err) != retry.Unavailable {
-		t.Errorf("Execute on a closed pool: %v, want unavailable", err)
+	if _, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "c"}); retry.Classify(err) != retry.Cancelled {
+		t.Errorf("Execute on a closed pool: %v, want cancelled", err)
 	}
 }
 
@@ -130,5 +131,40 @@ func TestStructuredText(t *testing.T) {
 	}
 	if r := Structured(map[string]any{"a": 1}, "one"); r.Content[0].Text != "one" {
 		t.Errorf("Structured text = %q, want one", r.Content[0].Text)
+	}
+}
+
+// blockingInstance signals entered when a call starts and returns when
+// release is closed.
+type blockingInstance struct{ entered, release chan struct{} }
+
+func (b blockingInstance) Call(context.Context, map[string]any) (Result, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	return Text("done"), nil
+}
+
+// A full thread pool is toolgate's own limit, not a backend failure: the
+// call is rate_limited (retryable) and says which setting to raise.
+func TestStatefulCapacityIsRateLimited(t *testing.T) {
+	pool := threadctx.NewPool(&threadctx.Options{MaxInstances: 1})
+	defer pool.Close()
+	s := NewStateful(pool)
+	inst := blockingInstance{entered: make(chan struct{}), release: make(chan struct{})}
+	s.Set("t", Factory{New: func(context.Context, string) (Instance, error) { return inst, nil }})
+	tool := &registry.Tool{Name: "t", Kind: registry.Stateful}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "a"})
+		done <- err
+	}()
+	<-inst.entered // thread a's instance is in use: none is idle
+	_, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "b"})
+	if retry.Classify(err) != retry.RateLimited || !strings.Contains(err.Error(), "threads.max_instances") {
+		t.Errorf("Execute with the pool full: %v (class %q), want rate_limited naming threads.max_instances", err, retry.Classify(err))
+	}
+	close(inst.release)
+	if err := <-done; err != nil {
+		t.Errorf("the call holding the instance: %v", err)
 	}
 }

@@ -56,11 +56,8 @@ func (s *Stateful) Execute(ctx context.Context, call Call) (Result, error) {
 		New:        func(ctx context.Context) (any, error) { return f.New(ctx, thread) },
 		Concurrent: f.Concurrent,
 	})
-	switch {
-	case errors.Is(err, threadctx.ErrCapacity), errors.Is(err, threadctx.ErrClosed):
-		return Result{}, retry.Wrap(retry.Unavailable, "", err)
-	case err != nil:
-		return Result{}, err
+	if err != nil {
+		return Result{}, PoolError(err)
 	}
 	defer lease.Release()
 	inst, ok := lease.Value().(Instance)
@@ -68,4 +65,20 @@ func (s *Stateful) Execute(ctx context.Context, call Call) (Result, error) {
 		return Result{}, retry.Errorf(retry.Internal, "factory of %q returned no instance", call.Tool.Name)
 	}
 	return inst.Call(ctx, call.Args)
+}
+
+// PoolError classifies an error of [threadctx.Pool.Acquire]. Both pool
+// errors are toolgate's own state, not a backend's, so neither may count
+// against a backend's circuit breaker: a full pool ([threadctx.ErrCapacity])
+// is rate_limited (an instance frees when a call ends, so retrying helps), a
+// closed pool ([threadctx.ErrClosed]) is cancelled (toolgate is shutting
+// down). Other errors are returned as they are.
+func PoolError(err error) error {
+	switch {
+	case errors.Is(err, threadctx.ErrCapacity):
+		return retry.Wrap(retry.RateLimited, "", err)
+	case errors.Is(err, threadctx.ErrClosed):
+		return retry.Wrap(retry.Cancelled, "toolgate is shutting down", err)
+	}
+	return err
 }

@@ -678,3 +678,27 @@ func TestRetryBridgesRestart(t *testing.T) {
 		t.Errorf("fs__pid answered from the crashed process %d", pid)
 	}
 }
+
+// The thread pool's limits are toolgate's, not the upstream's: a full pool
+// is rate_limited and a closed one cancelled, so neither trips the
+// upstream's circuit breaker (which counts unavailable as a failure).
+func TestThreadPoolErrors(t *testing.T) {
+	pool := threadctx.NewPool(&threadctx.Options{MaxInstances: 1})
+	t.Cleanup(func() { _ = pool.Close() })
+	up := stdioUpstream()
+	up.Isolation = IsolationThread
+	m, _, _ := startUp(t, up, &Options{Pool: pool})
+
+	cancel, done, _ := startSlow(t, m) // thread t's instance is busy
+	_, err := callIn(t.Context(), m, "other", "fs__pid", "", nil)
+	wantClass(t, err, retry.RateLimited)
+	if !strings.Contains(err.Error(), "threads.max_instances") {
+		t.Errorf("capacity error %q does not name threads.max_instances", err)
+	}
+	cancel()
+	<-done
+
+	_ = pool.Close()
+	_, err = callIn(t.Context(), m, "other", "fs__pid", "", nil)
+	wantClass(t, err, retry.Cancelled)
+}

@@ -16,10 +16,14 @@ const (
 	// to restart the backoff from minBackoff; an upstream that dies sooner
 	// keeps backing off, so a crash loop does not spin.
 	stableAfter = 30 * time.Second
-	// reconnectMargin is what an "unavailable" error of a restarting
+	// reconnectMargin is the least an "unavailable" error of a restarting
 	// upstream adds to the wait until the next connection attempt, as its
-	// RetryAfter: the time a restart takes to start and initialize.
+	// RetryAfter: the time a restart takes to start and initialize when no
+	// connection has been measured yet, and a margin past the measured one.
 	reconnectMargin = 250 * time.Millisecond
+	// maxDialEstimate caps the measured connection time used in RetryAfter,
+	// so that one slow start does not push retries past every deadline.
+	maxDialEstimate = 10 * time.Second
 )
 
 // backoff returns the wait before connection attempt number attempt+1
@@ -53,11 +57,13 @@ type runner struct {
 	// mu guards cur, up, reported and everUp. It is never held across a
 	// callback or I/O.
 	mu       sync.Mutex
-	cur      *conn     // the live connection; nil while down
-	nextDial time.Time // when the next connection attempt starts; zero while one is under way or up
-	up       bool      // last state reported
-	reported bool      // a state has been reported
-	everUp   bool      // a connection has been up
+	cur      *conn         // the live connection; nil while down
+	nextDial time.Time     // when the next connection attempt starts; zero while one is under way or up
+	dialing  time.Time     // when the connection attempt under way started; zero when none is
+	dialTook time.Duration // how long the last successful connection attempt took; 0 before one
+	up       bool          // last state reported
+	reported bool          // a state has been reported
+	everUp   bool          // a connection has been up
 }
 
 // run supervises until ctx ends, starting from c when not nil (an instance
@@ -79,7 +85,9 @@ func (r *runner) run(ctx context.Context, c *conn) {
 			}
 			tried = true
 			var err error
+			r.startDial()
 			c, err = r.dial(ctx)
+			r.endDial(err == nil)
 			if ctx.Err() != nil {
 				if c != nil {
 					c.close()
@@ -224,17 +232,37 @@ func (r *runner) setNextDial(t time.Time) {
 	r.mu.Unlock()
 }
 
+func (r *runner) startDial() {
+	r.mu.Lock()
+	r.dialing = time.Now()
+	r.mu.Unlock()
+}
+
+// endDial ends the attempt startDial began, measuring it when it connected.
+func (r *runner) endDial(ok bool) {
+	r.mu.Lock()
+	if ok {
+		r.dialTook = min(time.Since(r.dialing), maxDialEstimate)
+	}
+	r.dialing = time.Time{}
+	r.mu.Unlock()
+}
+
 // reconnectIn estimates how long until the upstream may be back: the time
-// to the next connection attempt plus reconnectMargin, or reconnectMargin
-// while an attempt is under way.
+// to the next connection attempt, plus what the last successful attempt
+// took (the rest of it while an attempt is under way), plus
+// reconnectMargin.
 func (r *runner) reconnectIn() time.Duration {
 	r.mu.Lock()
-	next := r.nextDial
+	next, dialing, took := r.nextDial, r.dialing, r.dialTook
 	r.mu.Unlock()
-	if next.IsZero() {
-		return reconnectMargin
+	switch {
+	case !dialing.IsZero():
+		return max(took-time.Since(dialing), 0) + reconnectMargin
+	case !next.IsZero():
+		return max(time.Until(next), 0) + took + reconnectMargin
 	}
-	return max(time.Until(next), 0) + reconnectMargin
+	return reconnectMargin
 }
 
 // sleep waits for d and reports whether ctx is still live.

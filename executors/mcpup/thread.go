@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/retry"
@@ -39,7 +40,7 @@ func (m *Manager) executeInThread(ctx context.Context, u *upstream, orig string,
 	case ctx.Err() != nil:
 		return executors.Result{}, ctxError(u.cfg.Name, orig, ctx.Err())
 	case errors.Is(err, threadctx.ErrCapacity), errors.Is(err, threadctx.ErrClosed):
-		return executors.Result{}, retry.Wrap(retry.Unavailable, "", err)
+		return executors.Result{}, executors.PoolError(err)
 	default:
 		if _, ok := errors.AsType[*retry.Error](err); ok {
 			return executors.Result{}, err
@@ -67,6 +68,7 @@ func (m *Manager) newThreadInstance(ctx context.Context, u *upstream, thread str
 	label := threadLabel(thread)
 	// The instance lives until the pool closes it or the manager closes.
 	life, stop := context.WithCancel(m.ctx)
+	began := time.Now()
 	c, err := u.dial(life, ctx, label)
 	if err != nil {
 		stop()
@@ -81,6 +83,8 @@ func (m *Manager) newThreadInstance(ctx context.Context, u *upstream, thread str
 			logger:  m.logger,
 			dial:    func(lifetime context.Context) (*conn, error) { return u.dial(lifetime, lifetime, label) },
 			restart: u.reportRestart,
+			// What starting the process took: the first estimate of a restart.
+			dialTook: min(time.Since(began), maxDialEstimate),
 		},
 	}
 	m.mu.Lock()

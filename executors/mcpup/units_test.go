@@ -149,6 +149,59 @@ func TestRunnerBackoffAndRestart(t *testing.T) {
 	})
 }
 
+// An unavailable error's RetryAfter covers the wait for the next
+// connection attempt and what connecting took last time, so that a retry
+// lands after the restart rather than in the middle of it.
+func TestReconnectIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, err := New(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		u := &upstream{m: m, cfg: Upstream{Name: "up"}, redactor: strings.NewReplacer()}
+		dials := make(chan *conn, 2)
+		r := &runner{
+			name:   "up",
+			logger: slog.New(slog.DiscardHandler),
+			dial: func(context.Context) (*conn, error) {
+				time.Sleep(2 * time.Second) // the upstream takes 2s to start
+				c := newTestConn(u)
+				dials <- c
+				return c, nil
+			},
+			list:    func(context.Context, *conn) error { return nil },
+			state:   func(bool) {},
+			restart: func() {},
+		}
+		if got := r.reconnectIn(); got != reconnectMargin {
+			t.Errorf("reconnectIn before any attempt = %v, want %v", got, reconnectMargin)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { r.run(ctx, nil) })
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := r.reconnectIn(); got != reconnectMargin {
+			t.Errorf("reconnectIn 1s into the first attempt = %v, want %v (nothing measured yet)", got, reconnectMargin)
+		}
+		c := <-dials
+		c.markDead(errors.New("crashed"))
+		synctest.Wait() // backing off 500ms before the next attempt
+		if got, want := r.reconnectIn(), backoff(1)+2*time.Second+reconnectMargin; got != want {
+			t.Errorf("reconnectIn while backing off = %v, want %v", got, want)
+		}
+		time.Sleep(backoff(1) + 1500*time.Millisecond)
+		synctest.Wait() // 1.5s into the 2s attempt
+		if got, want := r.reconnectIn(), 500*time.Millisecond+reconnectMargin; got != want {
+			t.Errorf("reconnectIn 1.5s into an attempt = %v, want %v", got, want)
+		}
+		<-dials
+		cancel()
+		wg.Wait()
+	})
+}
+
 func TestRPCError(t *testing.T) {
 	m, err := New(nil, nil)
 	if err != nil {
