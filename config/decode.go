@@ -273,6 +273,11 @@ func (d *decoder) toScalar(path string, n ast.Node) (s scalar, isScalar, ok bool
 func (d *decoder) expandScalar(path string, n ast.Node, text string) (scalar, bool, bool) {
 	lookup := d.lookup
 	if runtimePath.MatchString(path) {
+		if strings.ContainsRune(text, 0) {
+			// Refused here, before it could pass for InstanceDirRef.
+			d.errorf(nodePos(n), path, "must not contain NUL")
+			return scalar{}, true, false
+		}
 		// Set per process by the upstream executor, not by the environment
 		// toolgate runs in: kept as written for it to replace.
 		lookup = func(name string) (string, bool) {

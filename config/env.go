@@ -14,9 +14,14 @@ import (
 // starts a process; that is how each process of an isolation: thread
 // upstream gets files of its own (for example MEMORY_FILE_PATH:
 // ${TOOLGATE_INSTANCE_DIR}/memory.jsonl). Anywhere else it is an error.
+//
+// InstanceDirRef is a marker no loaded value can otherwise hold (it is
+// framed by NUL bytes, which config refuses in args and env), so that
+// $${TOOLGATE_INSTANCE_DIR}, or a variable whose value is that text, stays
+// literal.
 const (
 	InstanceDirVar = "TOOLGATE_INSTANCE_DIR"
-	InstanceDirRef = "${" + InstanceDirVar + "}"
+	InstanceDirRef = "\x00" + InstanceDirVar + "\x00"
 )
 
 // runtimePath matches the key paths where ${TOOLGATE_INSTANCE_DIR} is kept.

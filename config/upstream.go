@@ -187,7 +187,7 @@ func (c *checker) process(p string, u Upstream) {
 		c.fail(p+".command", "", "must not contain NUL")
 	}
 	for i, a := range u.Args {
-		if strings.ContainsRune(a, 0) {
+		if hasNUL(a) {
 			c.fail(fmt.Sprintf("%s.args[%d]", p, i), "", "must not contain NUL")
 		}
 	}
@@ -199,7 +199,7 @@ func (c *checker) process(p string, u Upstream) {
 		switch {
 		case name == "" || strings.ContainsAny(name, "=\x00"):
 			c.failKey(ep, quoteShort(name), "an environment variable name must not be empty or contain = or NUL, like NODE_ENV")
-		case strings.ContainsRune(u.Env[name], 0):
+		case hasNUL(u.Env[name]):
 			c.fail(ep, "", "must not contain NUL")
 		}
 	}
@@ -251,4 +251,10 @@ func upstreamURLProblem(raw string) string {
 		return "must not have a #fragment (it is never sent); remove it"
 	}
 	return ""
+}
+
+// hasNUL reports whether s, an args or env value, holds a NUL byte other
+// than those framing [InstanceDirRef].
+func hasNUL(s string) bool {
+	return strings.ContainsRune(strings.ReplaceAll(s, InstanceDirRef, ""), 0)
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestParseUpstreams(t *testing.T) {
 		"  - name: fs",
 		"    transport: stdio",
 		"    command: npx",
-		"    args: [-y, server-filesystem, /data, '${TOOLGATE_INSTANCE_DIR}/x']",
+		"    args: [-y, server-filesystem, /data, '${TOOLGATE_INSTANCE_DIR}/x', '$${TOOLGATE_INSTANCE_DIR}', '${LITERAL}']",
 		"    env: {A: b, F: '${TOOLGATE_INSTANCE_DIR}/f-${TOKEN}'}",
 		"    cwd: sub",
 		"    exclude: [write_*]",
@@ -29,12 +30,12 @@ func TestParseUpstreams(t *testing.T) {
 		"    isolation: thread",
 		"    startup_timeout: 5s",
 	)
-	cfg, err := Parse(file, in, &Options{LookupEnv: envOf(map[string]string{"TOKEN": "s3cret-token"})})
+	cfg, err := Parse(file, in, &Options{LookupEnv: envOf(map[string]string{"TOKEN": "s3cret-token", "LITERAL": "${TOOLGATE_INSTANCE_DIR}"})})
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
 	want := []Upstream{
-		{Name: "fs", Transport: "stdio", Command: "npx", Args: []string{"-y", "server-filesystem", "/data", InstanceDirRef + "/x"},
+		{Name: "fs", Transport: "stdio", Command: "npx", Args: []string{"-y", "server-filesystem", "/data", InstanceDirRef + "/x", "${TOOLGATE_INSTANCE_DIR}", "${TOOLGATE_INSTANCE_DIR}"},
 			Env: map[string]string{"A": "b", "F": InstanceDirRef + "/f-s3cret-token"}, Cwd: filepath.Join(dir, "sub"), Isolation: "shared",
 			Exclude: []string{"write_*"}, Timeout: Duration(time.Minute), StartupTimeout: Duration(20 * time.Second)},
 		{Name: "remote", Transport: "streamable-http", URL: "http://127.0.0.1:9000/mcp",
@@ -44,8 +45,8 @@ func TestParseUpstreams(t *testing.T) {
 	if diff := cmp.Diff(want, cfg.Upstreams); diff != "" {
 		t.Errorf("Upstreams mismatch (-want +got):\n%s", diff)
 	}
-	if got := cfg.Secrets(); len(got) != 1 || got[0] != "s3cret-token" {
-		t.Errorf("Secrets() = %v, want the token", got)
+	if got := cfg.Secrets(); !slices.Contains(got, "s3cret-token") || slices.Contains(got, InstanceDirRef) {
+		t.Errorf("Secrets() = %v, want the token and not the instance directory marker", got)
 	}
 }
 
@@ -107,6 +108,18 @@ func TestParseUpstreamErrors(t *testing.T) {
 			[]string{
 				`t.yaml:1:18: server.listen: ${TOOLGATE_INSTANCE_DIR} is set only for the processes of stdio upstreams; use it in upstreams[].args or upstreams[].env`,
 				`t.yaml:3:51: upstreams[0].cwd: ${TOOLGATE_INSTANCE_DIR} is set only for the processes of stdio upstreams; use it in upstreams[].args or upstreams[].env`,
+			},
+		},
+		{
+			"a NUL byte in args or env",
+			yamlLines(
+				"upstreams:",
+				`  - {name: fs, transport: stdio, command: x, args: ["\0TOOLGATE_INSTANCE_DIR\0"], env: {A: "a\0"}}`,
+			),
+			nil,
+			[]string{
+				`t.yaml:2:53: upstreams[0].args[0]: must not contain NUL`,
+				`t.yaml:2:92: upstreams[0].env.A: must not contain NUL`,
 			},
 		},
 		{

@@ -41,10 +41,11 @@ const Separator = "__"
 
 // InstanceDirVar is the environment variable that names a stdio
 // upstream process's private directory, and InstanceDirRef how Args and
-// Env values refer to it.
+// Env values refer to it: a marker framed by NUL bytes, which no process
+// argument or environment value can otherwise hold.
 const (
 	InstanceDirVar = "TOOLGATE_INSTANCE_DIR"
-	InstanceDirRef = "${" + InstanceDirVar + "}"
+	InstanceDirRef = "\x00" + InstanceDirVar + "\x00"
 )
 
 // ErrInvalidUpstream is wrapped by every error [New] returns for a

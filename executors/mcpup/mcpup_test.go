@@ -605,7 +605,7 @@ func TestCloseReapsAll(t *testing.T) {
 func TestInstanceDir(t *testing.T) {
 	pool := threadctx.NewPool(nil)
 	t.Cleanup(func() { _ = pool.Close() })
-	up := stdioUpstream("-page=3", InstanceDirRef+"/arg")
+	up := stdioUpstream("-page=3", InstanceDirRef+"/arg", "${"+InstanceDirVar+"}")
 	up.Isolation = IsolationThread
 	up.Env = map[string]string{"STATE_FILE": InstanceDirRef + "/state.json"}
 	m, _, _ := startUp(t, up, &Options{Pool: pool})
@@ -618,7 +618,7 @@ func TestInstanceDir(t *testing.T) {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 			t.Fatalf("thread %s: %s=%q is not a private directory (%v)", thread, InstanceDirVar, dir, err)
 		}
-		if want := "-page=3\n" + dir + "/arg"; args != want {
+		if want := "-page=3\n" + dir + "/arg\n${" + InstanceDirVar + "}"; args != want {
 			t.Errorf("thread %s: arguments %q, want %q", thread, args, want)
 		}
 		state, _, _ := strings.Cut(text(t, mustCall(t, m, thread, "fs__getenv", `{"name":"STATE_FILE"}`)), "\n")
