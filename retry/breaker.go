@@ -181,28 +181,47 @@ func (b *Breaker) State() State {
 }
 
 // Permit is the admission of one attempt by a [Breaker]. Pass the
-// attempt's outcome to [Permit.Record], exactly once, whatever it is: a
-// probe that is never recorded keeps its breaker half-open, refusing
-// everything. The zero Permit (from a nil or disabled breaker) records
-// nothing.
+// attempt's outcome to [Permit.Record], whatever it is: a probe that is
+// never recorded keeps its breaker half-open, refusing everything. Only
+// the first Record or [Permit.Release] of a Permit counts; later ones do
+// nothing, so a caller defers Release right after the admission to cover
+// the paths (a panic) that would skip Record.
+//
+// Record and Release change the Permit: call them on the variable that
+// holds it, from one goroutine, not on copies (each copy records on its
+// own). The zero Permit (from a nil or disabled breaker) records nothing.
 type Permit struct {
-	b     *Breaker
+	b     *Breaker // nil once recorded
 	gen   uint64
 	probe bool
 }
 
 // Probe reports whether the attempt is the probe of a half-open breaker.
-func (p Permit) Probe() bool { return p.probe }
+func (p *Permit) Probe() bool { return p.probe }
 
 // Record gives the breaker the outcome of the admitted attempt: err is the
-// attempt's error, nil for success. An outcome that arrives after the
-// breaker changed state since the admission (a call admitted before the
-// breaker opened, say) is ignored.
-func (p Permit) Record(err error) {
-	if p.b != nil {
-		p.b.record(p, err)
+// attempt's error, nil for success. It does nothing when the Permit's
+// outcome was recorded (or released) already. An outcome that arrives
+// after the breaker changed state since the admission (a call admitted
+// before the breaker opened, say) is ignored.
+func (p *Permit) Record(err error) {
+	if p.b == nil {
+		return
 	}
+	b := p.b
+	p.b = nil
+	b.record(*p, err)
 }
+
+// Release records that the attempt gives no verdict on the backend, as a
+// cancelled attempt does: a probe's slot is freed for the next attempt,
+// and no count changes. It does nothing when the outcome was recorded
+// already, which makes it the guard to defer right after the admission.
+func (p *Permit) Release() { p.Record(errReleased) }
+
+// errReleased is the outcome [Permit.Release] records: class cancelled,
+// which gives no verdict.
+var errReleased = &Error{Class: Cancelled, Msg: "the attempt ended without an outcome"}
 
 // Allow asks for the admission of one attempt. It returns a [Permit] to
 // record the attempt's outcome with, or, when the breaker refuses, a

@@ -314,6 +314,52 @@ func TestBreakerIgnoresStaleOutcomes(t *testing.T) {
 	}
 }
 
+func TestPermitRecordsOnce(t *testing.T) {
+	tests := []struct {
+		name   string
+		record func(p *Permit)
+		want   State
+	}{
+		{"the first outcome wins", func(p *Permit) { p.Record(nil); p.Record(errRefused) }, StateClosed},
+		{"a release wins over a later failure", func(p *Permit) { p.Release(); p.Record(errRefused) }, StateClosed},
+		{"a release after a failure does nothing", func(p *Permit) { p.Record(errRefused); p.Release() }, StateOpen},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBreaker("b", BreakerConfig{Failures: 1}, newFakeClock().now, nil)
+			p, err := b.Allow()
+			if err != nil {
+				t.Fatalf("Allow() = %v, want admission", err)
+			}
+			tc.record(&p)
+			if got := b.State(); got != tc.want {
+				t.Errorf("State() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReleasedProbeFreesTheSlot(t *testing.T) {
+	clock := newFakeClock()
+	b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.now, nil)
+	p, _ := b.Allow()
+	p.Record(errRefused)
+	clock.advance(time.Second)
+	probe, err := b.Allow()
+	if err != nil || !probe.Probe() {
+		t.Fatalf("Allow() after OpenFor = %v, want the probe", err)
+	}
+	probe.Release()
+	next, err := b.Allow()
+	if err != nil || !next.Probe() {
+		t.Fatalf("Allow() after the probe was released = %v, want the next probe", err)
+	}
+	next.Record(nil)
+	if got := b.State(); got != StateClosed {
+		t.Errorf("State() after the next probe succeeded = %v, want closed", got)
+	}
+}
+
 func TestBreakerDisabledAndNil(t *testing.T) {
 	for name, b := range map[string]*Breaker{
 		"nil":      nil,

@@ -114,8 +114,14 @@ func Annotate(err error, reason string) error {
 // timeout) and quotes the last failure.
 func Run(ctx context.Context, p Plan, fn func(ctx context.Context, attempt int) error) (attempts int, err error) {
 	var last error
+	var permit Permit
+	// A panic in fn skips Record: releasing the attempt's permit keeps a
+	// probe from holding its breaker half-open for good. After Record,
+	// Release does nothing.
+	defer permit.Release()
 	for attempt := 1; ; attempt++ {
-		permit, refused := p.Backend.Admit(attempt)
+		var refused error
+		permit, refused = p.Backend.Admit(attempt)
 		if refused != nil {
 			if last == nil {
 				return 0, refused

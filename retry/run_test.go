@@ -280,8 +280,39 @@ func TestRunBreakerRefusesRetry(t *testing.T) {
 		if !errors.Is(err, down) || RetryAfterOf(err) != 2*time.Second {
 			t.Errorf("Run error = %v, want the last failure kept, RetryAfter 2s", err)
 		}
-		(<-probes).Record(nil)
+		probe := <-probes
+		probe.Record(nil)
 	})
+}
+
+// TestRunPanicReleasesProbe checks that a probe whose attempt panics does
+// not hold its breaker half-open: the next call probes.
+func TestRunPanicReleasesProbe(t *testing.T) {
+	clock := newFakeClock()
+	b := NewBackends(BackendsConfig{Breaker: BreakerConfig{Failures: 1, OpenFor: time.Second}, Now: clock.now}).Get("b")
+	p, _ := b.Admit(1)
+	p.Record(Errorf(Unavailable, "down"))
+	clock.advance(time.Second)
+	plan := Plan{Policy: Policy{Attempts: 3}, Idempotent: true, Backend: b}
+
+	func() {
+		defer func() {
+			if r := recover(); r != "tool bug" {
+				t.Errorf("recover() = %v, want the attempt's panic passed on", r)
+			}
+		}()
+		Run(t.Context(), plan, func(context.Context, int) error { panic("tool bug") })
+	}()
+	if got := b.State(); got != StateHalfOpen {
+		t.Fatalf("State() after the probe panicked = %v, want half_open", got)
+	}
+	n, err := Run(t.Context(), plan, func(context.Context, int) error { return nil })
+	if n != 1 || err != nil {
+		t.Fatalf("Run after the panic = %d, %v; want the next probe admitted and successful", n, err)
+	}
+	if got := b.State(); got != StateClosed {
+		t.Errorf("State() after the next probe = %v, want closed", got)
+	}
 }
 
 func TestDecide(t *testing.T) {

@@ -183,6 +183,12 @@ func (e *Executor) Execute(ctx context.Context, call executors.Call) (executors.
 		return executors.Result{}, err // its breaker is open
 	}
 	c := &callState{e: e, t: t, u: req.URL, plan: plan, permit: permit}
+	// Every admitted attempt is recorded by checkRetry, unless something
+	// panics first (a hook, the transport) or go-retryablehttp gives up
+	// between PrepareRetry and the attempt: releasing the permit then
+	// keeps a probe from holding the breaker half-open for good. After
+	// Record, Release does nothing.
+	defer c.permit.Release()
 	rc := &retryablehttp.Client{
 		HTTPClient: e.client,
 		Logger:     nil, // its messages hold whole URLs, query strings included

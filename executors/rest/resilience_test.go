@@ -279,3 +279,48 @@ func TestRetryAfterWithBackend(t *testing.T) {
 		})
 	})
 }
+
+// TestPanicReleasesProbe checks that a probe whose call panics (here in
+// the OnResponse hook, before the outcome is recorded) does not hold its
+// breaker half-open: the next call probes.
+func TestPanicReleasesProbe(t *testing.T) {
+	clock := newFakeClock()
+	backend := retry.NewBackends(retry.BackendsConfig{
+		Breaker: retry.BreakerConfig{Failures: 1, FailureRatio: -1, OpenFor: 10 * time.Second},
+		Now:     clock.Now,
+	}).Get("rest:api.test")
+	var panicking atomic.Bool
+	e := newTestExecutor(t, &Options{
+		Transport: handlerTransport(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		OnResponse: func(string, int) {
+			if panicking.Load() {
+				panic("hook bug")
+			}
+		},
+	})
+	tool := mustAdd(t, e, Spec{URL: "http://api.test/x"})
+	p, _ := backend.Admit(1)
+	p.Record(retry.Errorf(retry.Network, "down"))
+	clock.Advance(10 * time.Second)
+
+	panicking.Store(true)
+	func() {
+		defer func() {
+			if r := recover(); r != "hook bug" {
+				t.Errorf("recover() = %v, want the hook's panic passed on", r)
+			}
+		}()
+		executeVia(t.Context(), e, tool, backend)
+	}()
+	if got := backend.State(); got != retry.StateHalfOpen {
+		t.Fatalf("breaker after the probe panicked = %v, want half_open", got)
+	}
+	panicking.Store(false)
+	res, err := executeVia(t.Context(), e, tool, backend)
+	if err != nil || attemptsOf(res) != 1 {
+		t.Fatalf("call after the panic = %v (attempts %v), want the next probe admitted and successful", err, attemptsOf(res))
+	}
+	if got := backend.State(); got != retry.StateClosed {
+		t.Errorf("breaker after the next probe = %v, want closed", got)
+	}
+}
