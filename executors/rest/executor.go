@@ -358,7 +358,7 @@ func (c *callState) checkRetry(ctx context.Context, resp *http.Response, err err
 		if resp != nil && c.e.onResponse != nil {
 			c.e.onResponse(c.t.name, resp.StatusCode)
 		}
-		c.last = c.attemptError(resp, err)
+		c.last = c.attemptError(ctx, resp, err)
 		c.permit.Record(c.last)
 	}
 	c.decision = c.decide(ctx, resp, err)
@@ -367,11 +367,22 @@ func (c *callState) checkRetry(ctx context.Context, resp *http.Response, err err
 
 // attemptError is one attempt's outcome as the breaker and the retry
 // decision see it: nil for a 2xx response, else a *retry.Error of the
-// status's or the transport error's class.
-func (c *callState) attemptError(resp *http.Response, err error) error {
+// status's or the transport error's class. A transport error while ctx is
+// done is ctx's doing, not the backend's: class timeout when the call's
+// deadline passed (the backend was too slow, as [callState.failure] says
+// too), cancelled when the caller gave up, which the breaker does not
+// count.
+func (c *callState) attemptError(ctx context.Context, resp *http.Response, err error) error {
 	what := c.t.method + " " + c.t.displayURL(c.u)
 	if err != nil {
-		return &retry.Error{Class: transportClass(err), Msg: c.t.redact(fmt.Sprintf("%s failed: %v", what, stripURLErr(err))), Err: err}
+		class := transportClass(err)
+		switch ctxErr := ctx.Err(); {
+		case errors.Is(ctxErr, context.DeadlineExceeded):
+			class = retry.Timeout
+		case ctxErr != nil:
+			class = retry.Cancelled
+		}
+		return &retry.Error{Class: class, Msg: c.t.redact(fmt.Sprintf("%s failed: %v", what, stripURLErr(err))), Err: err}
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return nil
@@ -413,7 +424,7 @@ func (c *callState) decide(ctx context.Context, resp *http.Response, err error) 
 	}
 	attemptErr := c.last
 	if c.checked != c.attempt || attemptErr == nil {
-		attemptErr = c.attemptError(resp, err)
+		attemptErr = c.attemptError(ctx, resp, err)
 	}
 	wait, ok, reason := c.plan.Decide(ctx, c.attempt, attemptErr)
 	if !ok {

@@ -324,3 +324,88 @@ func TestPanicReleasesProbe(t *testing.T) {
 		t.Errorf("breaker after the next probe = %v, want closed", got)
 	}
 }
+
+// TestCancelledCallsAreNoFailures cancels calls while the backend holds
+// their requests: the caller gave up, the backend did not fail, so the
+// breaker neither opens nor, half-open, counts a cancelled probe as failed.
+func TestCancelledCallsAreNoFailures(t *testing.T) {
+	tests := []struct {
+		name     string
+		open     bool // open the breaker first, so that the first call is its probe
+		calls    int  // cancelled calls
+		wantMid  retry.State
+		wantHits int64 // requests the cancelled calls made
+	}{
+		{"closed: cancelled calls do not open it", false, 3, retry.StateClosed, 3},
+		{"half-open: a cancelled probe frees the slot", true, 1, retry.StateHalfOpen, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var hold atomic.Bool
+			var hits atomic.Int64
+			entered := make(chan struct{})
+			srv := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				if hold.Load() {
+					// Hold the request until the client cancels it.
+					select {
+					case entered <- struct{}{}:
+					case <-r.Context().Done():
+					}
+					<-r.Context().Done()
+					return
+				}
+				io.WriteString(w, "ok")
+			})
+			clock := newFakeClock()
+			backend := retry.NewBackends(retry.BackendsConfig{
+				Breaker: retry.BreakerConfig{Failures: 2, FailureRatio: -1, OpenFor: 10 * time.Second},
+				Now:     clock.Now,
+			}).Get("rest:x")
+			e := newTestExecutor(t, &Options{Rand: zeroRand})
+			tool := mustAdd(t, e, Spec{URL: srv.URL + "/x", Retry: RetrySpec{Attempts: 3, InitialBackoff: time.Millisecond}})
+			if tc.open {
+				for range 2 {
+					p, _ := backend.Admit(1)
+					p.Record(retry.Errorf(retry.Network, "down"))
+				}
+				clock.Advance(10 * time.Second)
+			}
+
+			hold.Store(true)
+			for i := range tc.calls {
+				ctx, cancel := context.WithCancel(t.Context())
+				errc := make(chan error, 1)
+				go func() {
+					_, err := executeVia(ctx, e, tool, backend)
+					errc <- err
+				}()
+				select {
+				case <-entered:
+				case err := <-errc:
+					cancel()
+					t.Fatalf("call %d = %v before it reached the server, want it held there", i+1, err)
+				}
+				cancel()
+				if err := <-errc; retry.Classify(err) != retry.Cancelled {
+					t.Fatalf("call %d = %v (class %q), want cancelled", i+1, err, retry.Classify(err))
+				}
+			}
+			if got := hits.Load(); got != tc.wantHits {
+				t.Errorf("server saw %d requests from the cancelled calls, want %d (no retries)", got, tc.wantHits)
+			}
+			if got := backend.State(); got != tc.wantMid {
+				t.Fatalf("breaker after the cancelled calls = %v, want %v", got, tc.wantMid)
+			}
+
+			hold.Store(false)
+			res, err := executeVia(t.Context(), e, tool, backend)
+			if err != nil || attemptsOf(res) != 1 {
+				t.Fatalf("call after the cancelled ones = %v (attempts %v), want success in 1 attempt", err, attemptsOf(res))
+			}
+			if got := backend.State(); got != retry.StateClosed {
+				t.Errorf("breaker after a successful call = %v, want closed", got)
+			}
+		})
+	}
+}
