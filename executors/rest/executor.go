@@ -326,10 +326,12 @@ type callState struct {
 	decision bool          // CheckRetry's answer for attempt checked
 	wait     time.Duration // the wait before the next retry
 	reason   string        // why a retryable failure was not retried, for the error
-	last     error         // the last attempt's failure, for a retry the breaker refuses
+	last     error         // the last attempt's failure (attemptError), for decide and OnRetry
+	lastErr  error         // the last attempt's transport error; nil when it got a response
 	refused  error         // the breaker's refusal of a retry (PrepareRetry's error)
 
-	// The final response, filled in by read.
+	// The final response, filled in by read; or the last response
+	// retried, filled in by capture, for a retry the breaker refuses.
 	status    int
 	header    http.Header
 	body      []byte // at most the cap
@@ -346,13 +348,15 @@ func (c *callState) onRequest(_ retryablehttp.Logger, _ *http.Request, i int) {
 // checkRetry is go-retryablehttp's CheckRetry. It is called once per
 // attempt, and a second time when read (the response handler) has run on
 // a response it let through: then it keeps its answer, unless reading the
-// body failed, which counts as a network error.
+// body failed, which counts as a network error (for the retry decision;
+// the breaker has had the response's outcome).
 func (c *callState) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if c.checked == c.attempt {
 		if err == nil {
 			return c.decision, nil
 		}
 		resp = nil
+		c.last = c.attemptError(ctx, nil, err)
 	} else {
 		c.checked = c.attempt
 		if resp != nil && c.e.onResponse != nil {
@@ -361,7 +365,13 @@ func (c *callState) checkRetry(ctx context.Context, resp *http.Response, err err
 		c.last = c.attemptError(ctx, resp, err)
 		c.permit.Record(c.last)
 	}
+	c.lastErr = err
 	c.decision = c.decide(ctx, resp, err)
+	if c.decision && err == nil {
+		// go-retryablehttp drains the body before the wait; keep what a
+		// failure needs, should the breaker refuse the retry.
+		c.capture(resp)
+	}
 	return c.decision, nil
 }
 
@@ -395,7 +405,8 @@ func (c *callState) attemptError(ctx context.Context, resp *http.Response, err e
 }
 
 // prepareRetry is go-retryablehttp's PrepareRetry, called after the wait
-// and before the retry: the backend's breaker must admit it.
+// and before the retry: the backend's breaker must admit it. Only an
+// admitted retry is one: OnRetry hears of it and it is logged.
 func (c *callState) prepareRetry(*http.Request) error {
 	permit, err := c.plan.Backend.Admit(c.attempt + 1)
 	if err != nil {
@@ -403,16 +414,23 @@ func (c *callState) prepareRetry(*http.Request) error {
 		return err
 	}
 	c.permit = permit
+	class := retry.Classify(c.last)
+	if c.e.onRetry != nil {
+		c.e.onRetry(c.t.name, class)
+	}
+	c.e.logger.Debug("retrying request", "tool", c.t.name, "attempt", c.attempt, "class", string(class),
+		"url", c.t.displayURL(c.u), "duration", c.wait)
 	return nil
 }
 
-// decide reports whether to retry after this attempt, and if so sets the
-// wait. A failure is retryable in kind after a network error (not a
-// refused redirect or a certificate problem) or a status of 408, 425, 429,
-// 500, 502, 503 or 504; then the plan decides ([retry.Plan.Decide]: the
-// policy's classes, idempotency, attempts left, the deadline, the breaker
-// and the retry budget), and when it says no, its reason is kept for the
-// error.
+// decide reports whether to retry after this attempt, whose failure is
+// c.last, and if so sets the wait. A failure is retryable in kind after a
+// network error (not a refused redirect or a certificate problem) or a
+// status of 408, 425, 429, 500, 502, 503 or 504; then the plan decides
+// ([retry.Plan.Decide]: the policy's classes, idempotency, attempts left,
+// the deadline, the breaker and the retry budget), and when it says no,
+// its reason is kept for the error. The retry is not made yet:
+// prepareRetry may still find the breaker open after the wait.
 func (c *callState) decide(ctx context.Context, resp *http.Response, err error) bool {
 	c.reason = ""
 	if err != nil {
@@ -422,22 +440,12 @@ func (c *callState) decide(ctx context.Context, resp *http.Response, err error) 
 	} else if !retryableStatus(resp.StatusCode) {
 		return false
 	}
-	attemptErr := c.last
-	if c.checked != c.attempt || attemptErr == nil {
-		attemptErr = c.attemptError(ctx, resp, err)
-	}
-	wait, ok, reason := c.plan.Decide(ctx, c.attempt, attemptErr)
+	wait, ok, reason := c.plan.Decide(ctx, c.attempt, c.last)
 	if !ok {
 		c.reason = reason
 		return false
 	}
-	class := retry.Classify(attemptErr)
 	c.wait = wait
-	if c.e.onRetry != nil {
-		c.e.onRetry(c.t.name, class)
-	}
-	c.e.logger.Debug("retrying request", "tool", c.t.name, "attempt", c.attempt, "class", string(class),
-		"url", c.t.displayURL(c.u), "duration", wait)
 	return true
 }
 
@@ -472,7 +480,6 @@ func retryableError(err error) (retry.Class, bool) {
 
 // failure turns the error of go-retryablehttp's loop into a *retry.Error.
 func (c *callState) failure(ctx context.Context, err error) error {
-	cause := stripURLErr(err)
 	what := c.t.method + " " + c.t.displayURL(c.u)
 	var class retry.Class
 	var msg string
@@ -485,17 +492,29 @@ func (c *callState) failure(ctx context.Context, err error) error {
 			msg += ": " + cc.Error()
 		}
 	case c.refused != nil && errors.Is(err, c.refused):
-		// The breaker refused the retry: the failure is the last attempt's.
-		return retry.Annotate(c.last, "not retried: "+c.refused.Error())
-	default:
-		class = transportClass(err)
-		if re, ok := errors.AsType[*redirectError](err); ok {
-			cause = re
+		// The breaker refused the retry: the failure is the last
+		// attempt's, reported as any failure that was not retried.
+		why := "not retried: " + c.refused.Error()
+		if c.lastErr == nil {
+			return retry.Annotate(c.statusError(), why)
 		}
-		msg = fmt.Sprintf("%s failed %s: %v", what, c.attempts(), cause)
-		return retry.Annotate(&retry.Error{Class: class, Msg: c.t.redact(msg), Err: cause}, c.reason)
+		return c.transportFailure(c.lastErr, why)
+	default:
+		return c.transportFailure(err, c.reason)
 	}
-	return &retry.Error{Class: class, Msg: c.t.redact(msg), Err: cause}
+	return &retry.Error{Class: class, Msg: c.t.redact(msg), Err: stripURLErr(err)}
+}
+
+// transportFailure is the error of a call whose last attempt failed with
+// the transport error err: "<METHOD> <URL> failed after N attempts:
+// <cause>", annotated with reason, why it was not retried (may be empty).
+func (c *callState) transportFailure(err error, reason string) error {
+	cause := stripURLErr(err)
+	if re, ok := errors.AsType[*redirectError](err); ok {
+		cause = re
+	}
+	msg := fmt.Sprintf("%s %s failed %s: %v", c.t.method, c.t.displayURL(c.u), c.attempts(), cause)
+	return retry.Annotate(&retry.Error{Class: transportClass(err), Msg: c.t.redact(msg), Err: cause}, reason)
 }
 
 // transportClass classifies an error of the transport (not of ctx).
@@ -523,11 +542,17 @@ func (c *callState) attempts() string {
 }
 
 // read is the response handler: go-retryablehttp calls it on a response
-// CheckRetry did not retry. It keeps at most the tool's cap of a success
-// body (and measures the rest), or an excerpt of an error body, and closes
-// the body. An error makes CheckRetry reconsider the attempt.
+// CheckRetry did not retry. It captures the response and closes its body.
+// An error makes CheckRetry reconsider the attempt.
 func (c *callState) read(resp *http.Response) error {
 	defer resp.Body.Close()
+	return c.capture(resp)
+}
+
+// capture keeps resp's status and header, and at most the tool's cap of a
+// success body (measuring the rest), or an excerpt of an error body. It
+// leaves the body open.
+func (c *callState) capture(resp *http.Response) error {
 	c.status, c.header = resp.StatusCode, resp.Header
 	c.body, c.truncated, c.size, c.sizeKnown = nil, false, 0, false
 	limit := int64(excerptBytes)

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 	"time"
 
@@ -242,7 +246,8 @@ func TestRetryAfterWithBackend(t *testing.T) {
 				hits.Add(1)
 				reply(503, "5")(w)
 			}
-			e := New(&Options{Transport: handlerTransport(h), Rand: zeroRand})
+			var retries atomic.Int64
+			e := New(&Options{Transport: handlerTransport(h), Rand: zeroRand, OnRetry: func(string, retry.Class) { retries.Add(1) }})
 			defer e.Close()
 			tool := mustAdd(t, e, Spec{URL: "http://api.test/x", Retry: RetrySpec{Attempts: 3, MaxBackoff: time.Minute}})
 			backend := retry.NewBackends(retry.BackendsConfig{
@@ -266,18 +271,117 @@ func TestRetryAfterWithBackend(t *testing.T) {
 			}
 			err = <-errc
 			re := asRetryError(t, err)
-			wantPrefix := `GET http://api.test/x returned 503 Service Unavailable; not retried: backend "rest:api.test" is unavailable: its circuit breaker opened after 2 consecutive failures (last failure: reset by another call); next probe in 55s`
+			wantPrefix := `GET http://api.test/x returned 503 Service Unavailable after 1 attempt; not retried: backend "rest:api.test" is unavailable: its circuit breaker opened after 2 consecutive failures (last failure: reset by another call); next probe in 55s`
 			if re.Class != retry.Unavailable || err.Error() != wantPrefix {
 				t.Errorf("Execute = %q (class %q), want unavailable %q", err, re.Class, wantPrefix)
 			}
 			if hits.Load() != 1 {
 				t.Errorf("server saw %d requests, want 1 (the retry was refused)", hits.Load())
 			}
+			if got := retries.Load(); got != 0 {
+				t.Errorf("OnRetry called %d times, want 0 (the retry was refused)", got)
+			}
 			if elapsed := time.Since(start); elapsed != 5*time.Second {
 				t.Errorf("Execute returned after %v, want 5s (the Retry-After wait)", elapsed)
 			}
 		})
 	})
+}
+
+// TestBreakerRefusesLaterRetry runs in synctest bubbles: the first retry
+// is made, and other calls' failures open the breaker during the wait
+// before the second, which is refused. The error is the second attempt's
+// failure, in the form of any failure not retried, and OnRetry heard of
+// the one retry made.
+func TestBreakerRefusesLaterRetry(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	tests := []struct {
+		name        string
+		transport   http.RoundTripper
+		openAt      time.Duration // when another call's failure opens the breaker
+		want        string
+		wantClass   retry.Class // the last attempt's
+		wantElapsed time.Duration
+	}{
+		{
+			name: "status",
+			transport: handlerTransport(func(w http.ResponseWriter, r *http.Request) {
+				reply(503, "5")(w)
+				io.WriteString(w, "busy")
+			}),
+			openAt: 7 * time.Second, // attempts at 0s and 5s; the refused retry at 10s
+			want: `GET http://api.test/x returned 503 Service Unavailable after 2 attempts: busy; not retried: backend "rest:api.test" is unavailable: ` +
+				`its circuit breaker opened after 3 consecutive failures (last failure: reset by another call); next probe in 57s`,
+			wantClass:   retry.Unavailable,
+			wantElapsed: 10 * time.Second,
+		},
+		{
+			name: "transport error",
+			transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+				return nil, refused
+			}),
+			openAt: 3 * time.Second, // attempts at 0s and 2s; the refused retry at 6s
+			want: `GET http://api.test/x failed after 2 attempts: dial tcp: connect: connection refused; not retried: backend "rest:api.test" is unavailable: ` +
+				`its circuit breaker opened after 3 consecutive failures (last failure: reset by another call); next probe in 57s`,
+			wantClass:   retry.Network,
+			wantElapsed: 6 * time.Second,
+		},
+		{
+			name: "body cut short",
+			transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+				body := io.MultiReader(strings.NewReader(`{"ok":`), iotest.ErrReader(io.ErrUnexpectedEOF))
+				return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(body), ContentLength: -1}, nil
+			}),
+			openAt: 3 * time.Second,
+			want: `GET http://api.test/x failed after 2 attempts: unexpected EOF; not retried: backend "rest:api.test" is unavailable: ` +
+				`its circuit breaker opened after 3 consecutive failures (last failure: reset by another call); next probe in 57s`,
+			wantClass:   retry.Network,
+			wantElapsed: 6 * time.Second,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var retries []retry.Class
+				e := New(&Options{
+					Transport: tc.transport,
+					Rand:      func() float64 { return 0.5 },
+					OnRetry:   func(_ string, c retry.Class) { retries = append(retries, c) },
+				})
+				defer e.Close()
+				tool := mustAdd(t, e, Spec{URL: "http://api.test/x", Retry: RetrySpec{Attempts: 3, InitialBackoff: 4 * time.Second, MaxBackoff: time.Minute}})
+				backend := retry.NewBackends(retry.BackendsConfig{
+					Breaker: retry.BreakerConfig{Failures: 3, FailureRatio: -1, OpenFor: time.Minute},
+				}).Get("rest:api.test")
+				start := time.Now()
+				time.AfterFunc(tc.openAt, func() {
+					// Other calls fail until the breaker opens.
+					for backend.State() != retry.StateOpen {
+						permit, err := backend.Admit(1)
+						if err != nil {
+							t.Errorf("another call's Admit = %v, want the breaker closed still", err)
+							return
+						}
+						permit.Record(retry.Errorf(retry.Network, "reset by another call"))
+					}
+				})
+				_, err := executeVia(t.Context(), e, tool, backend)
+				re := asRetryError(t, err)
+				if re.Class != tc.wantClass || err.Error() != tc.want {
+					t.Errorf("Execute = %q (class %q),\nwant %q (class %q)", err, re.Class, tc.want, tc.wantClass)
+				}
+				if backend.State() != retry.StateOpen {
+					t.Errorf("breaker = %v, want open", backend.State())
+				}
+				if len(retries) != 1 {
+					t.Errorf("OnRetry calls %v, want one (the second retry was refused)", retries)
+				}
+				if elapsed := time.Since(start); elapsed != tc.wantElapsed {
+					t.Errorf("Execute returned after %v, want %v", elapsed, tc.wantElapsed)
+				}
+			})
+		})
+	}
 }
 
 // TestPanicReleasesProbe checks that a probe whose call panics (here in
