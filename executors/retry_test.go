@@ -279,7 +279,7 @@ func TestDispatchBreaker(t *testing.T) {
 	if calls.Load() != 3 || backend.State() != retry.StateOpen {
 		t.Fatalf("after 3 failures: tool ran %d times, breaker %v; want 3 and open", calls.Load(), backend.State())
 	}
-	wantRefused(t, "after 3 consecutive failures (last failure: api down); next probe in 10s")
+	wantRefused(t, "after 3 consecutive failures (last failure: unavailable); next probe in 10s")
 	clock.Advance(9 * time.Second)
 	wantRefused(t, "next probe in 1s")
 

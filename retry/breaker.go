@@ -3,7 +3,12 @@ package retry
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -128,7 +133,7 @@ type Breaker struct {
 	probing     bool      // half-open: the probe is in flight
 	until       time.Time // open: when the next probe may go
 	why         string    // why it last opened: "after 5 consecutive failures"
-	last        string    // the last failure's message, shortened
+	last        string    // the last failure's summary: never its message (see summarize)
 	pending     []State   // transitions not yet passed to onState
 }
 
@@ -324,7 +329,7 @@ func (b *Breaker) record(p Permit, err error) {
 		}
 		b.consecutive++
 		b.calls.add(now, breakerFailures)
-		b.last = shorten(err.Error())
+		b.last = summarize(err)
 		ok, bad := b.calls.sums(now)
 		switch total := ok + bad; {
 		case b.consecutive >= b.cfg.Failures:
@@ -340,7 +345,7 @@ func (b *Breaker) record(p Permit, err error) {
 		case !counts:
 			b.probing = false // the next attempt probes
 		case failed:
-			b.last = shorten(err.Error())
+			b.last = summarize(err)
 			b.open(now, "again after a probe call failed")
 		default:
 			b.transition(StateClosed)
@@ -394,7 +399,7 @@ func (b *Breaker) notify() {
 }
 
 // refusal returns the error an attempt is refused with at now; quoteLast
-// adds the last failure's message. b.mu is held; the state is open or
+// adds the last failure's summary. b.mu is held; the state is open or
 // half-open.
 func (b *Breaker) refusal(now time.Time, quoteLast bool) *Error {
 	last := ""
@@ -410,6 +415,54 @@ func (b *Breaker) refusal(now time.Time, quoteLast bool) *Error {
 		e.Msg = fmt.Sprintf("backend %q is unavailable: its circuit breaker opened %s%s and a probe call to test it is in flight; try again shortly", b.name, b.why, last)
 	}
 	return e
+}
+
+// summarize describes the failure err for a breaker's refusal, which every
+// caller of the backend sees: by its HTTP status when it has one ("503
+// Service Unavailable", see [Error.Status]), else by its class, with the
+// system-level cause of a network error when one is known ("network
+// error: connection refused"). Never by its message: that may hold the
+// URL, query or arguments of another caller's call. The backend's name,
+// which the refusal states, says which host.
+func summarize(err error) string {
+	if code := statusOf(err); code != 0 {
+		if text := http.StatusText(code); text != "" {
+			return strconv.Itoa(code) + " " + text
+		}
+		return "HTTP status " + strconv.Itoa(code)
+	}
+	switch class := Classify(err); class {
+	case Network:
+		if cause := networkCause(err); cause != "" {
+			return "network error: " + cause
+		}
+		return "network error"
+	default:
+		return string(class)
+	}
+}
+
+// networkCause returns the cause of a network error in fixed words that
+// hold nothing of the request (no address, no URL): an errno's text such
+// as "connection refused", "no such host" for a DNS failure, "unexpected
+// EOF"; or "" when it knows none.
+func networkCause(err error) string {
+	if errno, ok := errors.AsType[syscall.Errno](err); ok {
+		return errno.Error()
+	}
+	if dns, ok := errors.AsType[*net.DNSError](err); ok {
+		if dns.IsNotFound {
+			return "no such host"
+		}
+		return "DNS lookup failed"
+	}
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return io.ErrUnexpectedEOF.Error()
+	case errors.Is(err, io.EOF):
+		return "connection closed"
+	}
+	return ""
 }
 
 // refuses returns why an attempt made at the breaker's now plus wait would

@@ -69,15 +69,20 @@ func (c Class) Transient() bool {
 // Error is a classified failure. Op names the operation that failed (it may
 // be empty); Msg is a human-readable message; Err is the underlying cause (it
 // may be nil). RetryAfter, when positive, is how long the backend asked the
-// caller to wait before trying again.
+// caller to wait before trying again. Status, when not zero, is the HTTP
+// status of the response the failure is.
 //
 // The text of an Error is shown to models and users: never put a secret in
-// Msg or Op.
+// Msg or Op. It reaches only the caller whose call failed: a [Breaker],
+// whose refusals every caller of the backend sees, names a failure by its
+// Status and class, never by its text, which may hold the request's URL or
+// arguments.
 type Error struct {
 	Class      Class
 	Op         string
 	Msg        string
 	RetryAfter time.Duration
+	Status     int
 	Err        error
 }
 
@@ -140,6 +145,22 @@ func Classify(err error) Class {
 		return Network
 	}
 	return Internal
+}
+
+// statusOf returns the first non-zero Status of an *Error in err's chain,
+// or 0.
+func statusOf(err error) int {
+	for err != nil {
+		e, ok := errors.AsType[*Error](err)
+		if !ok {
+			return 0
+		}
+		if e.Status != 0 {
+			return e.Status
+		}
+		err = e.Err
+	}
+	return 0
 }
 
 // RetryAfterOf returns the RetryAfter of the first *Error in err's chain, or 0.

@@ -89,14 +89,14 @@ func (p Plan) Decide(ctx context.Context, attempt int, err error) (wait time.Dur
 }
 
 // Annotate returns err with "; " and reason appended to its message,
-// keeping its class and RetryAfter, and err in its chain (errors.Is and
-// errors.As still find what they found). reason is one from
+// keeping its class, RetryAfter and Status, and err in its chain
+// (errors.Is and errors.As still find what they found). reason is one from
 // [Plan.Decide]. An empty reason or a nil err returns err unchanged.
 func Annotate(err error, reason string) error {
 	if err == nil || reason == "" {
 		return err
 	}
-	return &Error{Class: Classify(err), Msg: err.Error() + "; " + reason, RetryAfter: RetryAfterOf(err), Err: err}
+	return &Error{Class: Classify(err), Msg: err.Error() + "; " + reason, RetryAfter: RetryAfterOf(err), Status: statusOf(err), Err: err}
 }
 
 // Run calls fn until it succeeds or [Plan.Decide] says stop, and returns

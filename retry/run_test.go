@@ -364,24 +364,28 @@ func TestDecide(t *testing.T) {
 
 func TestAnnotate(t *testing.T) {
 	cause := errors.New("connection reset")
-	limited := &Error{Class: RateLimited, Op: "GET /x", Msg: "429", RetryAfter: 3 * time.Second, Err: cause}
+	limited := &Error{Class: RateLimited, Op: "GET /x", Msg: "429", RetryAfter: 3 * time.Second, Status: 429, Err: cause}
 	tests := []struct {
-		name      string
-		err       error
-		reason    string
-		wantMsg   string
-		wantClass Class
-		wantAfter time.Duration
+		name       string
+		err        error
+		reason     string
+		wantMsg    string
+		wantClass  Class
+		wantAfter  time.Duration
+		wantStatus int
 	}{
-		{"keeps class and retry-after", limited, "gave up after 2 attempts", "GET /x: 429; gave up after 2 attempts", RateLimited, 3 * time.Second},
-		{"classifies a plain error", &net503{}, "not retried: x", "503; not retried: x", Network, 0},
-		{"empty reason", limited, "", "GET /x: 429", RateLimited, 3 * time.Second},
+		{"keeps class, retry-after and status", limited, "gave up after 2 attempts", "GET /x: 429; gave up after 2 attempts", RateLimited, 3 * time.Second, 429},
+		{"classifies a plain error", &net503{}, "not retried: x", "503; not retried: x", Network, 0, 0},
+		{"empty reason", limited, "", "GET /x: 429", RateLimited, 3 * time.Second, 429},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Annotate(tc.err, tc.reason)
 			if got.Error() != tc.wantMsg || Classify(got) != tc.wantClass || RetryAfterOf(got) != tc.wantAfter {
 				t.Errorf("Annotate = %q (%q, %v), want %q (%q, %v)", got, Classify(got), RetryAfterOf(got), tc.wantMsg, tc.wantClass, tc.wantAfter)
+			}
+			if e, _ := errors.AsType[*Error](got); e == nil || e.Status != tc.wantStatus {
+				t.Errorf("Annotate = %#v, want Status %d", e, tc.wantStatus)
 			}
 			if !errors.Is(got, tc.err) {
 				t.Errorf("Annotate(%v) does not wrap the error", tc.err)

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // windowBuckets is how many buckets a sliding window has: it forgets its
@@ -102,23 +101,6 @@ func fmtSecondsUp(d time.Duration) string {
 // fmtPercent formats a ratio as a percentage: 0.2 is "20%".
 func fmtPercent(r float64) string {
 	return fmt.Sprintf("%.4g%%", r*100)
-}
-
-// maxQuoted is how much of a failure's message a breaker keeps to quote.
-const maxQuoted = 160
-
-// shorten returns msg on one line and at most maxQuoted bytes long (cut at
-// a rune boundary, with "…" added).
-func shorten(msg string) string {
-	msg = strings.Join(strings.Fields(msg), " ")
-	if len(msg) <= maxQuoted {
-		return msg
-	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + "…"
 }
 
 // pluralize returns "1 retry" or "3 retries".

@@ -397,7 +397,7 @@ func (c *callState) attemptError(ctx context.Context, resp *http.Response, err e
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return nil
 	}
-	e := &retry.Error{Class: statusClass(resp.StatusCode), Msg: fmt.Sprintf("%s returned %d %s", what, resp.StatusCode, http.StatusText(resp.StatusCode))}
+	e := &retry.Error{Class: statusClass(resp.StatusCode), Msg: fmt.Sprintf("%s returned %d %s", what, resp.StatusCode, http.StatusText(resp.StatusCode)), Status: resp.StatusCode}
 	if h := resp.Header.Get("Retry-After"); h != "" {
 		e.RetryAfter, _ = retry.ParseRetryAfter(h, time.Now())
 	}

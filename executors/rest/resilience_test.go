@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -180,7 +181,7 @@ func TestBreakerOpens(t *testing.T) {
 			// Open: the call fails at once and never reaches the server.
 			_, err := executeVia(t.Context(), e, tool, backend)
 			re := asRetryError(t, err)
-			wantPrefix := fmt.Sprintf(`backend "rest:x" is unavailable: its circuit breaker opened after 3 consecutive failures (last failure: GET %s/x returned 503 Service Unavailable); next probe in 30s`, srv.url)
+			wantPrefix := `backend "rest:x" is unavailable: its circuit breaker opened after 3 consecutive failures (last failure: 503 Service Unavailable); next probe in 30s`
 			if re.Class != retry.Unavailable || !errors.Is(err, retry.ErrBreakerOpen) || err.Error() != wantPrefix {
 				t.Errorf("call while open = %q (class %q), want the breaker's refusal %q", err, re.Class, wantPrefix)
 			}
@@ -271,7 +272,7 @@ func TestRetryAfterWithBackend(t *testing.T) {
 			}
 			err = <-errc
 			re := asRetryError(t, err)
-			wantPrefix := `GET http://api.test/x returned 503 Service Unavailable after 1 attempt; not retried: backend "rest:api.test" is unavailable: its circuit breaker opened after 2 consecutive failures (last failure: reset by another call); next probe in 55s`
+			wantPrefix := `GET http://api.test/x returned 503 Service Unavailable after 1 attempt; not retried: backend "rest:api.test" is unavailable: its circuit breaker opened after 2 consecutive failures (last failure: network error); next probe in 55s`
 			if re.Class != retry.Unavailable || err.Error() != wantPrefix {
 				t.Errorf("Execute = %q (class %q), want unavailable %q", err, re.Class, wantPrefix)
 			}
@@ -311,7 +312,7 @@ func TestBreakerRefusesLaterRetry(t *testing.T) {
 			}),
 			openAt: 7 * time.Second, // attempts at 0s and 5s; the refused retry at 10s
 			want: `GET http://api.test/x returned 503 Service Unavailable after 2 attempts: busy; not retried: backend "rest:api.test" is unavailable: ` +
-				`its circuit breaker opened after 3 consecutive failures (last failure: reset by another call); next probe in 57s`,
+				`its circuit breaker opened after 3 consecutive failures (last failure: network error: connection refused); next probe in 57s`,
 			wantClass:   retry.Unavailable,
 			wantElapsed: 10 * time.Second,
 		},
@@ -322,7 +323,7 @@ func TestBreakerRefusesLaterRetry(t *testing.T) {
 			}),
 			openAt: 3 * time.Second, // attempts at 0s and 2s; the refused retry at 6s
 			want: `GET http://api.test/x failed after 2 attempts: dial tcp: connect: connection refused; not retried: backend "rest:api.test" is unavailable: ` +
-				`its circuit breaker opened after 3 consecutive failures (last failure: reset by another call); next probe in 57s`,
+				`its circuit breaker opened after 3 consecutive failures (last failure: network error: connection refused); next probe in 57s`,
 			wantClass:   retry.Network,
 			wantElapsed: 6 * time.Second,
 		},
@@ -334,7 +335,7 @@ func TestBreakerRefusesLaterRetry(t *testing.T) {
 			}),
 			openAt: 3 * time.Second,
 			want: `GET http://api.test/x failed after 2 attempts: unexpected EOF; not retried: backend "rest:api.test" is unavailable: ` +
-				`its circuit breaker opened after 3 consecutive failures (last failure: reset by another call); next probe in 57s`,
+				`its circuit breaker opened after 3 consecutive failures (last failure: network error: connection refused); next probe in 57s`,
 			wantClass:   retry.Network,
 			wantElapsed: 6 * time.Second,
 		},
@@ -362,7 +363,7 @@ func TestBreakerRefusesLaterRetry(t *testing.T) {
 							t.Errorf("another call's Admit = %v, want the breaker closed still", err)
 							return
 						}
-						permit.Record(retry.Errorf(retry.Network, "reset by another call"))
+						permit.Record(&retry.Error{Class: retry.Network, Msg: "GET http://api.test/other failed", Err: refused})
 					}
 				})
 				_, err := executeVia(t.Context(), e, tool, backend)
@@ -509,6 +510,53 @@ func TestCancelledCallsAreNoFailures(t *testing.T) {
 			}
 			if got := backend.State(); got != retry.StateClosed {
 				t.Errorf("breaker after a successful call = %v, want closed", got)
+			}
+		})
+	}
+}
+
+// TestRefusalHidesFailedRequest checks that the breaker's refusal, which
+// every caller sees, says nothing of the call whose failure opened it: not
+// its path, not its query, not its arguments.
+func TestRefusalHidesFailedRequest(t *testing.T) {
+	busy := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "no capacity for "+r.URL.Path)
+	})
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close() // its port refuses connections
+	tests := []struct {
+		name     string
+		url      string
+		wantLast string
+	}{
+		{"status", busy.URL, "(last failure: 503 Service Unavailable)"},
+		{"connection refused", closed.URL, "(last failure: network error: connection refused)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			backend := retry.NewBackends(retry.BackendsConfig{
+				Breaker: retry.BreakerConfig{Failures: 2, FailureRatio: -1},
+			}).Get("rest:api")
+			e := newTestExecutor(t, nil)
+			tool := mustAdd(t, e, Spec{URL: tc.url + "/users/{user}", Query: map[string]string{"q": "{q}"}, Retry: RetrySpec{Attempts: 1}})
+			call := func(user, q string) error {
+				_, err := e.Execute(t.Context(), executors.Call{Tool: tool, Args: map[string]any{"user": user, "q": q}, Thread: "t1", Retry: retry.Plan{Backend: backend}})
+				return err
+			}
+			for i := range 2 {
+				if err := call("alice-private", "secret-query"); errors.Is(err, retry.ErrBreakerOpen) || !strings.Contains(err.Error(), "alice-private") {
+					t.Fatalf("call %d = %v, want the backend's failure, naming its own path", i+1, err)
+				}
+			}
+			err := call("bob", "x")
+			if !errors.Is(err, retry.ErrBreakerOpen) || !strings.Contains(err.Error(), tc.wantLast) {
+				t.Fatalf("call while open = %q, want the breaker's refusal saying %q", err, tc.wantLast)
+			}
+			for _, leak := range []string{"alice-private", "secret-query", "/users", "capacity"} {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("refusal %q quotes %q from another call", err, leak)
+				}
 			}
 		})
 	}

@@ -58,7 +58,7 @@ func (c *callState) statusError() error {
 	if ex := excerpt(c.body, c.truncated); ex != "" {
 		msg += ": " + ex
 	}
-	e := &retry.Error{Class: statusClass(c.status), Msg: c.t.redact(msg)}
+	e := &retry.Error{Class: statusClass(c.status), Msg: c.t.redact(msg), Status: c.status}
 	if c.status == http.StatusTooManyRequests || c.status == http.StatusServiceUnavailable {
 		if d, ok := retry.ParseRetryAfter(c.header.Get("Retry-After"), time.Now()); ok && d > 0 {
 			e.RetryAfter = d
