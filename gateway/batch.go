@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"mime"
 	"net/http"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -32,17 +36,19 @@ type elemKind int
 
 const (
 	elemOther        elemKind = iota // a request, or an object too malformed to tell
-	elemNotification                 // method, no id (or a null one): no reply
+	elemNotification                 // method, no id member: no reply
 	elemResponse                     // result or error, no method: the client answering a server request; no reply
 	elemNotObject                    // not a JSON object: JSON-RPC 2.0 §6 answers it with its own -32600
+	elemInvalid                      // a request that may not be sent (in a batch): -32600 saying problem
 )
 
 // batchElem is one message of a batch.
 type batchElem struct {
-	index int
-	msg   json.RawMessage
-	kind  elemKind
-	id    json.RawMessage // the id member; nil when absent or null
+	index   int
+	msg     json.RawMessage
+	kind    elemKind
+	id      json.RawMessage // the id member; nil when absent or null
+	problem string          // what is wrong with an elemInvalid message
 }
 
 // isBatch reports whether msg is a JSON array, that is a JSON-RPC batch.
@@ -79,6 +85,7 @@ func splitBatch(msg []byte) (elems []batchElem, reject []byte) {
 			var head struct {
 				ID     json.RawMessage `json:"id"`
 				Method *string         `json:"method"`
+				Params json.RawMessage `json:"params"`
 				Result json.RawMessage `json:"result"`
 				Error  json.RawMessage `json:"error"`
 			}
@@ -91,8 +98,20 @@ func splitBatch(msg []byte) (elems []batchElem, reject []byte) {
 				case head.Method != nil && *head.Method == string(mcp.MethodInitialize):
 					return nil, jsonRPCError(mcp.INVALID_REQUEST,
 						"initialize must not be part of a JSON-RPC batch: send it on its own, then batch the requests that follow")
-				case head.Method != nil && e.id == nil:
+				case head.Method != nil && head.ID == nil:
 					e.kind = elemNotification
+				case head.Method != nil && e.id == nil:
+					// JSON-RPC 2.0 allows a null id but discourages it; MCP
+					// requires a string or an integer. Answered rather than
+					// taken for a notification, so the client learns why.
+					e.kind = elemInvalid
+					e.problem = fmt.Sprintf(`batch message %d has "id": null: give a request a string or integer id, or leave out the id member to send a notification`, i)
+				case head.Method != nil && modernRequest(head.Params):
+					// Batches ended with 2025-03-26, and such a request would
+					// otherwise reach the legacy session it was batched in.
+					e.kind = elemInvalid
+					e.problem = fmt.Sprintf("batch message %d is a request of protocol version %s or later (params._meta %q), which has no JSON-RPC batches: send it on its own",
+						i, mcp.ProtocolVersion20260728, mcp.MetaKeyProtocolVersion)
 				case head.Method == nil && (head.Result != nil || head.Error != nil):
 					e.kind = elemResponse
 				}
@@ -101,6 +120,18 @@ func splitBatch(msg []byte) (elems []batchElem, reject []byte) {
 		elems[i] = e
 	}
 	return elems, nil
+}
+
+// modernRequest reports whether a request's params name, in _meta, a
+// protocol version from 2026-07-28 on, as mcp-go decides it.
+func modernRequest(params json.RawMessage) bool {
+	if !bytes.Contains(params, []byte(mcp.MetaKeyProtocolVersion)) {
+		return false // the common case, without decoding the arguments
+	}
+	var p struct {
+		Meta *mcp.Meta `json:"_meta"`
+	}
+	return json.Unmarshal(params, &p) == nil && mcp.IsModernProtocol(p.Meta.ProtocolVersion())
 }
 
 // batchVersionError returns the error answering a batch sent in a session
@@ -162,8 +193,11 @@ func (g *Gateway) serveBatch(ctx context.Context, elems []batchElem, handle elem
 }
 
 func (g *Gateway) serveElement(ctx context.Context, e batchElem, handle elementHandler) (reply []byte) {
-	if e.kind == elemNotObject {
+	switch e.kind {
+	case elemNotObject:
 		return jsonRPCError(mcp.INVALID_REQUEST, fmt.Sprintf("batch message %d is not a JSON-RPC message (an object)", e.index))
+	case elemInvalid:
+		return rpcErrorReply(e.id, mcp.INVALID_REQUEST, e.problem)
 	}
 	// The element runs off the goroutine its transport would have used,
 	// which recovers panics (net/http per request; mcp-go's SSE and stdio
@@ -211,10 +245,35 @@ func rpcErrorReply(id json.RawMessage, code int, message string) []byte {
 }
 
 // serveHTTPBatch answers a batch POSTed to the streamable HTTP endpoint.
-// Every message is POSTed to mcp-go alone, with the batch's headers and
-// context, so that it passes the same checks and runs in the same session,
-// and a cancelled batch request cancels all of them.
+// It makes the checks mcp-go makes on a single message (Host, Content-Type,
+// Mcp-Protocol-Version, a live session), then hands every message to
+// mcp-go's HandleMessage in the session's registered mcp-go session, as the
+// SSE and stdio transports do, under the batch request's context: a
+// cancelled batch request cancels all of them.
+//
+// The messages are not POSTed to mcp-go one by one: mcp-go starts a
+// forwarder per POST that takes notifications off the session's queue and,
+// when it cannot stream them (a batch's reply is one JSON array), drops
+// them, so list_changed, progress and log messages meant for the client's
+// GET stream were lost while a batch ran. Two things still go through
+// mcp-go's POST handling: client responses, whose routing to the server
+// request waiting for them only that handling does (it returns before it
+// starts the forwarder), and a periodic ping that keeps the session alive
+// (keepAlive).
+//
+// Unlike a POSTed message, a message of a batch does not see the request's
+// headers: mcp-go passes them to handlers (CallToolRequest.Header) under an
+// unexported context key it sets only in its own POST handling. toolgate's
+// tool handler does not read them.
 func (g *Gateway) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *httpParts, msg []byte) {
+	if p.hostRefused(w, r) {
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
+			"a batch must be sent with Content-Type: application/json"))
+		return
+	}
 	elems, reject := splitBatch(msg)
 	if reject != nil {
 		writeJSON(w, http.StatusBadRequest, reject)
@@ -225,23 +284,25 @@ func (g *Gateway) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *http
 		writeMissingSession(w)
 		return
 	}
-	if !g.liveSession(sid) {
-		// As mcp-go answers a single message: the client must initialize again.
-		writeJSON(w, http.StatusNotFound, jsonRPCError(mcp.INVALID_REQUEST,
-			"unknown or expired Mcp-Session-Id: send initialize again for a new session"))
+	c := g.liveClient(sid)
+	if c == nil {
+		writeUnknownSession(w)
 		return
 	}
-	if reject := batchVersionError(p.sessionVersion(sid, r)); reject != nil {
+	if reject := batchVersionError(p.batchVersion(sid, r)); reject != nil {
 		writeJSON(w, http.StatusBadRequest, reject)
 		return
 	}
-	reply := g.serveBatch(r.Context(), elems, func(ctx context.Context, e batchElem) []byte {
-		er := r.Clone(ctx)
-		er.Body = io.NopCloser(bytes.NewReader(e.msg))
-		er.ContentLength = int64(len(e.msg))
-		rec := &elementRecorder{header: http.Header{}}
-		p.streamable.ServeHTTP(rec, er)
-		return rec.reply(e)
+	if !g.keepAlive(r, p, c) {
+		writeUnknownSession(w)
+		return
+	}
+	ctx := g.mcp.WithContext(r.Context(), c.session)
+	reply := g.serveBatch(ctx, elems, func(ctx context.Context, e batchElem) []byte {
+		if e.kind == elemResponse {
+			return p.postElement(ctx, r, e)
+		}
+		return g.handleInSession(ctx, e)
 	})
 	if reply == nil {
 		w.WriteHeader(http.StatusAccepted)
@@ -250,11 +311,61 @@ func (g *Gateway) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *http
 	writeJSON(w, http.StatusOK, reply)
 }
 
-// elementRecorder receives mcp-go's answer to one message of a batch. It
-// is not an http.Flusher, so mcp-go answers with plain JSON and never
-// upgrades to an SSE stream: over streamable HTTP, progress notifications
-// of calls inside a batch are dropped, since the batch's answer is one
-// application/json array with no place for them.
+// writeUnknownSession answers a batch in a session mcp-go does not know,
+// as mcp-go answers a single message: the client must initialize again.
+func writeUnknownSession(w http.ResponseWriter) {
+	writeJSON(w, http.StatusNotFound, jsonRPCError(mcp.INVALID_REQUEST,
+		"unknown or expired Mcp-Session-Id: send initialize again for a new session"))
+}
+
+// hostRefused applies mcp-go's DNS rebinding protection to a batch request
+// (a request that reached a loopback address must name a loopback Host),
+// and reports whether it wrote mcp-go's refusal. mcp-go runs that check
+// first for every request, and answers a HEAD with 200 and nothing else,
+// so a HEAD copy of r gets exactly mcp-go's verdict.
+func (p *httpParts) hostRefused(w http.ResponseWriter, r *http.Request) bool {
+	hr := r.Clone(r.Context())
+	hr.Method = http.MethodHead
+	hr.Body, hr.ContentLength = http.NoBody, 0
+	rec := &elementRecorder{header: http.Header{}}
+	p.streamable.ServeHTTP(rec, hr)
+	if rec.code == 0 || rec.code == http.StatusOK {
+		return false
+	}
+	maps.Copy(w.Header(), rec.header)
+	w.WriteHeader(rec.code)
+	_, _ = w.Write(rec.body.Bytes())
+	return true
+}
+
+// batchVersion is the protocol version a batch in streamable HTTP session
+// sid is sent in: the session's (sessionVersion), unless the
+// Mcp-Protocol-Version header names a version mcp-go does not know or one
+// from 2026-07-28 on, for which mcp-go would handle each message apart from
+// the session, so the batch gets that version's answer.
+func (p *httpParts) batchVersion(sid string, r *http.Request) string {
+	if h := r.Header.Get(mcp.HeaderProtocolVersion); h != "" && (!mcp.IsValidProtocolVersion(h) || mcp.IsModernProtocol(h)) {
+		return h
+	}
+	return p.sessionVersion(sid, r)
+}
+
+// postElement POSTs a client response of a batch to mcp-go alone, with the
+// batch's headers and ctx, so that mcp-go routes it to the server request
+// (sampling, elicitation, roots) waiting for it. A response never reaches
+// the notification forwarder of mcp-go's POST handling.
+func (p *httpParts) postElement(ctx context.Context, r *http.Request, e batchElem) []byte {
+	er := r.Clone(ctx)
+	er.Body = io.NopCloser(bytes.NewReader(e.msg))
+	er.ContentLength = int64(len(e.msg))
+	rec := &elementRecorder{header: http.Header{}}
+	p.streamable.ServeHTTP(rec, er)
+	return rec.reply(e)
+}
+
+// elementRecorder receives mcp-go's answer to one request of a batch
+// (postElement, hostRefused). It is not an http.Flusher, so mcp-go answers
+// with plain JSON and never upgrades to an SSE stream.
 type elementRecorder struct {
 	header http.Header
 	code   int
@@ -290,6 +401,105 @@ func (rec *elementRecorder) reply(e batchElem) []byte {
 		code = mcp.INTERNAL_ERROR
 	}
 	return rpcErrorReply(e.id, code, fmt.Sprintf("HTTP %d: %s", rec.code, body))
+}
+
+// clientSession is a live MCP session as the batch paths need it.
+type clientSession struct {
+	session server.ClientSession
+	pinged  atomic.Int64 // when a batch last kept the session alive (Unix ns); 0 for never
+}
+
+// clientStarted and clientEnded keep g.clients in step with mcp-go's
+// registered sessions (its register and unregister hooks).
+func (g *Gateway) clientStarted(s server.ClientSession) {
+	if id := s.SessionID(); id != "" {
+		g.clients.Store(id, &clientSession{session: s})
+	}
+}
+
+func (g *Gateway) clientEnded(s server.ClientSession) {
+	if id := s.SessionID(); id != "" {
+		g.clients.Delete(id)
+	}
+}
+
+// liveClient returns live session id, or nil when mcp-go has none by that
+// ID (never had, or unregistered it).
+func (g *Gateway) liveClient(id string) *clientSession {
+	if v, ok := g.clients.Load(id); ok {
+		return v.(*clientSession)
+	}
+	return nil
+}
+
+// keepAliveEvery is how often at most a session that sends only batches
+// is kept alive, for server.session_idle_ttl ttl: often enough that such a
+// session ends at most a quarter of ttl early, at most a minute.
+func keepAliveEvery(ttl time.Duration) time.Duration { return min(time.Minute, ttl/4) }
+
+// keepAlivePing is the ping keepAlive sends; mcp-go answers it itself.
+const keepAlivePing = `{"jsonrpc":"2.0","id":"toolgate-keepalive","method":"ping"}`
+
+// keepAlive makes a batch count as activity of session c for mcp-go's idle
+// sweeper (server.session_idle_ttl). mcp-go records activity only in its
+// own POST and GET handling (its touchSession is unexported), which batch
+// messages no longer pass through; so at most once per keepAliveEvery a
+// batch sends a ping through that handling, with the batch's headers. It
+// reports false when mcp-go no longer knows the session.
+//
+// The ping's POST handling starts mcp-go's forwarder, which may take
+// notifications queued for the client's GET stream. The ping's recorder is
+// an http.Flusher and its context is never cancelled, so mcp-go writes
+// every notification it takes into the recorder as an SSE event (none is
+// dropped); keepAlive then queues them for the session again.
+func (g *Gateway) keepAlive(r *http.Request, p *httpParts, c *clientSession) bool {
+	ttl := g.cfg.Server.SessionIdleTTL.D()
+	if ttl <= 0 {
+		return true
+	}
+	now := time.Now().UnixNano()
+	last := c.pinged.Load()
+	if last != 0 && now-last < int64(keepAliveEvery(ttl)) || !c.pinged.CompareAndSwap(last, now) {
+		return true // not due, or another batch is pinging
+	}
+	pr := r.Clone(context.WithoutCancel(r.Context()))
+	pr.Body = io.NopCloser(strings.NewReader(keepAlivePing))
+	pr.ContentLength = int64(len(keepAlivePing))
+	rec := &flushRecorder{elementRecorder{header: http.Header{}}}
+	p.streamable.ServeHTTP(rec, pr)
+	g.requeue(c.session, rec.body.Bytes())
+	return rec.code != http.StatusNotFound
+}
+
+// flushRecorder is an elementRecorder that mcp-go can stream to. mcp-go
+// serialises its writes to one response.
+type flushRecorder struct{ elementRecorder }
+
+func (*flushRecorder) Flush() {}
+
+// requeue puts the notifications found in body, mcp-go's SSE answer to a
+// keep-alive ping, back on session's notification queue. The queue does
+// not block: when it is full mcp-go itself drops what it sends, and so
+// does requeue, with a warning.
+func (g *Gateway) requeue(session server.ClientSession, body []byte) {
+	for line := range bytes.Lines(body) {
+		data, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok {
+			continue
+		}
+		var n struct {
+			ID json.RawMessage `json:"id"`
+			mcp.JSONRPCNotification
+		}
+		if json.Unmarshal(data, &n) != nil || n.ID != nil || n.Method == "" {
+			continue // the ping's own response
+		}
+		select {
+		case session.NotificationChannel() <- n.JSONRPCNotification:
+		default:
+			g.logger.Warn("session notification queue full; notification dropped", "method", n.Method)
+		}
+	}
 }
 
 // serveSessionless passes a POST without a session ID (normally an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,7 +114,22 @@ func (g *Gateway) runBatch(ctx context.Context, args map[string]any, sessThread,
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			start, settled := time.Now(), false
+			// A panic here would end the process: nothing up this
+			// goroutine's stack recovers. It fails this call alone.
+			defer func() {
+				if p := recover(); p != nil {
+					m, _ := c.(map[string]any)
+					name, _ := m["tool"].(string)
+					g.logger.Error("batch call panicked", "tool", name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					if !settled {
+						outcomes[i] = outcome(name, start, errorResult(retry.Errorf(retry.Internal,
+							"the call failed unexpectedly (panic) inside %s; the gateway logged the details", BatchToolName)))
+					}
+				}
+			}()
 			outcomes[i] = g.batchCall(ctx, c.(map[string]any), sessThread, thread)
+			settled = true
 			if progress != nil {
 				n := done.Add(1)
 				progress(float64(n), float64(len(calls)), fmt.Sprintf("%s: %s", outcomes[i].Tool, outcomes[i].Status))
@@ -160,6 +176,12 @@ func (g *Gateway) batchCall(ctx context.Context, c map[string]any, sessThread, t
 		}
 		res = g.run(ctx, t, args, raw, nil, sessThread, thread, nil)
 	}
+	return outcome(name, start, res)
+}
+
+// outcome describes the result res of a call of tool name that started at
+// start.
+func outcome(name string, start time.Time, res *mcp.CallToolResult) batchOutcome {
 	o := batchOutcome{Tool: name, Status: "ok", DurationMS: float64(time.Since(start).Microseconds()) / 1000}
 	if res.IsError {
 		o.Status, o.Class = "error", string(retry.Execution)

@@ -1,11 +1,17 @@
 package gateway
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
 )
 
 // batchOf calls toolgate_batch with args and decodes its structured result.
@@ -118,4 +124,59 @@ func TestBatchTool(t *testing.T) {
 			}
 		}
 	})
+}
+
+// panicJSON panics when encoded.
+type panicJSON struct{}
+
+func (panicJSON) MarshalJSON() ([]byte, error) { panic("encoding blew up") }
+
+// TestBatchToolCallPanics checks that a panic on a batch call's own
+// goroutine fails that call alone. The tool returns structured content
+// whose encoding panics: the dispatcher's recover, around the tool itself,
+// has returned by then, and only toolgate_batch encodes it.
+func TestBatchToolCallPanics(t *testing.T) {
+	g, _ := newGateway(t, func(c *config.Config) { c.BatchTool = true })
+	var logs syncBuffer
+	g.logger = slog.New(slog.NewTextHandler(&logs, nil))
+	err := g.RegisterStateless(registry.Tool{Name: "bad"}, func(context.Context, map[string]any) (executors.Result, error) {
+		return executors.Result{Content: []executors.Content{{Type: executors.TextContent, Text: "x"}}, Structured: panicJSON{}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := batchOf(t, g, `{"calls":[{"tool":"bad"},{"tool":"echo","arguments":{"text":"fine"}}]}`, nil)
+	if len(out.Results) != 2 {
+		t.Fatalf("%d results, want 2: %+v", len(out.Results), out.Results)
+	}
+	if r := out.Results[0]; r.Tool != "bad" || r.Status != "error" || r.Class != "internal" || !strings.Contains(string(r.Content), "internal: ") || !strings.Contains(string(r.Content), "panic") {
+		t.Errorf("the panicking call = %+v (content %s), want an internal error saying it panicked", r, r.Content)
+	}
+	if r := out.Results[1]; r.Status != "ok" || !strings.Contains(string(r.Content), "fine") {
+		t.Errorf("the other call = %+v (content %s), want ok", r, r.Content)
+	}
+	if out.OK != 1 || out.Failed != 1 {
+		t.Errorf("ok %d failed %d, want 1 and 1", out.OK, out.Failed)
+	}
+	if l := logs.String(); !strings.Contains(l, "batch call panicked") || !strings.Contains(l, "encoding blew up") || !strings.Contains(l, "runtime/debug.Stack") {
+		t.Errorf("log = %q, want the panic logged with its stack", l)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

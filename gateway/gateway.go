@@ -81,6 +81,7 @@ type Gateway struct {
 	calls      tracker
 	oneShot    atomic.Uint64 // numbers one-call threads
 	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
+	clients    sync.Map      // live MCP session ID → *clientSession, its mcp-go session (batch.go)
 
 	httpOnce  sync.Once
 	router    http.Handler // built by Handler
@@ -131,8 +132,14 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.dispatcher.Handle(registry.REST, g.rest)
 
 	hooks := &server.Hooks{}
-	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) { g.sessionStarted(s.SessionID()) })
-	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { g.sessionEnded(s.SessionID()) })
+	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) {
+		g.clientStarted(s)
+		g.sessionStarted(s.SessionID())
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
+		g.sessionEnded(s.SessionID())
+		g.clientEnded(s)
+	})
 	g.mcp = server.NewMCPServer("toolgate", g.version,
 		server.WithToolCapabilities(true),
 		server.WithHooks(hooks),

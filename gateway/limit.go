@@ -10,28 +10,36 @@ import (
 
 // limiter bounds the tool calls that run at once: at most global in all,
 // at most perKey for one key (a session, or an explicit thread), and at
-// most queue calls waiting for a slot. A call that would make the queue
-// longer fails at once with class rate_limited. Waiting is FIFO-fair per
-// key: slots are granted in arrival order (Go's channel send order).
+// most queue calls waiting for a global slot. A call that finds full the
+// queue it has to wait in fails with class rate_limited (at once, unless
+// it first waited for its key's slot). Waiting is FIFO-fair per key: slots
+// are granted in arrival order (Go's channel send order).
 //
 // A slot is taken in two steps, the key's then the global one, so that one
 // session that floods toolgate waits on its own slots and never holds
-// global slots it cannot use.
+// global slots it cannot use. The two waits have separate queues: a call
+// waiting for its key's slot waits for its own session, not for capacity
+// that other sessions could use, so it must not take their place in the
+// global queue (max_queue); at most queue calls wait for each key's slot
+// instead. One key thus puts at most perKey calls in the global queue,
+// and at most queue more in its own.
 type limiter struct {
 	global chan struct{} // a token per running call
 	perKey int
 	queue  int
 
-	mu      sync.Mutex
-	waiting int                 // calls waiting for a slot; guarded by mu
-	keys    map[string]*keySlot // guarded by mu
+	mu         sync.Mutex
+	waiting    int                 // calls waiting for a global slot; guarded by mu
+	keyWaiting int                 // calls waiting for their key's slot, all keys together; guarded by mu
+	keys       map[string]*keySlot // guarded by mu
 }
 
 // keySlot is one key's semaphore; refs counts the calls holding or
 // waiting for it, so that it is dropped with the last one.
 type keySlot struct {
-	sem  chan struct{}
-	refs int
+	sem     chan struct{}
+	refs    int // guarded by limiter.mu
+	waiting int // calls waiting for sem; guarded by limiter.mu
 }
 
 func newLimiter(global, perKey, queue int) *limiter {
@@ -40,8 +48,9 @@ func newLimiter(global, perKey, queue int) *limiter {
 
 // acquire takes a slot for a call of key ("" means no per-key limit). It
 // returns the key's slot, to give back with release(key, ks), and how long
-// the call waited. It fails with rate_limited when the queue is full, and
-// with ctx's error (classified by the caller) when ctx ends while waiting.
+// the call waited. It fails with rate_limited when the queue it would wait
+// in is full, and with ctx's error (classified by the caller) when ctx
+// ends while waiting.
 func (l *limiter) acquire(ctx context.Context, key string) (ks *keySlot, waited time.Duration, err error) {
 	l.mu.Lock()
 	if key != "" {
@@ -58,20 +67,16 @@ func (l *limiter) acquire(ctx context.Context, key string) (ks *keySlot, waited 
 	if l.tryTake(ks) {
 		return ks, 0, nil
 	}
-	l.mu.Lock()
-	if l.waiting >= l.queue {
-		l.mu.Unlock()
-		l.drop(key, ks)
-		return nil, 0, l.fullError(key, ks)
-	}
-	l.waiting++
-	l.mu.Unlock()
 	start := time.Now()
-	err = l.take(ctx, ks)
+	if ks != nil {
+		err = l.takeKey(ctx, ks)
+	}
+	if err == nil {
+		if err = l.takeGlobal(ctx); err != nil && ks != nil {
+			<-ks.sem
+		}
+	}
 	waited = time.Since(start)
-	l.mu.Lock()
-	l.waiting--
-	l.mu.Unlock()
 	if err != nil {
 		l.drop(key, ks)
 		return nil, waited, err
@@ -99,22 +104,58 @@ func (l *limiter) tryTake(ks *keySlot) bool {
 	}
 }
 
-// take waits for the key's slot, then for a global one.
-func (l *limiter) take(ctx context.Context, ks *keySlot) error {
-	if ks != nil {
-		select {
-		case ks.sem <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+// takeKey takes the key's slot, waiting in the key's queue if need be.
+func (l *limiter) takeKey(ctx context.Context, ks *keySlot) error {
+	select {
+	case ks.sem <- struct{}{}:
+		return nil
+	default:
 	}
+	l.mu.Lock()
+	if ks.waiting >= l.queue {
+		l.mu.Unlock()
+		return retry.Errorf(retry.RateLimited, "too many calls at once: this session already runs its limit of %d (defaults.max_parallel_per_session) and has %d more waiting, as many as may wait (defaults.max_queue); wait for some to finish, then call again", cap(ks.sem), l.queue)
+	}
+	ks.waiting++
+	l.keyWaiting++
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		ks.waiting--
+		l.keyWaiting--
+		l.mu.Unlock()
+	}()
+	select {
+	case ks.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// takeGlobal takes a global slot, waiting in the global queue if need be.
+func (l *limiter) takeGlobal(ctx context.Context) error {
+	select {
+	case l.global <- struct{}{}:
+		return nil
+	default:
+	}
+	l.mu.Lock()
+	if l.waiting >= l.queue {
+		l.mu.Unlock()
+		return retry.Errorf(retry.RateLimited, "toolgate is at its limit: it runs its maximum of %d calls at once (defaults.max_parallel) and the queue of %d waiting calls is full (defaults.max_queue); call again shortly", cap(l.global), l.queue)
+	}
+	l.waiting++
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.waiting--
+		l.mu.Unlock()
+	}()
 	select {
 	case l.global <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		if ks != nil {
-			<-ks.sem
-		}
 		return ctx.Err()
 	}
 }
@@ -141,17 +182,17 @@ func (l *limiter) drop(key string, ks *keySlot) {
 	}
 }
 
-// fullError says which limit a refused call ran into.
-func (l *limiter) fullError(key string, ks *keySlot) error {
-	if ks != nil && len(ks.sem) == cap(ks.sem) {
-		return retry.Errorf(retry.RateLimited, "too many calls at once: this session already runs its limit of %d (defaults.max_parallel_per_session) and the queue of %d waiting calls is full (defaults.max_queue); wait for some to finish, then call again", cap(ks.sem), l.queue)
-	}
-	return retry.Errorf(retry.RateLimited, "toolgate is at its limit: it runs its maximum of %d calls at once (defaults.max_parallel) and the queue of %d waiting calls is full (defaults.max_queue); call again shortly", cap(l.global), l.queue)
-}
-
-// queued returns how many calls wait for a slot.
+// queued returns how many calls wait for a global slot (at most
+// max_queue); calls waiting for their session's slot are not counted.
 func (l *limiter) queued() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.waiting
+}
+
+// queuedForKeys returns how many calls wait for their key's slot.
+func (l *limiter) queuedForKeys() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.keyWaiting
 }

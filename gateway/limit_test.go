@@ -83,14 +83,26 @@ func addGate(t *testing.T, g *Gateway, name string, gt *gate) {
 	}
 }
 
-// waitQueued waits until n calls wait for a slot. The limiter has no hook
-// for this; the loop yields instead of sleeping and is bounded.
+// waitQueued waits until n calls wait for a slot, global or their key's.
 func waitQueued(t *testing.T, g *Gateway, n int) {
 	t.Helper()
+	waitWaiting(t, g, -1, n)
+}
+
+// waitWaiting waits until global calls wait for a global slot and keys
+// for their key's slot (global -1: keys counts all waiting calls). The
+// limiter has no hook for this; the loop yields instead of sleeping and is
+// bounded.
+func waitWaiting(t *testing.T, g *Gateway, global, keys int) {
+	t.Helper()
 	deadline := time.Now().Add(waitLimit)
-	for g.limiter.queued() != n {
+	for {
+		gw, kw := g.limiter.queued(), g.limiter.queuedForKeys()
+		if global < 0 && gw+kw == keys || gw == global && kw == keys {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d calls wait for a slot, want %d", g.limiter.queued(), n)
+			t.Fatalf("%d calls wait for a global slot and %d for their session's, want %d and %d", gw, kw, global, keys)
 		}
 		runtime.Gosched()
 	}
@@ -196,6 +208,46 @@ func TestLimits(t *testing.T) {
 		recv(t, running)
 		if res := recv(t, queued); res.IsError {
 			t.Errorf("queued call = %q, want it to run once a slot was free", resultText(t, res))
+		}
+	})
+
+	// One session flooding calls past its own limit waits in its own
+	// queue: other sessions still queue for, and get, global slots.
+	t.Run("a flooding session leaves the queue to others", func(t *testing.T) {
+		g, _ := newGateway(t, func(c *config.Config) {
+			c.Defaults.MaxParallel, c.Defaults.MaxParallelPerSession, c.Defaults.MaxQueue = 2, 1, 2
+		})
+		ga, gb := newGate(1), newGate(1)
+		addGate(t, g, "gate_a", ga)
+		addGate(t, g, "gate_b", gb)
+		a, b := map[string]any{ThreadMetaKey: "A"}, map[string]any{ThreadMetaKey: "B"}
+		a1 := goCall(t.Context(), g, "gate_a", a)
+		ga.waitAll(t) // A runs its limit of 1
+		a2, a3 := goCall(t.Context(), g, "gate_a", a), goCall(t.Context(), g, "gate_a", a)
+		waitWaiting(t, g, 0, 2) // and queues max_queue more on it
+		res, err := g.Call(t.Context(), "gate_a", nil, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text := resultText(t, res); errorClass(res) != "rate_limited" || !strings.Contains(text, "defaults.max_parallel_per_session") {
+			t.Errorf("A's call past its own queue = %q (class %q), want rate_limited naming the session limit", text, errorClass(res))
+		}
+		b1 := goCall(t.Context(), g, "gate_b", b)
+		gb.waitAll(t) // B runs its limit: every global slot is taken
+		c1 := goCall(t.Context(), g, "echo", nil)
+		b2 := goCall(t.Context(), g, "echo", b)
+		waitWaiting(t, g, 1, 3) // c1 waits for a global slot, b2 for B's
+		close(gb.release)
+		for name, ch := range map[string]<-chan callResult{"b1": b1, "b2": b2, "c1": c1} {
+			if res := recv(t, ch); res.IsError {
+				t.Errorf("%s = %q, want it to run while A floods", name, resultText(t, res))
+			}
+		}
+		close(ga.release)
+		for _, ch := range []<-chan callResult{a1, a2, a3} {
+			if res := recv(t, ch); res.IsError {
+				t.Errorf("A's call = %q, want it to run in turn", resultText(t, res))
+			}
 		}
 	})
 
