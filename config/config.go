@@ -117,10 +117,11 @@ type Defaults struct {
 	// Default 16.
 	MaxParallelPerSession int `yaml:"max_parallel_per_session"`
 	// MaxQueue caps the calls waiting for a free slot of max_parallel, and
-	// separately the calls of one session waiting for a slot of
-	// max_parallel_per_session (a session that floods toolgate waits on its
-	// own and takes no other session's place); past it a call fails with
-	// class rate_limited. From 0 to 1000000. Default 256.
+	// separately the calls waiting for a slot of their session's
+	// max_parallel_per_session (at most half of MaxQueue for one session,
+	// so a session that floods toolgate waits on its own and leaves room
+	// for others); past it a call fails with class rate_limited. From 0 to
+	// 1000000. Default 256.
 	MaxQueue int `yaml:"max_queue"`
 }
 

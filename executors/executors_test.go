@@ -2,6 +2,7 @@ package executors
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -160,8 +161,8 @@ func TestStatefulCapacityIsRateLimited(t *testing.T) {
 	}()
 	<-inst.entered // thread a's instance is in use: none is idle
 	_, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "b"})
-	if retry.Classify(err) != retry.RateLimited || !strings.Contains(err.Error(), "threads.max_instances") {
-		t.Errorf("Execute with the pool full: %v (class %q), want rate_limited naming threads.max_instances", err, retry.Classify(err))
+	if retry.Classify(err) != retry.RateLimited || !strings.Contains(err.Error(), "threads.max_instances") || !errors.Is(err, retry.ErrNotBackend) {
+		t.Errorf("Execute with the pool full: %v (class %q), want rate_limited naming threads.max_instances, marked not the backend's", err, retry.Classify(err))
 	}
 	close(inst.release)
 	if err := <-done; err != nil {

@@ -76,9 +76,9 @@ func (s *Stateful) Execute(ctx context.Context, call Call) (Result, error) {
 func PoolError(err error) error {
 	switch {
 	case errors.Is(err, threadctx.ErrCapacity):
-		return retry.Wrap(retry.RateLimited, "", err)
+		return retry.Wrap(retry.RateLimited, "", retry.NotBackend(err))
 	case errors.Is(err, threadctx.ErrClosed):
-		return retry.Wrap(retry.Cancelled, "toolgate is shutting down", err)
+		return retry.Wrap(retry.Cancelled, "toolgate is shutting down", retry.NotBackend(err))
 	}
 	return err
 }

@@ -12,8 +12,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -255,11 +253,11 @@ func rpcErrorReply(id json.RawMessage, code int, message string) []byte {
 // forwarder per POST that takes notifications off the session's queue and,
 // when it cannot stream them (a batch's reply is one JSON array), drops
 // them, so list_changed, progress and log messages meant for the client's
-// GET stream were lost while a batch ran. Two things still go through
-// mcp-go's POST handling: client responses, whose routing to the server
-// request waiting for them only that handling does (it returns before it
-// starts the forwarder), and a periodic ping that keeps the session alive
-// (keepAlive).
+// GET stream were lost while a batch ran. Client responses still go
+// through mcp-go's POST handling, since only that routes them to the
+// server request waiting for them; it returns for them before it starts
+// the forwarder. A batch counts as activity of its session for the idle
+// expiry (sessions.go) while it runs.
 //
 // Unlike a POSTed message, a message of a batch does not see the request's
 // headers: mcp-go passes them to handlers (CallToolRequest.Header) under an
@@ -284,22 +282,29 @@ func (g *Gateway) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *http
 		writeMissingSession(w)
 		return
 	}
+	// Only a session initialized over streamable HTTP: mcp-go registers
+	// the sessions of every transport in one table, and a GET may register
+	// an ID it never issued.
 	c := g.liveClient(sid)
-	if c == nil {
+	version := c.streamableVersion()
+	if version == "" {
 		writeUnknownSession(w)
 		return
 	}
-	if reject := batchVersionError(p.batchVersion(sid, r)); reject != nil {
+	if reject := batchVersionError(batchVersion(version, r)); reject != nil {
 		writeJSON(w, http.StatusBadRequest, reject)
 		return
 	}
-	if !g.keepAlive(r, p, c) {
-		writeUnknownSession(w)
-		return
-	}
+	c.begin()
+	defer c.end()
 	ctx := g.mcp.WithContext(r.Context(), c.session)
 	reply := g.serveBatch(ctx, elems, func(ctx context.Context, e batchElem) []byte {
 		if e.kind == elemResponse {
+			if e.id == nil {
+				// Answers nothing toolgate could route it to; mcp-go
+				// would take it for a request and start a forwarder.
+				return nil
+			}
 			return p.postElement(ctx, r, e)
 		}
 		return g.handleInSession(ctx, e)
@@ -338,16 +343,16 @@ func (p *httpParts) hostRefused(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// batchVersion is the protocol version a batch in streamable HTTP session
-// sid is sent in: the session's (sessionVersion), unless the
-// Mcp-Protocol-Version header names a version mcp-go does not know or one
-// from 2026-07-28 on, for which mcp-go would handle each message apart from
-// the session, so the batch gets that version's answer.
-func (p *httpParts) batchVersion(sid string, r *http.Request) string {
+// batchVersion is the protocol version a batch is sent in: version, the
+// one its session negotiated, unless the Mcp-Protocol-Version header names
+// a version mcp-go does not know or one from 2026-07-28 on, for which
+// mcp-go would handle each message apart from the session, so the batch
+// gets that version's answer.
+func batchVersion(version string, r *http.Request) string {
 	if h := r.Header.Get(mcp.HeaderProtocolVersion); h != "" && (!mcp.IsValidProtocolVersion(h) || mcp.IsModernProtocol(h)) {
 		return h
 	}
-	return p.sessionVersion(sid, r)
+	return version
 }
 
 // postElement POSTs a client response of a batch to mcp-go alone, with the
@@ -403,182 +408,24 @@ func (rec *elementRecorder) reply(e batchElem) []byte {
 	return rpcErrorReply(e.id, code, fmt.Sprintf("HTTP %d: %s", rec.code, body))
 }
 
-// clientSession is a live MCP session as the batch paths need it.
-type clientSession struct {
-	session server.ClientSession
-	pinged  atomic.Int64 // when a batch last kept the session alive (Unix ns); 0 for never
-}
-
-// clientStarted and clientEnded keep g.clients in step with mcp-go's
-// registered sessions (its register and unregister hooks).
-func (g *Gateway) clientStarted(s server.ClientSession) {
-	if id := s.SessionID(); id != "" {
-		g.clients.Store(id, &clientSession{session: s})
-	}
-}
-
-func (g *Gateway) clientEnded(s server.ClientSession) {
-	if id := s.SessionID(); id != "" {
-		g.clients.Delete(id)
-	}
-}
-
-// liveClient returns live session id, or nil when mcp-go has none by that
-// ID (never had, or unregistered it).
-func (g *Gateway) liveClient(id string) *clientSession {
-	if v, ok := g.clients.Load(id); ok {
-		return v.(*clientSession)
-	}
-	return nil
-}
-
-// keepAliveEvery is how often at most a session that sends only batches
-// is kept alive, for server.session_idle_ttl ttl: often enough that such a
-// session ends at most a quarter of ttl early, at most a minute.
-func keepAliveEvery(ttl time.Duration) time.Duration { return min(time.Minute, ttl/4) }
-
-// keepAlivePing is the ping keepAlive sends; mcp-go answers it itself.
-const keepAlivePing = `{"jsonrpc":"2.0","id":"toolgate-keepalive","method":"ping"}`
-
-// keepAlive makes a batch count as activity of session c for mcp-go's idle
-// sweeper (server.session_idle_ttl). mcp-go records activity only in its
-// own POST and GET handling (its touchSession is unexported), which batch
-// messages no longer pass through; so at most once per keepAliveEvery a
-// batch sends a ping through that handling, with the batch's headers. It
-// reports false when mcp-go no longer knows the session.
-//
-// The ping's POST handling starts mcp-go's forwarder, which may take
-// notifications queued for the client's GET stream. The ping's recorder is
-// an http.Flusher and its context is never cancelled, so mcp-go writes
-// every notification it takes into the recorder as an SSE event (none is
-// dropped); keepAlive then queues them for the session again.
-func (g *Gateway) keepAlive(r *http.Request, p *httpParts, c *clientSession) bool {
-	ttl := g.cfg.Server.SessionIdleTTL.D()
-	if ttl <= 0 {
-		return true
-	}
-	now := time.Now().UnixNano()
-	last := c.pinged.Load()
-	if last != 0 && now-last < int64(keepAliveEvery(ttl)) || !c.pinged.CompareAndSwap(last, now) {
-		return true // not due, or another batch is pinging
-	}
-	pr := r.Clone(context.WithoutCancel(r.Context()))
-	pr.Body = io.NopCloser(strings.NewReader(keepAlivePing))
-	pr.ContentLength = int64(len(keepAlivePing))
-	rec := &flushRecorder{elementRecorder{header: http.Header{}}}
-	p.streamable.ServeHTTP(rec, pr)
-	g.requeue(c.session, rec.body.Bytes())
-	return rec.code != http.StatusNotFound
-}
-
-// flushRecorder is an elementRecorder that mcp-go can stream to. mcp-go
-// serialises its writes to one response.
-type flushRecorder struct{ elementRecorder }
-
-func (*flushRecorder) Flush() {}
-
-// requeue puts the notifications found in body, mcp-go's SSE answer to a
-// keep-alive ping, back on session's notification queue. The queue does
-// not block: when it is full mcp-go itself drops what it sends, and so
-// does requeue, with a warning.
-func (g *Gateway) requeue(session server.ClientSession, body []byte) {
-	for line := range bytes.Lines(body) {
-		data, ok := bytes.CutPrefix(line, []byte("data: "))
-		if !ok {
-			continue
-		}
-		var n struct {
-			ID json.RawMessage `json:"id"`
-			mcp.JSONRPCNotification
-		}
-		if json.Unmarshal(data, &n) != nil || n.ID != nil || n.Method == "" {
-			continue // the ping's own response
-		}
-		select {
-		case session.NotificationChannel() <- n.JSONRPCNotification:
-		default:
-			g.logger.Warn("session notification queue full; notification dropped", "method", n.Method)
-		}
-	}
-}
-
 // serveSessionless passes a POST without a session ID (normally an
-// initialize) to mcp-go, and records the protocol version negotiated by the
-// session it creates.
+// initialize) to mcp-go, and records the session it creates as a
+// streamable HTTP session, with the protocol version it negotiated.
 func (g *Gateway) serveSessionless(w http.ResponseWriter, r *http.Request, p *httpParts) {
 	slot := &sessionSlot{}
 	p.streamable.ServeHTTP(w, r.WithContext(slot.attach(r.Context())))
 	s := slot.get()
-	if s == nil || s.SessionID() == "" || !g.liveSession(s.SessionID()) {
+	if s == nil || s.SessionID() == "" {
 		return
 	}
-	p.versions.add(s.SessionID(), protocolVersion(s), g.liveSession)
+	if c := g.liveClient(s.SessionID()); c != nil {
+		c.initialized(protocolVersion(s))
+	}
 }
 
 func (g *Gateway) liveSession(id string) bool {
 	_, ok := g.sessions.Load(id)
 	return ok
-}
-
-// sessionVersion is the protocol version streamable HTTP session sid
-// negotiated. The version recorded at initialize is authoritative. The
-// MCP-Protocol-Version header is only a fallback: 2025-03-26 clients never
-// send it, so its absence cannot tell them from a later client that omits
-// it; when neither is known the spec says to assume 2025-03-26.
-func (p *httpParts) sessionVersion(sid string, r *http.Request) string {
-	if v := p.versions.get(sid); v != "" {
-		return v
-	}
-	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" {
-		return v
-	}
-	return mcp.ProtocolVersion20250326
-}
-
-// sessionVersions maps streamable HTTP session IDs to the protocol version
-// each negotiated. mcp-go reports ended sessions only through hooks, so
-// the table forgets them in sweeps instead, run whenever it has doubled
-// since the last one: it holds at most about twice the live sessions, at
-// an amortised constant cost per session. Its zero value is ready to use.
-type sessionVersions struct {
-	mu      sync.Mutex        // guards m and sweepAt
-	m       map[string]string // session ID → protocol version
-	sweepAt int               // sweep when m reaches this size
-}
-
-// minSweep is the table size below which sessionVersions never sweeps.
-const minSweep = 64
-
-// add records id's version and, when due, forgets every session for which
-// live is false.
-func (t *sessionVersions) add(id, version string, live func(id string) bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.m == nil {
-		t.m = map[string]string{}
-	}
-	t.m[id] = version
-	if len(t.m) < max(t.sweepAt, minSweep) {
-		return
-	}
-	for other := range t.m {
-		if other != id && !live(other) {
-			delete(t.m, other)
-		}
-	}
-	t.sweepAt = 2 * len(t.m)
-}
-
-func (t *sessionVersions) get(id string) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.m[id]
-}
-
-func (t *sessionVersions) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m)
 }
 
 // sessionSlot learns the mcp-go session in which a transport request runs:

@@ -715,31 +715,6 @@ func TestBatchVersionError(t *testing.T) {
 	}
 }
 
-// TestSessionVersionsSweep checks that the version table forgets ended
-// sessions and stays within about twice the live ones.
-func TestSessionVersionsSweep(t *testing.T) {
-	var tab sessionVersions
-	live := map[string]bool{}
-	isLive := func(id string) bool { return live[id] }
-	for i := range 10_000 {
-		id := fmt.Sprint("s", i)
-		live[id] = true
-		if i >= 10 {
-			delete(live, fmt.Sprint("s", i-10)) // ten live sessions at a time
-		}
-		tab.add(id, mcp.ProtocolVersion20250326, isLive)
-		if tab.len() > 2*minSweep {
-			t.Fatalf("after %d sessions the table holds %d, want at most %d", i+1, tab.len(), 2*minSweep)
-		}
-	}
-	if got := tab.get("s9999"); got != mcp.ProtocolVersion20250326 {
-		t.Errorf("get(live session) = %q", got)
-	}
-	if got := tab.get("s0"); got != "" {
-		t.Errorf("get(ended session) = %q, want it forgotten", got)
-	}
-}
-
 func FuzzBatchSplit(f *testing.F) {
 	for _, s := range []string{
 		mixedBatch, `[]`, `[1,"x",null,{}]`, ` [ {"id":null,"method":"m"} ] `, `[{"jsonrpc":"2.0","id":1,"method":"initialize"}]`,

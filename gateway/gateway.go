@@ -132,8 +132,8 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.dispatcher.Handle(registry.REST, g.rest)
 
 	hooks := &server.Hooks{}
-	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) {
-		g.clientStarted(s)
+	hooks.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
+		g.clientStarted(ctx, s)
 		g.sessionStarted(s.SessionID())
 	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {

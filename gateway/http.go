@@ -27,7 +27,7 @@ type httpParts struct {
 	sse        *server.SSEServer // nil when server.sse is false
 	streams    sync.Map          // SSE session ID → *sseStream
 	bodies     sync.Pool         // *body, reused request bodies
-	versions   sessionVersions   // streamable HTTP session ID → negotiated protocol version (batch.go)
+	sweeper    *idleSweeper      // ends idle streamable HTTP sessions; nil when the TTL is 0 (sessions.go)
 	sseBatches batchRuns         // SSE batches in flight (batch.go)
 }
 
@@ -64,6 +64,7 @@ func (p *httpParts) putBody(b *body) {
 func (p *httpParts) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	p.sweeper.close()
 	_ = p.streamable.Shutdown(ctx)
 	if p.sse != nil {
 		p.sse.CloseSessions()
@@ -94,7 +95,9 @@ func (g *Gateway) buildHTTP() {
 			// (MCPGO.md pitfall 3).
 			server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
 				mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105),
-			server.WithSessionIdleTTL(ttl),
+			// toolgate ends idle sessions itself (sessions.go), so that
+			// batches count as activity.
+			server.WithSessionIdleTTL(0),
 			server.WithHeartbeatInterval(heartbeat),
 			server.WithEventStore(newEventStore(eventsPerSession)),
 			server.WithStreamableHTTPLogger(g.libLogger()),
@@ -104,6 +107,9 @@ func (g *Gateway) buildHTTP() {
 	if s.SSE {
 		p.sse = server.NewSSEServer(g.mcp, server.WithKeepAlive(true), server.WithUseFullURLForMessageEndpoint(false),
 			server.WithSSEContextFunc(learnSession))
+	}
+	if ttl > 0 {
+		p.sweeper = g.startSweeper(p, ttl)
 	}
 	g.mu.Lock()
 	g.httpParts = p
@@ -196,8 +202,9 @@ func writeJSON(w http.ResponseWriter, code int, body []byte) {
 // untouched so that it answers them as the transport spec says.
 func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sid := r.Header.Get(server.HeaderKeySessionID)
 		if r.Method != http.MethodPost {
-			p.streamable.ServeHTTP(w, r)
+			g.serveStream(w, r, p, sid)
 			return
 		}
 		b := p.getBody()
@@ -210,12 +217,19 @@ func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
 			g.serveHTTPBatch(w, r, p, msg)
 			return
 		}
-		sid := r.Header.Get(server.HeaderKeySessionID)
-		if sid == "" && needsSession(msg) {
-			writeMissingSession(w)
+		if sid == "" {
+			if needsSession(msg) {
+				writeMissingSession(w)
+				return
+			}
+			replay(r, b, msg)
+			g.serveSessionless(w, r, p)
 			return
 		}
-		if _, live := g.sessions.Load(sid); live {
+		c := g.liveClient(sid)
+		c.begin()
+		defer c.end()
+		if c != nil {
 			var reply []byte
 			if reply, msg = g.preflight(msg); reply != nil {
 				writeJSON(w, http.StatusOK, reply)
@@ -223,10 +237,6 @@ func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
 			}
 		}
 		replay(r, b, msg)
-		if sid == "" {
-			g.serveSessionless(w, r, p)
-			return
-		}
 		p.streamable.ServeHTTP(w, r)
 	})
 }

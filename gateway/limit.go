@@ -20,9 +20,10 @@ import (
 // global slots it cannot use. The two waits have separate queues: a call
 // waiting for its key's slot waits for its own session, not for capacity
 // that other sessions could use, so it must not take their place in the
-// global queue (max_queue); at most queue calls wait for each key's slot
-// instead. One key thus puts at most perKey calls in the global queue,
-// and at most queue more in its own.
+// global queue (queue calls). Calls waiting for their key's slot are
+// bounded apart: at most queue of them in all, and at most half of that
+// (rounded up) for one key, so one flooding session leaves room for
+// another. All told at most 2 × queue calls wait.
 type limiter struct {
 	global chan struct{} // a token per running call
 	perKey int
@@ -112,9 +113,13 @@ func (l *limiter) takeKey(ctx context.Context, ks *keySlot) error {
 	default:
 	}
 	l.mu.Lock()
-	if ks.waiting >= l.queue {
+	if perKey := (l.queue + 1) / 2; ks.waiting >= perKey {
 		l.mu.Unlock()
-		return retry.Errorf(retry.RateLimited, "too many calls at once: this session already runs its limit of %d (defaults.max_parallel_per_session) and has %d more waiting, as many as may wait (defaults.max_queue); wait for some to finish, then call again", cap(ks.sem), l.queue)
+		return retry.Errorf(retry.RateLimited, "too many calls at once: this session already runs its limit of %d (defaults.max_parallel_per_session) and has %d more waiting, as many as one session may queue (half of defaults.max_queue); wait for some to finish, then call again", cap(ks.sem), perKey)
+	}
+	if l.keyWaiting >= l.queue {
+		l.mu.Unlock()
+		return retry.Errorf(retry.RateLimited, "too many calls at once: this session already runs its limit of %d (defaults.max_parallel_per_session), and %d calls of sessions at their limit already wait (defaults.max_queue); wait for some to finish, then call again", cap(ks.sem), l.queue)
 	}
 	ks.waiting++
 	l.keyWaiting++
@@ -188,6 +193,14 @@ func (l *limiter) queued() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.waiting
+}
+
+// queuedAll returns how many calls wait for a slot, global or their key's
+// (at most 2 × max_queue).
+func (l *limiter) queuedAll() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waiting + l.keyWaiting
 }
 
 // queuedForKeys returns how many calls wait for their key's slot.

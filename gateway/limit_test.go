@@ -223,8 +223,8 @@ func TestLimits(t *testing.T) {
 		a, b := map[string]any{ThreadMetaKey: "A"}, map[string]any{ThreadMetaKey: "B"}
 		a1 := goCall(t.Context(), g, "gate_a", a)
 		ga.waitAll(t) // A runs its limit of 1
-		a2, a3 := goCall(t.Context(), g, "gate_a", a), goCall(t.Context(), g, "gate_a", a)
-		waitWaiting(t, g, 0, 2) // and queues max_queue more on it
+		a2 := goCall(t.Context(), g, "gate_a", a)
+		waitWaiting(t, g, 0, 1) // and queues half of max_queue more on it
 		res, err := g.Call(t.Context(), "gate_a", nil, a)
 		if err != nil {
 			t.Fatal(err)
@@ -234,17 +234,29 @@ func TestLimits(t *testing.T) {
 		}
 		b1 := goCall(t.Context(), g, "gate_b", b)
 		gb.waitAll(t) // B runs its limit: every global slot is taken
-		c1 := goCall(t.Context(), g, "echo", nil)
 		b2 := goCall(t.Context(), g, "echo", b)
-		waitWaiting(t, g, 1, 3) // c1 waits for a global slot, b2 for B's
+		waitWaiting(t, g, 0, 2) // b2 waits for B's slot: the sessions' queues are full (max_queue 2)
+		d := map[string]any{ThreadMetaKey: "D"}
+		d1 := goCall(t.Context(), g, "echo", d)
+		waitWaiting(t, g, 1, 2) // D's first call still waits for a global slot
+		if got := g.limiter.queuedAll(); got != 3 {
+			t.Errorf("queuedAll() = %d, want 3 (toolgate_queue_length)", got)
+		}
+		res, err = g.Call(t.Context(), "echo", json.RawMessage(`{"text":"x"}`), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text := resultText(t, res); errorClass(res) != "rate_limited" || !strings.Contains(text, "sessions at their limit already wait") {
+			t.Errorf("D's second call with the sessions' queues full = %q (class %q), want rate_limited saying why", text, errorClass(res))
+		}
 		close(gb.release)
-		for name, ch := range map[string]<-chan callResult{"b1": b1, "b2": b2, "c1": c1} {
+		for name, ch := range map[string]<-chan callResult{"b1": b1, "b2": b2, "d1": d1} {
 			if res := recv(t, ch); res.IsError {
 				t.Errorf("%s = %q, want it to run while A floods", name, resultText(t, res))
 			}
 		}
 		close(ga.release)
-		for _, ch := range []<-chan callResult{a1, a2, a3} {
+		for _, ch := range []<-chan callResult{a1, a2} {
 			if res := recv(t, ch); res.IsError {
 				t.Errorf("A's call = %q, want it to run in turn", resultText(t, res))
 			}

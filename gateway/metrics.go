@@ -101,8 +101,8 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter) *met
 		m.upstreamUp, m.restarts, m.queueWait, m.circuit, m.exhausted,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "toolgate_queue_length",
-			Help: "Tool calls waiting for a free slot (at most defaults.max_queue).",
-		}, func() float64 { return float64(lim.queued()) }),
+			Help: "Tool calls waiting for a free slot: of max_parallel (at most defaults.max_queue), or of their session's max_parallel_per_session (at most defaults.max_queue more).",
+		}, func() float64 { return float64(lim.queuedAll()) }),
 		&instancesCollector{pool: pool, reg: reg},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

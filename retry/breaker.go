@@ -298,6 +298,9 @@ func (b *Breaker) Reset() {
 // verdict says whether an attempt's outcome counts for a breaker, and if
 // so whether it is a failure.
 func verdict(err error) (counts, failed bool) {
+	if errors.Is(err, ErrNotBackend) {
+		return false, false
+	}
 	switch Classify(err) {
 	case Network, Timeout, Unavailable:
 		return true, true

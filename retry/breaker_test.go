@@ -77,6 +77,7 @@ func TestBreakerOpens(t *testing.T) {
 		{name: "validation is an answer and resets the count", steps: seq(repeat(4, errRefused), repeat(1, errBadInput), repeat(4, errRefused)), want: StateClosed},
 		{name: "rate_limited is an answer", steps: seq(repeat(4, errRefused), repeat(1, errLimited), repeat(4, errRefused)), want: StateClosed},
 		{name: "unclassified is an answer", steps: seq(repeat(4, errRefused), repeat(1, errors.New("boom")), repeat(4, errRefused)), want: StateClosed},
+		{name: "toolgate's own failure gives no verdict", steps: seq(repeat(4, errRefused), repeat(3, Wrap(RateLimited, "", NotBackend(errors.New("pool full")))), repeat(1, errRefused)), want: StateOpen, wantWhy: "after 5 consecutive failures"},
 		{name: "cancelled gives no verdict", steps: seq(repeat(4, errRefused), repeat(3, errCancelled), repeat(1, errRefused)), want: StateOpen, wantWhy: "after 5 consecutive failures"},
 		{name: "custom failures", cfg: BreakerConfig{Failures: 2}, steps: repeat(2, errDown), want: StateOpen, wantWhy: "after 2 consecutive failures"},
 		{name: "one failure", cfg: BreakerConfig{Failures: 1}, steps: repeat(1, errDown), want: StateOpen, wantWhy: "after 1 consecutive failure "},
@@ -401,6 +402,27 @@ func TestReleasedProbeFreesTheSlot(t *testing.T) {
 	next.Record(nil)
 	if got := b.State(); got != StateClosed {
 		t.Errorf("State() after the next probe succeeded = %v, want closed", got)
+	}
+}
+
+// A probe that fails with toolgate's own error (NotBackend) neither closes
+// nor reopens the breaker, and frees the probe slot.
+func TestNotBackendProbe(t *testing.T) {
+	clock := newFakeClock()
+	b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.now, nil)
+	p, _ := b.Allow()
+	p.Record(errRefused)
+	clock.advance(time.Second)
+	probe, err := b.Allow()
+	if err != nil || !probe.Probe() {
+		t.Fatalf("Allow() after OpenFor = %v, want the probe", err)
+	}
+	probe.Record(Wrap(RateLimited, "", NotBackend(errors.New("thread pool full"))))
+	if got := b.State(); got != StateHalfOpen {
+		t.Errorf("State() after a NotBackend probe = %v, want half-open", got)
+	}
+	if next, err := b.Allow(); err != nil || !next.Probe() {
+		t.Errorf("Allow() after a NotBackend probe = %v, want the next probe", err)
 	}
 }
 

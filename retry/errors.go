@@ -170,3 +170,21 @@ func RetryAfterOf(err error) time.Duration {
 	}
 	return 0
 }
+
+// ErrNotBackend marks a failure that is toolgate's own, not its backend's
+// (a full thread pool, say): a breaker takes no verdict from it, as from a
+// cancelled call. Mark an error with [NotBackend]; test with errors.Is.
+var ErrNotBackend = errors.New("not a failure of the backend")
+
+// NotBackend returns err marked with [ErrNotBackend], its message and chain
+// otherwise unchanged. NotBackend(nil) returns nil.
+func NotBackend(err error) error {
+	if err == nil {
+		return nil
+	}
+	return notBackend{err}
+}
+
+type notBackend struct{ error }
+
+func (e notBackend) Unwrap() []error { return []error{e.error, ErrNotBackend} }

@@ -1,0 +1,208 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Sessions as the HTTP paths need them, and the idle expiry of streamable
+// HTTP sessions (server.session_idle_ttl).
+//
+// toolgate expires idle sessions itself rather than through mcp-go's
+// sweeper, which counts as activity only what passes through mcp-go's own
+// POST and GET handling. JSON-RPC batches do not (batch.go hands their
+// messages to HandleMessage, since mcp-go's POST handling drops session
+// notifications it cannot stream), so with mcp-go's sweeper a client that
+// sends only batches would lose its session. Here a session is idle when no
+// request of its is in flight — a POST, a batch, or an open GET stream,
+// which mcp-go keeps alive with heartbeats — and none has been for
+// session_idle_ttl; it is then ended with a DELETE through mcp-go, exactly
+// as a client ends it, so mcp-go's state and toolgate's thread go with it.
+
+// clientSession is a live mcp-go session (any transport).
+type clientSession struct {
+	session server.ClientSession
+	// streamable: mcp-go's streamable HTTP session type, the one the idle
+	// expiry applies to.
+	streamable bool
+	version    atomic.Pointer[string] // negotiated over streamable HTTP; nil before (or for another transport)
+	active     atomic.Int32           // requests of the session in flight
+	last       atomic.Int64           // when the last request ended (or the session started); Unix ns
+}
+
+// streamableSession is implemented by mcp-go's streamable HTTP sessions
+// only (its type is unexported).
+type streamableSession interface {
+	UpgradeToSSEWhenReceiveNotification()
+}
+
+// clientStarted and clientEnded keep g.clients in step with mcp-go's
+// registered sessions (its register and unregister hooks).
+// A session mcp-go registers while it serves a GET (one naming no or an
+// unknown session ID) counts that GET as its request in flight.
+func (g *Gateway) clientStarted(ctx context.Context, s server.ClientSession) {
+	id := s.SessionID()
+	if id == "" {
+		return
+	}
+	_, streamable := s.(streamableSession)
+	c := &clientSession{session: s, streamable: streamable}
+	c.last.Store(time.Now().UnixNano())
+	if reg, ok := ctx.Value(streamRegKey{}).(*streamReg); ok && streamable {
+		c.begin()
+		reg.c = c // the hook runs on the GET's goroutine, within ServeHTTP
+	}
+	g.clients.Store(id, c)
+}
+
+// streamReg receives the session mcp-go registers while serving a GET.
+type streamReg struct{ c *clientSession }
+
+type streamRegKey struct{}
+
+func (g *Gateway) clientEnded(s server.ClientSession) {
+	if id := s.SessionID(); id != "" {
+		g.clients.Delete(id)
+	}
+}
+
+// liveClient returns live session id, or nil when mcp-go has none by that
+// ID (never had, or unregistered it).
+func (g *Gateway) liveClient(id string) *clientSession {
+	if v, ok := g.clients.Load(id); ok {
+		return v.(*clientSession)
+	}
+	return nil
+}
+
+// initialized records that the session was initialized over streamable
+// HTTP with protocol version v.
+func (c *clientSession) initialized(v string) {
+	c.version.Store(&v)
+	c.last.Store(time.Now().UnixNano())
+}
+
+// streamableVersion is the protocol version of a session initialized over
+// streamable HTTP; "" for nil, a session of another transport, or one
+// mcp-go registered without an initialize (a GET with an unknown ID).
+func (c *clientSession) streamableVersion() string {
+	if c == nil {
+		return ""
+	}
+	if v := c.version.Load(); v != nil {
+		return *v
+	}
+	return ""
+}
+
+// begin and end bracket a request of the session; nil does nothing.
+func (c *clientSession) begin() {
+	if c != nil {
+		c.active.Add(1)
+	}
+}
+
+func (c *clientSession) end() {
+	if c != nil {
+		c.last.Store(time.Now().UnixNano())
+		c.active.Add(-1)
+	}
+}
+
+// idleFor reports how long the session has been idle at now: 0 while a
+// request is in flight.
+func (c *clientSession) idleFor(now time.Time) time.Duration {
+	if c.active.Load() > 0 {
+		return 0
+	}
+	return now.Sub(time.Unix(0, c.last.Load()))
+}
+
+// serveStream serves a request other than a POST (a GET stream, a
+// DELETE) for session sid ("" for none), counting it as activity of the
+// session, including one mcp-go registers while serving it.
+func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, p *httpParts, sid string) {
+	c := g.liveClient(sid)
+	c.begin()
+	defer c.end()
+	if c == nil && r.Method == http.MethodGet {
+		reg := &streamReg{}
+		p.streamable.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), streamRegKey{}, reg)))
+		reg.c.end()
+		return
+	}
+	p.streamable.ServeHTTP(w, r)
+}
+
+// sweepInterval is how often idle sessions are looked for, for ttl: a
+// session lives at most a quarter of ttl past it.
+func sweepInterval(ttl time.Duration) time.Duration {
+	return max(ttl/4, time.Second)
+}
+
+// idleSweeper ends the streamable HTTP sessions idle for ttl, every
+// sweepInterval(ttl), until stop.
+type idleSweeper struct {
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+func (g *Gateway) startSweeper(p *httpParts, ttl time.Duration) *idleSweeper {
+	ctx, stop := context.WithCancel(context.Background())
+	sw := &idleSweeper{stop: stop}
+	sw.wg.Go(func() {
+		t := time.NewTicker(sweepInterval(ttl))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				g.sweepIdle(ctx, p, ttl, now)
+			}
+		}
+	})
+	return sw
+}
+
+func (sw *idleSweeper) close() {
+	if sw != nil {
+		sw.stop()
+		sw.wg.Wait()
+	}
+}
+
+// sweepIdle ends every streamable HTTP session idle for ttl at now.
+func (g *Gateway) sweepIdle(ctx context.Context, p *httpParts, ttl time.Duration, now time.Time) {
+	g.clients.Range(func(k, v any) bool {
+		c := v.(*clientSession)
+		if idle := c.idleFor(now); c.streamable && idle >= ttl {
+			g.expire(ctx, p, k.(string), idle)
+		}
+		return ctx.Err() == nil
+	})
+}
+
+// expire ends session id as its client would, with a DELETE through
+// mcp-go: mcp-go forgets the session and unregisters it, which ends its
+// thread.
+func (g *Gateway) expire(ctx context.Context, p *httpParts, id string, idle time.Duration) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, g.cfg.Server.MCPPath, http.NoBody)
+	if err != nil {
+		return // unreachable: the method and path are valid
+	}
+	req.Header.Set(server.HeaderKeySessionID, id)
+	rec := &elementRecorder{header: http.Header{}}
+	p.streamable.ServeHTTP(rec, req)
+	if rec.code != 0 && rec.code != http.StatusOK {
+		g.logger.Warn("ending an idle session failed", "status", rec.code, "body", rec.body.String())
+		return
+	}
+	g.logger.Info("session ended after being idle", "idle", idle.Round(time.Second).String(),
+		"limit", "server.session_idle_ttl")
+}

@@ -1,0 +1,183 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// TestBatchRefusesOtherSessions checks that a streamable HTTP batch runs
+// only in a session initialized over streamable HTTP: mcp-go keeps the
+// sessions of every transport in one table, and registers any ID a GET
+// names, but it refuses a single message in such a session, and so must a
+// batch — every time, not only the first.
+func TestBatchRefusesOtherSessions(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	srv := serveHTTP(t, g)
+	const batch = `[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}]`
+	refused := func(t *testing.T, sid string) {
+		t.Helper()
+		s := &versionedSession{t: t, url: srv.URL + "/mcp", id: sid}
+		for i := range 3 {
+			if status, body, _ := s.post(t.Context(), batch); status != http.StatusNotFound {
+				t.Errorf("batch %d in session %q = HTTP %d %s, want 404", i+1, sid, status, body)
+			}
+		}
+	}
+	t.Run("SSE session", func(t *testing.T) {
+		c := newSSEClient(t, srv.URL)
+		c.initialize(mcp.ProtocolVersion20241105)
+		_, sid, ok := strings.Cut(c.endpoint, "sessionId=")
+		if !ok || g.liveClient(sid) == nil {
+			t.Fatalf("no live SSE session in endpoint %q", c.endpoint)
+		}
+		refused(t, sid)
+	})
+	t.Run("stdio session", func(t *testing.T) {
+		c := newStdioClient(t, g)
+		defer c.close()
+		c.initialize(mcp.ProtocolVersion20241105)
+		if g.liveClient("stdio") == nil {
+			t.Fatal("no live stdio session")
+		}
+		refused(t, "stdio")
+	})
+	t.Run("ID invented for a GET", func(t *testing.T) {
+		s := &versionedSession{t: t, url: srv.URL + "/mcp", id: "invented-by-client"}
+		_ = s.listen()
+		if g.liveClient(s.id) == nil {
+			t.Fatal("mcp-go did not register the GET's session (the case this test is about)")
+		}
+		refused(t, s.id)
+	})
+}
+
+// TestIdleExpiry checks toolgate's expiry of idle streamable HTTP sessions
+// (sessions.go) in fake time: a session without requests ends after
+// server.session_idle_ttl, with its thread; an open GET stream or a call
+// in flight keeps it alive; a session mcp-go registered for a GET with an
+// unknown ID lives while that GET is open, and ends like any other after.
+func TestIdleExpiry(t *testing.T) {
+	const ttl = 8 * time.Second // swept every ttl/4
+	idle := ttl + sweepInterval(ttl) + time.Second
+	setup := func(t *testing.T) (*Gateway, *handlerSession) {
+		g, _ := newGateway(t, func(c *config.Config) { c.Server.SessionIdleTTL = config.Duration(ttl) })
+		return g, newHandlerSession(t, g)
+	}
+	alive := func(t *testing.T, s *handlerSession) bool {
+		t.Helper()
+		switch rec := s.post(`{"jsonrpc":"2.0","id":9,"method":"ping"}`); rec.Code {
+		case http.StatusOK:
+			return true
+		case http.StatusNotFound:
+			return false
+		default:
+			t.Fatalf("ping = HTTP %d %s", rec.Code, rec.Body)
+			return false
+		}
+	}
+
+	t.Run("idle session ends with its thread", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g, s := setup(t)
+			time.Sleep(ttl / 2)
+			if !alive(t, s) {
+				t.Fatal("session ended before its TTL")
+			}
+			time.Sleep(idle)
+			synctest.Wait()
+			if g.liveSession(s.id) || g.liveClient(s.id) != nil {
+				t.Fatalf("session still registered after %v idle", idle)
+			}
+			if alive(t, s) {
+				t.Errorf("session answers after %v idle, want 404", idle)
+			}
+		})
+	})
+
+	t.Run("an open GET stream keeps it", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g, s := setup(t)
+			closeStream := openStream(t, g, s.id)
+			time.Sleep(4 * ttl)
+			synctest.Wait()
+			if g.liveClient(s.id) == nil {
+				t.Fatalf("session with an open GET stream ended after %v", 4*ttl)
+			}
+			closeStream()
+			time.Sleep(idle)
+			synctest.Wait()
+			if g.liveClient(s.id) != nil {
+				t.Errorf("session still registered %v after its stream closed", idle)
+			}
+		})
+	})
+
+	t.Run("a call in flight keeps it", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g, s := setup(t)
+			err := g.RegisterStateless(registry.Tool{Name: "slow"}, func(ctx context.Context, _ map[string]any) (executors.Result, error) {
+				time.Sleep(3 * ttl)
+				return executors.Text("done"), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := s.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+			if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"done"`) {
+				t.Fatalf("a call of %v = HTTP %d %s, want its result", 3*ttl, rec.Code, rec.Body)
+			}
+			if !alive(t, s) {
+				t.Error("session ended while its call ran")
+			}
+		})
+	})
+
+	t.Run("session registered by a GET ends too", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g, _ := setup(t)
+			closeStream := openStream(t, g, "invented-by-client")
+			synctest.Wait()
+			if g.liveClient("invented-by-client") == nil {
+				t.Fatal("mcp-go did not register the GET's session (the case this test is about)")
+			}
+			time.Sleep(4 * ttl)
+			synctest.Wait()
+			if g.liveClient("invented-by-client") == nil {
+				t.Fatalf("session registered by a GET ended while the GET was open")
+			}
+			closeStream()
+			time.Sleep(idle)
+			synctest.Wait()
+			if g.liveClient("invented-by-client") != nil {
+				t.Errorf("session registered by a GET still there %v after it ended", idle)
+			}
+		})
+	})
+}
+
+// openStream opens session sid's GET stream on g's handler; the returned
+// function closes it and waits for the handler to return.
+func openStream(t *testing.T, g *Gateway, sid string) (closeStream func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	req := httptest.NewRequestWithContext(ctx, http.MethodGet, g.cfg.Server.MCPPath, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	var wg sync.WaitGroup
+	wg.Go(func() { g.Handler().ServeHTTP(httptest.NewRecorder(), req) })
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
