@@ -229,7 +229,13 @@ func (g *Gateway) Tools() []*registry.Tool { return g.reg.List() }
 // notifications/tools/list_changed to every connected client.
 func (g *Gateway) syncTools(c registry.Change) {
 	if len(c.Removed) > 0 {
-		g.mcp.DeleteTools(c.Removed...)
+		// A replaced tool (an upstream listing its tools again) is in both
+		// lists; AddTools replaces it in mcp-go in place. Deleting it
+		// first would leave a moment in which mcp-go answers its calls
+		// with "tool not found". The caches are keyed by the old *Tool.
+		if gone := removedOnly(c); len(gone) > 0 {
+			g.mcp.DeleteTools(gone...)
+		}
 		g.metrics.forget(c.Removed)
 		g.res.forget(c.Removed)
 	}
@@ -241,6 +247,24 @@ func (g *Gateway) syncTools(c registry.Change) {
 		st = append(st, server.ServerTool{Tool: wireTool(t), Handler: g.handleToolCall})
 	}
 	g.mcp.AddTools(st...)
+}
+
+// removedOnly returns the names c removes and does not add again.
+func removedOnly(c registry.Change) []string {
+	if len(c.Added) == 0 {
+		return c.Removed
+	}
+	added := make(map[string]bool, len(c.Added))
+	for _, t := range c.Added {
+		added[t.Name] = true
+	}
+	var gone []string
+	for _, name := range c.Removed {
+		if !added[name] {
+			gone = append(gone, name)
+		}
+	}
+	return gone
 }
 
 func (g *Gateway) sessionStarted(id string) {

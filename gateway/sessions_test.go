@@ -181,3 +181,38 @@ func openStream(t *testing.T, g *Gateway, sid string) (closeStream func()) {
 		wg.Wait()
 	}
 }
+
+// TestRelistKeepsTools checks that an upstream listing the same tools
+// again replaces them in mcp-go in place: deleting them first (one
+// list_changed for the deletion, one for the addition) left a moment in
+// which a call got mcp-go's "tool not found".
+func TestRelistKeepsTools(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, _ := newGateway(t, nil)
+		tools := []registry.Tool{{Name: "up__a", Kind: registry.MCP}, {Name: "up__b", Kind: registry.MCP}}
+		if err := g.reg.ReplaceSource("up", tools); err != nil {
+			t.Fatal(err)
+		}
+		s := newHandlerSession(t, g)
+		synctest.Wait()
+		ch := g.liveClient(s.id).session.NotificationChannel()
+		before := len(ch)
+		if err := g.reg.ReplaceSource("up", []registry.Tool{tools[0]}); err != nil { // b goes, a stays
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := len(ch) - before; got != 2 {
+			t.Errorf("a re-list that removes one tool sent %d list_changed, want 2 (removal, replacement)", got)
+		}
+		if err := g.reg.ReplaceSource("up", []registry.Tool{tools[0]}); err != nil { // the same again
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := len(ch) - before; got != 3 {
+			t.Errorf("a re-list of the same tool sent %d list_changed, want 1: it was deleted from mcp-go first", got-2)
+		}
+		if g.mcp.GetTool("up__a") == nil || g.mcp.GetTool("up__b") != nil {
+			t.Errorf("mcp-go has up__a %v, up__b %v; want only up__a", g.mcp.GetTool("up__a") != nil, g.mcp.GetTool("up__b") != nil)
+		}
+	})
+}
