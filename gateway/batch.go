@@ -295,7 +295,10 @@ func (g *Gateway) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *http
 		writeJSON(w, http.StatusBadRequest, reject)
 		return
 	}
-	c.begin()
+	if !c.begin() {
+		writeUnknownSession(w) // expired just now
+		return
+	}
 	defer c.end()
 	ctx := g.mcp.WithContext(r.Context(), c.session)
 	reply := g.serveBatch(ctx, elems, func(ctx context.Context, e batchElem) []byte {

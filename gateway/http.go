@@ -108,10 +108,10 @@ func (g *Gateway) buildHTTP() {
 		p.sse = server.NewSSEServer(g.mcp, server.WithKeepAlive(true), server.WithUseFullURLForMessageEndpoint(false),
 			server.WithSSEContextFunc(learnSession))
 	}
-	if ttl > 0 {
+	g.mu.Lock()
+	if ttl > 0 && g.root.Err() == nil { // not after Close, which would not stop it
 		p.sweeper = g.startSweeper(p, ttl)
 	}
-	g.mu.Lock()
 	g.httpParts = p
 	g.mu.Unlock()
 
@@ -227,7 +227,10 @@ func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
 			return
 		}
 		c := g.liveClient(sid)
-		c.begin()
+		if !c.begin() {
+			writeUnknownSession(w) // expired just now
+			return
+		}
 		defer c.end()
 		if c != nil {
 			var reply []byte

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,12 @@ func (g *Gateway) clientStarted(ctx context.Context, s server.ClientSession) {
 	_, streamable := s.(streamableSession)
 	c := &clientSession{session: s, streamable: streamable}
 	c.last.Store(time.Now().UnixNano())
+	// mcp-go registers a session it initializes with its version already
+	// set, whatever Mcp-Session-Id the initialize carried (serveSessionless
+	// records it again); one registered for a GET has none.
+	if v := protocolVersion(s); streamable && v != "" {
+		c.version.Store(&v)
+	}
 	if reg, ok := ctx.Value(streamRegKey{}).(*streamReg); ok && streamable {
 		c.begin()
 		reg.c = c // the hook runs on the GET's goroutine, within ServeHTTP
@@ -66,8 +73,10 @@ type streamReg struct{ c *clientSession }
 type streamRegKey struct{}
 
 func (g *Gateway) clientEnded(s server.ClientSession) {
-	if id := s.SessionID(); id != "" {
-		g.clients.Delete(id)
+	// Only s's entry: a GET may have registered a new session under the
+	// same ID meanwhile.
+	if v, ok := g.clients.Load(s.SessionID()); ok && v.(*clientSession).session == s {
+		g.clients.CompareAndDelete(s.SessionID(), v)
 	}
 }
 
@@ -100,10 +109,24 @@ func (c *clientSession) streamableVersion() string {
 	return ""
 }
 
-// begin and end bracket a request of the session; nil does nothing.
-func (c *clientSession) begin() {
-	if c != nil {
-		c.active.Add(1)
+// expiring is the active count of a session the sweeper has claimed.
+const expiring = math.MinInt32
+
+// begin and end bracket a request of the session. begin reports false,
+// and the request must not run in the session, when the sweeper is ending
+// it; nil begins (and ends) nothing.
+func (c *clientSession) begin() bool {
+	if c == nil {
+		return true
+	}
+	for {
+		n := c.active.Load()
+		if n < 0 {
+			return false
+		}
+		if c.active.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
 }
 
@@ -114,13 +137,18 @@ func (c *clientSession) end() {
 	}
 }
 
-// idleFor reports how long the session has been idle at now: 0 while a
-// request is in flight.
-func (c *clientSession) idleFor(now time.Time) time.Duration {
-	if c.active.Load() > 0 {
-		return 0
+// claimIdle reports whether the session has been idle for ttl at now and,
+// if so, claims it for the sweeper: from then on begin refuses.
+func (c *clientSession) claimIdle(now time.Time, ttl time.Duration) bool {
+	last := c.last.Load()
+	if now.Sub(time.Unix(0, last)) < ttl || !c.active.CompareAndSwap(0, expiring) {
+		return false
 	}
-	return now.Sub(time.Unix(0, c.last.Load()))
+	if c.last.Load() != last { // a request began and ended meanwhile
+		c.active.Store(0)
+		return false
+	}
+	return true
 }
 
 // serveStream serves a request other than a POST (a GET stream, a
@@ -128,12 +156,15 @@ func (c *clientSession) idleFor(now time.Time) time.Duration {
 // session, including one mcp-go registers while serving it.
 func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, p *httpParts, sid string) {
 	c := g.liveClient(sid)
-	c.begin()
+	if !c.begin() {
+		writeUnknownSession(w)
+		return
+	}
 	defer c.end()
 	if c == nil && r.Method == http.MethodGet {
 		reg := &streamReg{}
+		defer func() { reg.c.end() }()
 		p.streamable.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), streamRegKey{}, reg)))
-		reg.c.end()
 		return
 	}
 	p.streamable.ServeHTTP(w, r)
@@ -180,9 +211,8 @@ func (sw *idleSweeper) close() {
 // sweepIdle ends every streamable HTTP session idle for ttl at now.
 func (g *Gateway) sweepIdle(ctx context.Context, p *httpParts, ttl time.Duration, now time.Time) {
 	g.clients.Range(func(k, v any) bool {
-		c := v.(*clientSession)
-		if idle := c.idleFor(now); c.streamable && idle >= ttl {
-			g.expire(ctx, p, k.(string), idle)
+		if c := v.(*clientSession); c.streamable && c.claimIdle(now, ttl) {
+			g.expire(ctx, p, k.(string), c, now)
 		}
 		return ctx.Err() == nil
 	})
@@ -191,7 +221,8 @@ func (g *Gateway) sweepIdle(ctx context.Context, p *httpParts, ttl time.Duration
 // expire ends session id as its client would, with a DELETE through
 // mcp-go: mcp-go forgets the session and unregisters it, which ends its
 // thread.
-func (g *Gateway) expire(ctx context.Context, p *httpParts, id string, idle time.Duration) {
+func (g *Gateway) expire(ctx context.Context, p *httpParts, id string, c *clientSession, now time.Time) {
+	idle := now.Sub(time.Unix(0, c.last.Load()))
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, g.cfg.Server.MCPPath, http.NoBody)
 	if err != nil {
 		return // unreachable: the method and path are valid
@@ -201,6 +232,7 @@ func (g *Gateway) expire(ctx context.Context, p *httpParts, id string, idle time
 	p.streamable.ServeHTTP(rec, req)
 	if rec.code != 0 && rec.code != http.StatusOK {
 		g.logger.Warn("ending an idle session failed", "status", rec.code, "body", rec.body.String())
+		c.active.Store(0) // unclaimed: it serves on, and the next sweep tries again
 		return
 	}
 	g.logger.Info("session ended after being idle", "idle", idle.Round(time.Second).String(),

@@ -216,3 +216,110 @@ func TestRelistKeepsTools(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchAfterReinitialize checks that a session created by an
+// initialize that carried another session's Mcp-Session-Id (mcp-go ignores
+// the header and makes a new session, as a client re-initializing on a
+// live connection does) takes batches.
+func TestBatchAfterReinitialize(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	old := newHandlerSession(t, g)
+	rec := old.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s := &handlerSession{h: old.h, g: g, id: rec.Header().Get("Mcp-Session-Id")}
+	if rec.Code != http.StatusOK || s.id == "" || s.id == old.id {
+		t.Fatalf("initialize with a session header = HTTP %d, session %q (old %q), want a new session", rec.Code, s.id, old.id)
+	}
+	if rec := s.post(`[{"jsonrpc":"2.0","id":2,"method":"ping"}]`); rec.Code != http.StatusOK {
+		t.Errorf("batch in the new session = HTTP %d %s, want 200", rec.Code, rec.Body)
+	}
+}
+
+// fakeSession is a ClientSession of no transport in particular.
+type fakeSession struct {
+	id string
+	ch chan mcp.JSONRPCNotification
+}
+
+func (f *fakeSession) SessionID() string                                   { return f.id }
+func (f *fakeSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return f.ch }
+func (f *fakeSession) Initialize()                                         {}
+func (f *fakeSession) Initialized() bool                                   { return true }
+
+// The end of a session forgets that session, not a newer one that took
+// its ID meanwhile.
+func TestClientEndedKeepsNewerSession(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	s1, s2 := &fakeSession{id: "x"}, &fakeSession{id: "x"}
+	g.clientStarted(t.Context(), s1)
+	g.clientStarted(t.Context(), s2)
+	g.clientEnded(s1)
+	if c := g.liveClient("x"); c == nil || c.session != s2 {
+		t.Fatalf("after the older session ended, liveClient = %v, want the newer session", c)
+	}
+	g.clientEnded(s2)
+	if c := g.liveClient("x"); c != nil {
+		t.Errorf("after both ended, liveClient = %v, want none", c)
+	}
+}
+
+// claimIdle hands an idle session to the sweeper only while no request is
+// in flight and none ended since it looked; then begin refuses.
+func TestClaimIdle(t *testing.T) {
+	const ttl = time.Minute
+	now := time.Now()
+	idle := func() *clientSession {
+		c := &clientSession{}
+		c.last.Store(now.Add(-2 * ttl).UnixNano())
+		return c
+	}
+	if c := idle(); c.claimIdle(now.Add(-ttl-ttl/2), ttl) {
+		t.Error("claimed a session idle for less than the TTL")
+	}
+	c := idle()
+	if !c.begin() {
+		t.Fatal("begin refused on a live session")
+	}
+	if c.claimIdle(now, ttl) {
+		t.Error("claimed a session with a request in flight")
+	}
+	c.end()
+	if c.claimIdle(now, ttl) {
+		t.Error("claimed a session whose request just ended")
+	}
+	c = idle()
+	if !c.claimIdle(now, ttl) {
+		t.Fatal("did not claim an idle session")
+	}
+	if c.begin() {
+		t.Error("begin accepted a request in a session being ended")
+	}
+}
+
+// A GET that panics after mcp-go registered its session still ends its
+// activity, so the session expires.
+func TestPanickingStreamEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 8 * time.Second
+		g, _ := newGateway(t, func(c *config.Config) { c.Server.SessionIdleTTL = config.Duration(ttl) })
+		req := httptest.NewRequest(http.MethodGet, g.cfg.Server.MCPPath, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", "panicky")
+		func() {
+			defer func() { _ = recover() }()
+			g.Handler().ServeHTTP(panicFlusher{httptest.NewRecorder()}, req)
+		}()
+		if g.liveClient("panicky") == nil {
+			t.Fatal("mcp-go did not register the GET's session (the case this test is about)")
+		}
+		time.Sleep(ttl + sweepInterval(ttl) + time.Second)
+		synctest.Wait()
+		if g.liveClient("panicky") != nil {
+			t.Error("the session of a GET that panicked never expired")
+		}
+	})
+}
+
+// panicFlusher panics when mcp-go flushes the stream.
+type panicFlusher struct{ *httptest.ResponseRecorder }
+
+func (panicFlusher) Flush() { panic(http.ErrAbortHandler) }
