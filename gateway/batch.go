@@ -411,21 +411,6 @@ func (rec *elementRecorder) reply(e batchElem) []byte {
 	return rpcErrorReply(e.id, code, fmt.Sprintf("HTTP %d: %s", rec.code, body))
 }
 
-// serveSessionless passes a POST without a session ID (normally an
-// initialize) to mcp-go, and records the session it creates as a
-// streamable HTTP session, with the protocol version it negotiated.
-func (g *Gateway) serveSessionless(w http.ResponseWriter, r *http.Request, p *httpParts) {
-	slot := &sessionSlot{}
-	p.streamable.ServeHTTP(w, r.WithContext(slot.attach(r.Context())))
-	s := slot.get()
-	if s == nil || s.SessionID() == "" {
-		return
-	}
-	if c := g.liveClient(s.SessionID()); c != nil {
-		c.initialized(protocolVersion(s))
-	}
-}
-
 func (g *Gateway) liveSession(id string) bool {
 	_, ok := g.sessions.Load(id)
 	return ok
@@ -457,9 +442,8 @@ func (sl *sessionSlot) set(s server.ClientSession) {
 	sl.s = s
 }
 
-// learnSession is the context function of the streamable HTTP and SSE
-// servers: it fills the request's sessionSlot, if it has one, with the
-// session mcp-go put in ctx.
+// learnSession is the context function of the SSE server: it fills the
+// request's sessionSlot, if it has one, with the session mcp-go put in ctx.
 func learnSession(ctx context.Context, _ *http.Request) context.Context {
 	if sl, ok := ctx.Value(sessionSlotKey{}).(*sessionSlot); ok {
 		if s := server.ClientSessionFromContext(ctx); s != nil {

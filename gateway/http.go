@@ -101,7 +101,6 @@ func (g *Gateway) buildHTTP() {
 			server.WithHeartbeatInterval(heartbeat),
 			server.WithEventStore(newEventStore(eventsPerSession)),
 			server.WithStreamableHTTPLogger(g.libLogger()),
-			server.WithHTTPContextFunc(learnSession),
 		),
 	}
 	if s.SSE {
@@ -222,8 +221,10 @@ func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
 				writeMissingSession(w)
 				return
 			}
+			// Normally an initialize; mcp-go's register hook records the
+			// session it creates (sessions.go).
 			replay(r, b, msg)
-			g.serveSessionless(w, r, p)
+			p.streamable.ServeHTTP(w, r)
 			return
 		}
 		c := g.liveClient(sid)

@@ -55,8 +55,8 @@ func (g *Gateway) clientStarted(ctx context.Context, s server.ClientSession) {
 	c := &clientSession{session: s, streamable: streamable}
 	c.last.Store(time.Now().UnixNano())
 	// mcp-go registers a session it initializes with its version already
-	// set, whatever Mcp-Session-Id the initialize carried (serveSessionless
-	// records it again); one registered for a GET has none.
+	// set, whatever Mcp-Session-Id the initialize carried; one registered
+	// for a GET has none.
 	if v := protocolVersion(s); streamable && v != "" {
 		c.version.Store(&v)
 	}
@@ -87,13 +87,6 @@ func (g *Gateway) liveClient(id string) *clientSession {
 		return v.(*clientSession)
 	}
 	return nil
-}
-
-// initialized records that the session was initialized over streamable
-// HTTP with protocol version v.
-func (c *clientSession) initialized(v string) {
-	c.version.Store(&v)
-	c.last.Store(time.Now().UnixNano())
 }
 
 // streamableVersion is the protocol version of a session initialized over

@@ -384,45 +384,37 @@ func TestPermitRecordsOnce(t *testing.T) {
 	}
 }
 
-func TestReleasedProbeFreesTheSlot(t *testing.T) {
-	clock := newFakeClock()
-	b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.now, nil)
-	p, _ := b.Allow()
-	p.Record(errRefused)
-	clock.advance(time.Second)
-	probe, err := b.Allow()
-	if err != nil || !probe.Probe() {
-		t.Fatalf("Allow() after OpenFor = %v, want the probe", err)
-	}
-	probe.Release()
-	next, err := b.Allow()
-	if err != nil || !next.Probe() {
-		t.Fatalf("Allow() after the probe was released = %v, want the next probe", err)
-	}
-	next.Record(nil)
-	if got := b.State(); got != StateClosed {
-		t.Errorf("State() after the next probe succeeded = %v, want closed", got)
-	}
-}
-
-// A probe that fails with toolgate's own error (NotBackend) neither closes
-// nor reopens the breaker, and frees the probe slot.
-func TestNotBackendProbe(t *testing.T) {
-	clock := newFakeClock()
-	b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.now, nil)
-	p, _ := b.Allow()
-	p.Record(errRefused)
-	clock.advance(time.Second)
-	probe, err := b.Allow()
-	if err != nil || !probe.Probe() {
-		t.Fatalf("Allow() after OpenFor = %v, want the probe", err)
-	}
-	probe.Record(Wrap(RateLimited, "", NotBackend(errors.New("thread pool full"))))
-	if got := b.State(); got != StateHalfOpen {
-		t.Errorf("State() after a NotBackend probe = %v, want half-open", got)
-	}
-	if next, err := b.Allow(); err != nil || !next.Probe() {
-		t.Errorf("Allow() after a NotBackend probe = %v, want the next probe", err)
+// A probe that ends without a verdict on the backend — released (a panic,
+// an abandoned retry) or failed with toolgate's own error (NotBackend) —
+// leaves the breaker half-open and frees the probe slot for the next call.
+func TestProbeWithoutVerdict(t *testing.T) {
+	for name, end := range map[string]func(*Permit){
+		"released":    func(p *Permit) { p.Release() },
+		"not backend": func(p *Permit) { p.Record(Wrap(RateLimited, "", NotBackend(errors.New("thread pool full")))) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			clock := newFakeClock()
+			b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.now, nil)
+			p, _ := b.Allow()
+			p.Record(errRefused)
+			clock.advance(time.Second)
+			probe, err := b.Allow()
+			if err != nil || !probe.Probe() {
+				t.Fatalf("Allow() after OpenFor = %v, want the probe", err)
+			}
+			end(&probe)
+			if got := b.State(); got != StateHalfOpen {
+				t.Errorf("State() after the probe ended without a verdict = %v, want half-open", got)
+			}
+			next, err := b.Allow()
+			if err != nil || !next.Probe() {
+				t.Fatalf("Allow() after the probe ended without a verdict = %v, want the next probe", err)
+			}
+			next.Record(nil)
+			if got := b.State(); got != StateClosed {
+				t.Errorf("State() after the next probe succeeded = %v, want closed", got)
+			}
+		})
 	}
 }
 

@@ -72,14 +72,21 @@ func newTestConn(u *upstream) *conn {
 	return newConn(u, "", func() {})
 }
 
+// bareUpstream is an upstream "up" of a Manager with no upstreams, closed
+// when t ends, for runner tests that dial test connections.
+func bareUpstream(t *testing.T) *upstream {
+	t.Helper()
+	m, err := New(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return &upstream{m: m, cfg: Upstream{Name: "up"}, redactor: strings.NewReplacer()}
+}
+
 func TestRunnerBackoffAndRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, err := New(nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		u := &upstream{m: m, cfg: Upstream{Name: "up"}, redactor: strings.NewReplacer()}
+		u := bareUpstream(t)
 
 		var (
 			mu       sync.Mutex
@@ -154,12 +161,7 @@ func TestRunnerBackoffAndRestart(t *testing.T) {
 // lands after the restart rather than in the middle of it.
 func TestReconnectIn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, err := New(nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		u := &upstream{m: m, cfg: Upstream{Name: "up"}, redactor: strings.NewReplacer()}
+		u := bareUpstream(t)
 		dials := make(chan *conn, 2)
 		r := &runner{
 			name:   "up",
