@@ -224,7 +224,8 @@ func (g *Gateway) expire(ctx context.Context, p *httpParts, id string, c *client
 	rec := &elementRecorder{header: http.Header{}}
 	p.streamable.ServeHTTP(rec, req)
 	if rec.code != 0 && rec.code != http.StatusOK {
-		g.logger.Warn("ending an idle session failed", "status", rec.code, "body", rec.body.String())
+		// The status only: mcp-go's message may name the session.
+		g.logger.Warn("ending an idle session failed", "status", rec.code)
 		c.active.Store(0) // unclaimed: it serves on, and the next sweep tries again
 		return
 	}
