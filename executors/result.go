@@ -2,6 +2,8 @@ package executors
 
 import (
 	"encoding/json"
+
+	"github.com/toolgate/toolgate/retry"
 )
 
 // ContentType is the type of one content block of a result, as MCP names it.
@@ -42,6 +44,10 @@ type Result struct {
 	// (an upstream MCP server's isError result, say). Executors report their
 	// own failures as errors instead.
 	IsError bool
+	// Class is the failure's class when the gateway turned an error into
+	// this result (IsError is then true); empty otherwise. Executors leave
+	// it empty and return their failures as errors.
+	Class retry.Class
 	// Meta, when not nil, is merged into the result's _meta.
 	Meta map[string]any
 	// Passthrough, when not nil, is a complete MCP CallToolResult as an
