@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/retry/retrytest"
 )
 
 func TestBackendsGet(t *testing.T) {
@@ -47,11 +49,11 @@ func TestBackendsGetConcurrent(t *testing.T) {
 }
 
 func TestBackendsStates(t *testing.T) {
-	clock := newFakeClock()
+	clock := retrytest.NewClock()
 	var calls []string
 	bs := NewBackends(BackendsConfig{
 		Breaker: BreakerConfig{Failures: 1},
-		Now:     clock.now,
+		Now:     clock.Now,
 		OnState: func(b string, s State) { calls = append(calls, b+"="+s.String()) },
 	})
 	bs.Get("ok")
@@ -73,8 +75,8 @@ func TestBackendsStates(t *testing.T) {
 }
 
 func TestBackendAdmitCountsFirstAttempts(t *testing.T) {
-	clock := newFakeClock()
-	bs := NewBackends(BackendsConfig{Budget: BudgetConfig{MinRetries: -1, Ratio: 1}, Now: clock.now})
+	clock := retrytest.NewClock()
+	bs := NewBackends(BackendsConfig{Budget: BudgetConfig{MinRetries: -1, Ratio: 1}, Now: clock.Now})
 	b := bs.Get("b")
 	for _, attempt := range []int{1, 2, 3, 1} {
 		p, err := b.Admit(attempt)
@@ -97,8 +99,8 @@ func TestBackendAdmitCountsFirstAttempts(t *testing.T) {
 }
 
 func TestBackendAdmitRefusedIsNotACall(t *testing.T) {
-	clock := newFakeClock()
-	bs := NewBackends(BackendsConfig{Breaker: BreakerConfig{Failures: 1}, Budget: BudgetConfig{MinRetries: -1, Ratio: 1}, Now: clock.now})
+	clock := retrytest.NewClock()
+	bs := NewBackends(BackendsConfig{Breaker: BreakerConfig{Failures: 1}, Budget: BudgetConfig{MinRetries: -1, Ratio: 1}, Now: clock.Now})
 	b := bs.Get("b")
 	p, _ := b.Admit(1)
 	p.Record(errRefused) // opens; this call earned one retry

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/retry/retrytest"
 )
 
 // refusedDial is the error of a refused connection, as net's dialer
@@ -101,10 +103,10 @@ func TestBreakerOpens(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := newFakeClock()
-			b := NewBreaker("b", tc.cfg, clock.now, nil)
+			clock := retrytest.NewClock()
+			b := NewBreaker("b", tc.cfg, clock.Now, nil)
 			for i, s := range tc.steps {
-				clock.advance(s.advance)
+				clock.Advance(s.advance)
 				p, err := b.Allow()
 				if err != nil {
 					t.Fatalf("step %d: Allow() = %v, want admission", i, err)
@@ -129,13 +131,13 @@ func TestBreakerOpens(t *testing.T) {
 }
 
 func TestBreakerRefusal(t *testing.T) {
-	clock := newFakeClock()
-	b := NewBreaker("rest:api.example.com", BreakerConfig{}, clock.now, nil)
+	clock := retrytest.NewClock()
+	b := NewBreaker("rest:api.example.com", BreakerConfig{}, clock.Now, nil)
 	for range 5 {
 		p, _ := b.Allow()
 		p.Record(errRefused)
 	}
-	clock.advance(17500 * time.Millisecond)
+	clock.Advance(17500 * time.Millisecond)
 	_, err := b.Allow()
 	e, ok := errors.AsType[*Error](err)
 	if !ok {
@@ -184,7 +186,7 @@ func TestBreakerRefusalSummarizesLastFailure(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := NewBreaker("rest:api.example.com", BreakerConfig{Failures: 1}, newFakeClock().now, nil)
+			b := NewBreaker("rest:api.example.com", BreakerConfig{Failures: 1}, retrytest.NewClock().Now, nil)
 			p, _ := b.Allow()
 			p.Record(tc.err)
 			_, err := b.Allow()
@@ -217,20 +219,20 @@ func TestBreakerHalfOpen(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := newFakeClock()
+			clock := retrytest.NewClock()
 			var states []State
-			b := NewBreaker("b", BreakerConfig{Failures: 2, OpenFor: 10 * time.Second}, clock.now, func(s State) {
+			b := NewBreaker("b", BreakerConfig{Failures: 2, OpenFor: 10 * time.Second}, clock.Now, func(s State) {
 				states = append(states, s)
 			})
 			for range 2 {
 				p, _ := b.Allow()
 				p.Record(errRefused)
 			}
-			clock.advance(10*time.Second - time.Nanosecond)
+			clock.Advance(10*time.Second - time.Nanosecond)
 			if _, err := b.Allow(); err == nil {
 				t.Fatal("Allow() before OpenFor passed admitted the attempt")
 			}
-			clock.advance(time.Nanosecond)
+			clock.Advance(time.Nanosecond)
 			probe, err := b.Allow()
 			if err != nil || !probe.Probe() {
 				t.Fatalf("Allow() after OpenFor = %+v, %v; want the probe", probe, err)
@@ -270,13 +272,13 @@ func TestBreakerHalfOpen(t *testing.T) {
 }
 
 func TestBreakerClosingResetsCounts(t *testing.T) {
-	clock := newFakeClock()
-	b := NewBreaker("b", BreakerConfig{Failures: 3, MinCalls: 4, OpenFor: time.Second}, clock.now, nil)
+	clock := retrytest.NewClock()
+	b := NewBreaker("b", BreakerConfig{Failures: 3, MinCalls: 4, OpenFor: time.Second}, clock.Now, nil)
 	for range 3 {
 		p, _ := b.Allow()
 		p.Record(errRefused)
 	}
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	p, _ := b.Allow()
 	p.Record(nil)
 	// Without the reset, the 3 failures before it opened would still be
@@ -293,12 +295,12 @@ func TestBreakerClosingResetsCounts(t *testing.T) {
 func TestBreakerProbeConcurrency(t *testing.T) {
 	const callers = 64
 	for _, rounds := range []int{1, 2, 3} {
-		clock := newFakeClock()
-		b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.now, nil)
+		clock := retrytest.NewClock()
+		b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.Now, nil)
 		p, _ := b.Allow()
 		p.Record(errRefused)
 		for round := range rounds {
-			clock.advance(time.Second)
+			clock.Advance(time.Second)
 			var admitted, probes atomic.Int32
 			permits := make([]Permit, callers)
 			start := make(chan struct{})
@@ -329,8 +331,8 @@ func TestBreakerProbeConcurrency(t *testing.T) {
 }
 
 func TestBreakerIgnoresStaleOutcomes(t *testing.T) {
-	clock := newFakeClock()
-	b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.now, nil)
+	clock := retrytest.NewClock()
+	b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.Now, nil)
 	early, _ := b.Allow() // admitted while closed, answers late
 	late, _ := b.Allow()
 	latest, _ := b.Allow()
@@ -340,7 +342,7 @@ func TestBreakerIgnoresStaleOutcomes(t *testing.T) {
 	if got := b.State(); got != StateOpen {
 		t.Fatalf("a success admitted before the breaker opened closed it: State() = %v", got)
 	}
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	probe, err := b.Allow()
 	if err != nil || !probe.Probe() {
 		t.Fatalf("Allow() = %v, want the probe", err)
@@ -371,7 +373,7 @@ func TestPermitRecordsOnce(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := NewBreaker("b", BreakerConfig{Failures: 1}, newFakeClock().now, nil)
+			b := NewBreaker("b", BreakerConfig{Failures: 1}, retrytest.NewClock().Now, nil)
 			p, err := b.Allow()
 			if err != nil {
 				t.Fatalf("Allow() = %v, want admission", err)
@@ -393,11 +395,11 @@ func TestProbeWithoutVerdict(t *testing.T) {
 		"not backend": func(p *Permit) { p.Record(Wrap(RateLimited, "", NotBackend(errors.New("thread pool full")))) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			clock := newFakeClock()
-			b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.now, nil)
+			clock := retrytest.NewClock()
+			b := NewBreaker("b", BreakerConfig{Failures: 1, OpenFor: time.Second}, clock.Now, nil)
 			p, _ := b.Allow()
 			p.Record(errRefused)
-			clock.advance(time.Second)
+			clock.Advance(time.Second)
 			probe, err := b.Allow()
 			if err != nil || !probe.Probe() {
 				t.Fatalf("Allow() after OpenFor = %v, want the probe", err)

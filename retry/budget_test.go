@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/retry/retrytest"
 )
 
 func TestBudget(t *testing.T) {
@@ -49,10 +51,10 @@ func TestBudget(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := newFakeClock()
-			b := NewBudget(tc.cfg, clock.now)
+			clock := retrytest.NewClock()
+			b := NewBudget(tc.cfg, clock.Now)
 			for i, o := range tc.ops {
-				clock.advance(o.advance)
+				clock.Advance(o.advance)
 				for range o.calls {
 					b.Call()
 				}
@@ -98,7 +100,7 @@ func TestBudgetConfigDefaults(t *testing.T) {
 }
 
 func TestBudgetConcurrent(t *testing.T) {
-	b := NewBudget(BudgetConfig{MinRetries: 25, Ratio: -1}, newFakeClock().now)
+	b := NewBudget(BudgetConfig{MinRetries: 25, Ratio: -1}, retrytest.NewClock().Now)
 	var granted atomic.Int32
 	var wg sync.WaitGroup
 	for range 100 {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/toolgate/toolgate/retry/retrytest"
 )
 
 // failN returns an fn for Run that fails with failures[attempt-1] for the
@@ -288,11 +290,11 @@ func TestRunBreakerRefusesRetry(t *testing.T) {
 // TestRunPanicReleasesProbe checks that a probe whose attempt panics does
 // not hold its breaker half-open: the next call probes.
 func TestRunPanicReleasesProbe(t *testing.T) {
-	clock := newFakeClock()
-	b := NewBackends(BackendsConfig{Breaker: BreakerConfig{Failures: 1, OpenFor: time.Second}, Now: clock.now}).Get("b")
+	clock := retrytest.NewClock()
+	b := NewBackends(BackendsConfig{Breaker: BreakerConfig{Failures: 1, OpenFor: time.Second}, Now: clock.Now}).Get("b")
 	p, _ := b.Admit(1)
 	p.Record(Errorf(Unavailable, "down"))
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	plan := Plan{Policy: Policy{Attempts: 3}, Idempotent: true, Backend: b}
 
 	func() {
@@ -341,6 +343,9 @@ func TestDecide(t *testing.T) {
 		{name: "deadline passed", ctx: expired, plan: Plan{Policy: policy, Idempotent: true}, attempt: 1, err: down,
 			wantReason: "not retried: the call's deadline has passed"},
 		{name: "cancelled class is not retried", plan: Plan{Policy: policy, Idempotent: true}, attempt: 1, err: context.Canceled},
+		{name: "permanent failure is not retried", plan: Plan{Policy: policy, Idempotent: true}, attempt: 1, err: Permanent(down)},
+		{name: "permanent failure of a class in On", plan: Plan{Policy: Policy{On: []Class{Execution}}, Idempotent: true}, attempt: 1,
+			err: Permanent(Errorf(Execution, "no"))},
 		{name: "last attempt", plan: Plan{Policy: policy, Idempotent: true}, attempt: 3, err: down,
 			wantReason: "gave up after 3 attempts"},
 		{name: "default attempts", plan: Plan{Idempotent: true, Rand: half}, attempt: 2, err: down,

@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"schemas":         {},
 	"threadctx":       {},
 	"retry":           {},
+	"retry/retrytest": {},
 	"config":          {},
 	"bench":           {"config", "gateway", "registry", "executors", "builtin"},
 	"tests":           {},
