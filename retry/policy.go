@@ -3,6 +3,7 @@ package retry
 import (
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,17 +116,9 @@ func (p Policy) Backoff(retry int, retryAfter time.Duration, r func() float64) t
 	return time.Duration(f * float64(ceiling))
 }
 
-// httpDateLayouts are the three date formats RFC 9110 section 5.6.7 says a
-// recipient must accept: IMF-fixdate, then the obsolete RFC 850 and ANSI C
-// asctime formats.
-var httpDateLayouts = [...]string{
-	"Mon, 02 Jan 2006 15:04:05 GMT",
-	"Monday, 02-Jan-06 15:04:05 GMT",
-	"Mon Jan _2 15:04:05 2006",
-}
-
 // ParseRetryAfter parses the value of a Retry-After header: delta-seconds
-// ("120") or an HTTP-date, which is measured from now. ok is false for an
+// ("120") or an HTTP-date in any of the three formats [http.ParseTime]
+// accepts (IMF-fixdate, RFC 850, ANSI C asctime), measured from now. ok is false for an
 // empty, negative or unparsable value. A date in the past gives 0 (retry
 // now). Values over [MaxRetryAfter] are capped to it.
 func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
@@ -141,14 +134,11 @@ func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 		}
 		return time.Duration(n) * time.Second, true
 	}
-	for _, layout := range httpDateLayouts {
-		t, err := time.Parse(layout, v)
-		if err != nil {
-			continue
-		}
-		return min(max(t.Sub(now), 0), MaxRetryAfter), true
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
 	}
-	return 0, false
+	return min(max(t.Sub(now), 0), MaxRetryAfter), true
 }
 
 func isDigits(s string) bool {
