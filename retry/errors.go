@@ -188,3 +188,24 @@ func NotBackend(err error) error {
 type notBackend struct{ error }
 
 func (e notBackend) Unwrap() []error { return []error{e.error, ErrNotBackend} }
+
+// ErrPermanent marks a failure that repeating the same call cannot fix,
+// whatever its class: a certificate the backend will present again, a
+// redirect the tool may not follow, an HTTP status such as 501 Not
+// Implemented. [Plan.Decide] never retries it and gives no reason, as for
+// a class the policy does not retry. Mark an error with [Permanent]; test
+// with errors.Is.
+var ErrPermanent = errors.New("retrying cannot fix this failure")
+
+// Permanent returns err marked with [ErrPermanent], its message, class and
+// chain otherwise unchanged. Permanent(nil) returns nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent{err}
+}
+
+type permanent struct{ error }
+
+func (e permanent) Unwrap() []error { return []error{e.error, ErrPermanent} }

@@ -88,3 +88,17 @@ func TestClassProperties(t *testing.T) {
 		t.Errorf("RetryAfterOf = %v, want 3s", got)
 	}
 }
+
+func TestPermanent(t *testing.T) {
+	cause := &Error{Class: Unavailable, Msg: "501 Not Implemented", Status: 501}
+	got := Permanent(cause)
+	if got.Error() != cause.Error() || Classify(got) != Unavailable || !errors.Is(got, cause) || !errors.Is(got, ErrPermanent) {
+		t.Errorf("Permanent(%v) = %q (class %q), want the same message and class, wrapping the cause and ErrPermanent", cause, got, Classify(got))
+	}
+	if errors.Is(cause, ErrPermanent) {
+		t.Error("an unmarked error is ErrPermanent")
+	}
+	if Permanent(nil) != nil {
+		t.Error("Permanent(nil) != nil")
+	}
+}

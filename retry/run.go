@@ -41,8 +41,9 @@ func (p Plan) subject() string {
 // decision: [Run] asks it, and so does the REST executor from its HTTP
 // client's CheckRetry.
 //
-// A failure is retried only if, in this order: its [Classify] class is one
-// the policy retries ([Policy.Retries]); ctx is not done; attempts remain;
+// A failure is retried only if, in this order: it is not marked
+// [Permanent] and its [Classify] class is one the policy retries
+// ([Policy.Retries]); ctx is not done; attempts remain;
 // the call is idempotent; the wait ([Policy.Backoff], honouring
 // [RetryAfterOf] up to MaxBackoff) ends before ctx's deadline; the
 // backend's breaker would admit the retry when the wait ends; and the
@@ -52,10 +53,10 @@ func (p Plan) subject() string {
 //
 // When Decide says no to a failure whose class the policy retries, reason
 // says why, for [Annotate]: "not retried: tool "x" is not idempotent (…)",
-// "gave up after 3 attempts". For any other failure (or nil) reason is
-// empty: the error stands as it is.
+// "gave up after 3 attempts". For any other failure (a permanent one, or
+// nil) reason is empty: the error stands as it is.
 func (p Plan) Decide(ctx context.Context, attempt int, err error) (wait time.Duration, ok bool, reason string) {
-	if err == nil || !p.Policy.Retries(Classify(err)) {
+	if err == nil || errors.Is(err, ErrPermanent) || !p.Policy.Retries(Classify(err)) {
 		return 0, false, ""
 	}
 	switch ctxErr := ctx.Err(); {
