@@ -1,6 +1,7 @@
-// Package threadctx owns toolgate's notion of a thread: the thread ID carried
-// in a request's context ([WithThread], [ThreadFrom]) and the per-thread
-// instance pool for stateful tools ([Pool]).
+// Package threadctx owns toolgate's notion of a thread: the per-thread
+// instance pool for stateful tools and thread-isolated upstreams ([Pool]).
+// The thread ID itself travels in one place, the executors.Call of each
+// call, never in a context.
 //
 // A thread is the isolation unit for stateful tools. By default it is one
 // MCP session; a call may name one explicitly. Each stateful tool has at most
