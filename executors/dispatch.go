@@ -24,33 +24,33 @@ type DispatcherOptions struct {
 	DefaultTimeout time.Duration
 	// Logger receives the stack of a recovered panic. Nil discards.
 	Logger *slog.Logger
-	// Plan returns how calls of a tool are retried and the backend they go
-	// to (its circuit breaker and retry budget). Nil means no retries and
-	// no backend.
-	Plan func(t *registry.Tool) retry.Plan
 	// OnRetry, when not nil, is told of every retry the Dispatcher makes,
-	// with the class of the failure retried.
+	// with the class of the failure retried. Retries a [SelfRetrying]
+	// executor makes are its own to report.
 	OnRetry func(tool string, class retry.Class)
 }
 
-// AttemptsMetaKey is the result _meta key holding how many attempts a call
-// took, set when it took more than one.
+// AttemptsMetaKey is the result _meta key holding the number of attempts a
+// call made, the first included: Execute calls for the kinds the
+// [Dispatcher] retries, HTTP requests sent for REST tools (a retry the
+// breaker refused is not one). It means the same for every kind, and is
+// set (an int) only on a successful result that took more than one
+// attempt: absent means one. A failure says its attempts in its message.
 const AttemptsMetaKey = "toolgate/attempts"
 
-// Dispatcher sends each call to the executor of its tool's kind, under the
-// call's deadline. Executors are set with [Dispatcher.Handle] while building;
-// after that a Dispatcher is safe for concurrent use.
+// Dispatcher runs calls on the executors they come with, under each call's
+// deadline, retrying as the call's [Call.Retry] allows. It holds no
+// executors and no tools: the caller binds each tool to its executor when
+// it registers the tool. A Dispatcher is safe for concurrent use.
 type Dispatcher struct {
-	executors      map[registry.Kind]Executor
 	defaultTimeout time.Duration
 	logger         *slog.Logger
-	plan           func(*registry.Tool) retry.Plan
 	onRetry        func(string, retry.Class)
 }
 
-// NewDispatcher returns a dispatcher with no executors. opts may be nil.
+// NewDispatcher returns a dispatcher. opts may be nil.
 func NewDispatcher(opts *DispatcherOptions) *Dispatcher {
-	d := &Dispatcher{executors: map[registry.Kind]Executor{}, defaultTimeout: DefaultTimeout, logger: slog.New(slog.DiscardHandler)}
+	d := &Dispatcher{defaultTimeout: DefaultTimeout, logger: slog.New(slog.DiscardHandler)}
 	if opts != nil {
 		if opts.DefaultTimeout > 0 {
 			d.defaultTimeout = opts.DefaultTimeout
@@ -58,14 +58,10 @@ func NewDispatcher(opts *DispatcherOptions) *Dispatcher {
 		if opts.Logger != nil {
 			d.logger = opts.Logger
 		}
-		d.plan, d.onRetry = opts.Plan, opts.OnRetry
+		d.onRetry = opts.OnRetry
 	}
 	return d
 }
-
-// Handle makes e the executor of tools of kind k. It must not be called
-// concurrently with Dispatch.
-func (d *Dispatcher) Handle(k registry.Kind, e Executor) { d.executors[k] = e }
 
 // Timeout returns the deadline a call of t runs under.
 func (d *Dispatcher) Timeout(t *registry.Tool) time.Duration {
@@ -75,37 +71,33 @@ func (d *Dispatcher) Timeout(t *registry.Tool) time.Duration {
 	return d.defaultTimeout
 }
 
-// Dispatch runs call on its kind's executor within the tool's timeout. This
-// is the one place the per-call deadline is set: it covers every attempt
-// and every wait between them. Failures are retried as the tool's
-// [DispatcherOptions.Plan] says (by the executor itself when it is
-// [SelfRetrying]). A panic in the executor (embedder code included) is
-// recovered, logged with its stack, and returned as an error of class
-// internal. Errors that are not already a *retry.Error are classified: the
-// call's own deadline becomes timeout, the caller's cancellation becomes
-// cancelled.
-func (d *Dispatcher) Dispatch(ctx context.Context, call Call) (Result, error) {
-	e := d.executors[call.Tool.Kind]
+// Dispatch runs call on e, the executor bound to call.Tool, within the
+// tool's timeout. This is the one place the per-call deadline is set: it
+// covers every attempt and every wait between them. Failures are retried
+// as call.Retry says, by [retry.Run] here, or by e itself when it is
+// [SelfRetrying] (it then gets call.Retry; other executors see the zero
+// Plan). A panic in the executor (embedder code included) is recovered,
+// logged with its stack, and returned as an error of class internal.
+// Errors that are not already a *retry.Error are classified: the call's
+// own deadline becomes timeout, the caller's cancellation becomes
+// cancelled. A nil e is an internal error.
+func (d *Dispatcher) Dispatch(ctx context.Context, e Executor, call Call) (Result, error) {
 	if e == nil {
-		return Result{}, retry.Errorf(retry.Internal, "no executor for tools of kind %q", call.Tool.Kind)
+		return Result{}, retry.Errorf(retry.Internal, "tool %q has no executor", call.Tool.Name)
 	}
 	timeout := d.Timeout(call.Tool)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var plan retry.Plan
-	if d.plan != nil {
-		plan = d.plan(call.Tool)
-	}
+	plan := call.Retry
 	if sr, ok := e.(SelfRetrying); ok && sr.RetriesItself() {
-		call.Retry = plan
-		res, err := d.attempt(ctx, cctx, e, call, timeout)
-		return res, err
+		return d.attempt(ctx, cctx, e, call, timeout)
 	}
+	call.Retry = retry.Plan{}
 	if plan.Backend == nil && (!plan.Idempotent || plan.Policy.Attempts == 1) {
 		// Nothing to retry and no breaker: the common in-process case. A
 		// failure of a class the policy retries still says why it was not.
 		res, err := d.attempt(ctx, cctx, e, call, timeout)
-		if err != nil && d.plan != nil {
+		if err != nil {
 			_, _, reason := plan.Decide(cctx, 1, err)
 			err = retry.Annotate(err, reason)
 		}

@@ -1,9 +1,10 @@
 // Package executors runs tool calls. It defines the one-method [Executor]
-// interface every tool kind implements, the [Call] and [Result] types that
-// flow through the pipeline, the [Dispatcher] that picks an executor by kind
-// and applies the per-call deadline, and the two in-process kinds:
-// [Stateless] (a Go function) and [Stateful] (a factory of per-thread
-// instances, pooled by threadctx).
+// interface, the [Call] and [Result] types that flow through the pipeline,
+// [Bound] (a tool with the executor of its calls, bound once when the tool
+// is registered, so nothing below the front looks a tool up by name), the
+// [Dispatcher] that applies the per-call deadline and retries, and the two
+// in-process kinds: a [StatelessFunc] (a Go function) and [Stateful] (a
+// factory of per-thread instances, pooled by threadctx).
 //
 // executors must not import mcp-go, chi or prometheus: results are
 // toolgate's own types, and gateway maps them to the wire.
@@ -17,8 +18,9 @@ import (
 	"github.com/toolgate/toolgate/retry"
 )
 
-// Executor runs calls of one kind of tool. Execute must honour ctx: when ctx
-// is done it returns promptly with ctx's error (wrapped or classified).
+// Executor runs the calls of one tool: each tool is bound to its own
+// executor when it is registered ([Bound]). Execute must honour ctx: when
+// ctx is done it returns promptly with ctx's error (wrapped or classified).
 // A failure is returned as an error, preferably a *retry.Error; executors
 // never build error results themselves.
 type Executor interface {
@@ -41,11 +43,19 @@ type Call struct {
 	// asked for progress notifications). total is 0 when unknown. It is
 	// safe to call from any goroutine until Execute returns.
 	Progress func(progress, total float64, message string)
-	// Retry is how the call may be retried and the backend it goes to. The
-	// [Dispatcher] sets it for executors that run their own retry loop
-	// ([SelfRetrying]); others are retried by the Dispatcher and see the
-	// zero Plan.
+	// Retry is how the call may be retried and the backend it goes to
+	// (its breaker and retry budget). The caller sets it (gateway computes
+	// one Plan per tool); the zero Plan retries nothing and has no backend.
+	// The [Dispatcher] retries by it, and hands it on to executors that run
+	// their own retry loop ([SelfRetrying]); other executors see the zero
+	// Plan.
 	Retry retry.Plan
+}
+
+// Bound is a tool definition with the executor that runs its calls.
+type Bound struct {
+	Tool registry.Tool
+	Exec Executor
 }
 
 // SelfRetrying is implemented by executors that retry within Execute (the

@@ -54,21 +54,18 @@ func TestDispatch(t *testing.T) {
 			return ctx
 		}},
 		{name: "panic", exec: fakeExecutor(func(context.Context, Call) (Result, error) { panic("boom") }), wantClass: retry.Internal},
-		{name: "unknown kind", exec: nil, wantClass: retry.Internal},
+		{name: "no executor", exec: nil, wantClass: retry.Internal},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := NewDispatcher(&DispatcherOptions{DefaultTimeout: time.Minute})
-			if tc.exec != nil {
-				d.Handle(registry.Stateless, tc.exec)
-			}
 			tool := tc.tool
 			tool.Name, tool.Kind = "t", registry.Stateless
 			ctx := t.Context()
 			if tc.ctx != nil {
 				ctx = tc.ctx(t)
 			}
-			_, err := d.Dispatch(ctx, Call{Tool: &tool, Thread: "x"})
+			_, err := d.Dispatch(ctx, tc.exec, Call{Tool: &tool, Thread: "x"})
 			if got := retry.Classify(err); got != tc.wantClass {
 				t.Errorf("Dispatch error = %v (class %q), want class %q", err, got, tc.wantClass)
 			}
@@ -79,9 +76,8 @@ func TestDispatch(t *testing.T) {
 func TestStatefulExecutor(t *testing.T) {
 	pool := threadctx.NewPool(&threadctx.Options{MaxInstances: 1})
 	defer pool.Close()
-	s := NewStateful(pool)
 	var created atomic.Int64
-	s.Set("t", Factory{New: func(_ context.Context, thread string) (Instance, error) {
+	s := NewStateful(pool).Bind("t", Factory{New: func(_ context.Context, thread string) (Instance, error) {
 		created.Add(1)
 		return fakeInstance(thread), nil
 	}})
@@ -97,9 +93,6 @@ func TestStatefulExecutor(t *testing.T) {
 	if res, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "b"}); err != nil || res.Content[0].Text != "b" {
 		t.Fatalf("Execute in thread b = %v, %v", res, err)
 	}
-	if _, err := s.Execute(t.Context(), Call{Tool: &registry.Tool{Name: "missing"}, Thread: "a"}); retry.Classify(err) != retry.NotFound {
-		t.Errorf("Execute of a tool without factory: %v, want not_found", err)
-	}
 	pool.Close()
 	if _, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "c"}); retry.Classify(err) != retry.Cancelled {
 		t.Errorf("Execute on a closed pool: %v, want cancelled", err)
@@ -113,15 +106,10 @@ func (f fakeInstance) Call(context.Context, map[string]any) (Result, error) {
 }
 
 func TestStatelessExecutor(t *testing.T) {
-	s := NewStateless()
-	s.Set("t", func(_ context.Context, args map[string]any) (Result, error) { return Text(args["x"].(string)), nil })
+	var s Executor = StatelessFunc(func(_ context.Context, args map[string]any) (Result, error) { return Text(args["x"].(string)), nil })
 	tool := &registry.Tool{Name: "t"}
 	if res, err := s.Execute(t.Context(), Call{Tool: tool, Args: map[string]any{"x": "y"}}); err != nil || res.Content[0].Text != "y" {
 		t.Fatalf("Execute = %v, %v", res, err)
-	}
-	s.Delete("t")
-	if _, err := s.Execute(t.Context(), Call{Tool: tool}); retry.Classify(err) != retry.NotFound {
-		t.Errorf("Execute after Delete: %v, want not_found", err)
 	}
 }
 
@@ -150,9 +138,8 @@ func (b blockingInstance) Call(context.Context, map[string]any) (Result, error) 
 func TestStatefulCapacityIsRateLimited(t *testing.T) {
 	pool := threadctx.NewPool(&threadctx.Options{MaxInstances: 1})
 	defer pool.Close()
-	s := NewStateful(pool)
 	inst := blockingInstance{entered: make(chan struct{}), release: make(chan struct{})}
-	s.Set("t", Factory{New: func(context.Context, string) (Instance, error) { return inst, nil }})
+	s := NewStateful(pool).Bind("t", Factory{New: func(context.Context, string) (Instance, error) { return inst, nil }})
 	tool := &registry.Tool{Name: "t", Kind: registry.Stateful}
 	done := make(chan error, 1)
 	go func() {

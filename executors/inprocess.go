@@ -4,8 +4,16 @@ import "context"
 
 // StatelessFunc implements a stateless tool. args have passed the tool's
 // input schema. A failure is returned as an error, ideally a *retry.Error
-// whose class tells the model what went wrong.
+// whose class tells the model what went wrong. A StatelessFunc is the
+// [Executor] of its tool.
 type StatelessFunc func(ctx context.Context, args map[string]any) (Result, error)
+
+var _ Executor = StatelessFunc(nil)
+
+// Execute calls f with the call's arguments.
+func (f StatelessFunc) Execute(ctx context.Context, call Call) (Result, error) {
+	return f(ctx, call.Args)
+}
 
 // Instance is one thread's instance of a stateful tool. If it implements
 // io.Closer, Close is called exactly once when the instance is discarded.

@@ -14,28 +14,9 @@ import (
 
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
+
+	"github.com/toolgate/toolgate/retry/retrytest"
 )
-
-// fakeClock is a clock for breakers and budgets that moves only when the
-// test advances it. It is safe for concurrent use.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time // guarded by mu
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // flakyTool is a stateless tool that fails its first fails calls with err
 // and then succeeds; it counts its invocations.
@@ -52,15 +33,13 @@ func (f *flakyTool) run(context.Context, map[string]any) (Result, error) {
 	return Text("ok"), nil
 }
 
-// retryDispatcher returns a dispatcher whose stateless tool "t" is fn,
-// whose every call gets plan, and whose retries are appended to *retried.
-func retryDispatcher(fn StatelessFunc, plan retry.Plan, retried *[]retry.Class) (*Dispatcher, *registry.Tool) {
-	s := NewStateless()
-	s.Set("t", fn)
+// retryDispatcher returns a dispatch function that runs fn as the
+// stateless tool "t" with plan as every call's Call.Retry, and whose
+// retries are appended to *retried.
+func retryDispatcher(fn StatelessFunc, plan retry.Plan, retried *[]retry.Class) (dispatch func(context.Context, Call) (Result, error), tool *registry.Tool) {
 	var mu sync.Mutex
 	d := NewDispatcher(&DispatcherOptions{
 		DefaultTimeout: time.Hour,
-		Plan:           func(*registry.Tool) retry.Plan { return plan },
 		OnRetry: func(tool string, c retry.Class) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -69,8 +48,11 @@ func retryDispatcher(fn StatelessFunc, plan retry.Plan, retried *[]retry.Class) 
 			}
 		},
 	})
-	d.Handle(registry.Stateless, s)
-	return d, &registry.Tool{Name: "t", Kind: registry.Stateless}
+	dispatch = func(ctx context.Context, call Call) (Result, error) {
+		call.Retry = plan
+		return d.Dispatch(ctx, fn, call)
+	}
+	return dispatch, &registry.Tool{Name: "t", Kind: registry.Stateless}
 }
 
 func zeroRand() float64 { return 0 }
@@ -155,8 +137,8 @@ func TestDispatchRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tool := &flakyTool{fails: tc.fails, err: tc.err}
 			var retried []retry.Class
-			d, def := retryDispatcher(tool.run, tc.plan, &retried)
-			res, err := d.Dispatch(t.Context(), Call{Tool: def, Thread: "x"})
+			dispatch, def := retryDispatcher(tool.run, tc.plan, &retried)
+			res, err := dispatch(t.Context(), Call{Tool: def, Thread: "x"})
 			if got := retry.Classify(err); got != tc.wantClass {
 				t.Fatalf("Dispatch error = %v (class %q), want class %q", err, got, tc.wantClass)
 			}
@@ -190,8 +172,8 @@ func TestDispatchRetryKeepsMeta(t *testing.T) {
 		}
 		return Result{Content: []Content{{Type: TextContent, Text: "ok"}}, Meta: own}, nil
 	}
-	d, def := retryDispatcher(fn, retry.Plan{Policy: retry.Policy{Attempts: 2}, Idempotent: true, Rand: zeroRand}, nil)
-	res, err := d.Dispatch(t.Context(), Call{Tool: def, Thread: "x"})
+	dispatch, def := retryDispatcher(fn, retry.Plan{Policy: retry.Policy{Attempts: 2}, Idempotent: true, Rand: zeroRand}, nil)
+	res, err := dispatch(t.Context(), Call{Tool: def, Thread: "x"})
 	if err != nil {
 		t.Fatalf("Dispatch = %v", err)
 	}
@@ -204,7 +186,7 @@ func TestDispatchRetryKeepsMeta(t *testing.T) {
 }
 
 func TestDispatchBreaker(t *testing.T) {
-	clock := newFakeClock()
+	clock := retrytest.NewClock()
 	var mu sync.Mutex
 	var states []retry.State
 	backends := retry.NewBackends(retry.BackendsConfig{
@@ -248,9 +230,9 @@ func TestDispatchBreaker(t *testing.T) {
 		return Text("ok"), nil
 	}
 	plan := retry.Plan{Policy: retry.Policy{Attempts: 1}, Idempotent: true, Backend: backend, Subject: `tool "t"`}
-	d, def := retryDispatcher(fn, plan, nil)
+	dispatch, def := retryDispatcher(fn, plan, nil)
 	call := func() error {
-		_, err := d.Dispatch(t.Context(), Call{Tool: def, Thread: "x"})
+		_, err := dispatch(t.Context(), Call{Tool: def, Thread: "x"})
 		return err
 	}
 	// wantRefused checks that a call fails fast without running the tool.
@@ -326,15 +308,15 @@ func TestDispatchBreaker(t *testing.T) {
 // TestDispatchBreakerStopsRetries checks that a breaker opening during a
 // call's retries ends them, and says so.
 func TestDispatchBreakerStopsRetries(t *testing.T) {
-	clock := newFakeClock()
+	clock := retrytest.NewClock()
 	backend := retry.NewBackends(retry.BackendsConfig{
 		Breaker: retry.BreakerConfig{Failures: 2, FailureRatio: -1, OpenFor: time.Minute},
 		Now:     clock.Now,
 	}).Get("test:api")
 	tool := &flakyTool{fails: 10, err: retry.Errorf(retry.Unavailable, "api down")}
 	var retried []retry.Class
-	d, def := retryDispatcher(tool.run, retry.Plan{Policy: retry.Policy{Attempts: 5}, Idempotent: true, Rand: zeroRand, Backend: backend}, &retried)
-	_, err := d.Dispatch(t.Context(), Call{Tool: def, Thread: "x"})
+	dispatch, def := retryDispatcher(tool.run, retry.Plan{Policy: retry.Policy{Attempts: 5}, Idempotent: true, Rand: zeroRand, Backend: backend}, &retried)
+	_, err := dispatch(t.Context(), Call{Tool: def, Thread: "x"})
 	if got := retry.Classify(err); got != retry.Unavailable {
 		t.Fatalf("Dispatch = %v (class %q), want unavailable", err, got)
 	}
@@ -357,13 +339,13 @@ func TestDispatchRetryWaits(t *testing.T) {
 				Idempotent: true,
 				Rand:       func() float64 { return 0.5 }, // a 30s wait
 			}
-			d, def := retryDispatcher(tool.run, plan, nil)
+			dispatch, def := retryDispatcher(tool.run, plan, nil)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			start := time.Now()
 			errc := make(chan error, 1)
 			go func() {
-				_, err := d.Dispatch(ctx, Call{Tool: def, Thread: "x"})
+				_, err := dispatch(ctx, Call{Tool: def, Thread: "x"})
 				errc <- err
 			}()
 			synctest.Wait() // the call waits to retry
@@ -416,7 +398,7 @@ func TestDispatchRetryWaits(t *testing.T) {
 					Idempotent: true,
 					Rand:       func() float64 { return 0.5 },
 				}
-				d, def := retryDispatcher(tool.run, plan, nil)
+				dispatch, def := retryDispatcher(tool.run, plan, nil)
 				def.Timeout = tc.timeout
 				ctx := t.Context()
 				if tc.ctxTimeout > 0 {
@@ -425,7 +407,7 @@ func TestDispatchRetryWaits(t *testing.T) {
 					defer cancel()
 				}
 				start := time.Now()
-				_, err := d.Dispatch(ctx, Call{Tool: def, Thread: "x"})
+				_, err := dispatch(ctx, Call{Tool: def, Thread: "x"})
 				if got, want := retry.Classify(err), retry.Classify(tc.err); got != want {
 					t.Errorf("Dispatch = %v (class %q), want the tool's class %q", err, got, want)
 				}
@@ -458,8 +440,8 @@ func TestDispatchRetryWaits(t *testing.T) {
 				Idempotent: true,
 				Rand:       func() float64 { return 0.5 },
 			}
-			d, def := retryDispatcher(fn, plan, nil)
-			if _, err := d.Dispatch(t.Context(), Call{Tool: def, Thread: "x"}); err != nil {
+			dispatch, def := retryDispatcher(fn, plan, nil)
+			if _, err := dispatch(t.Context(), Call{Tool: def, Thread: "x"}); err != nil {
 				t.Fatalf("Dispatch = %v", err)
 			}
 			// Full jitter at 0.5: half of 1s, then half of 2s.
@@ -488,10 +470,9 @@ func (f *fakeSelfRetrying) RetriesItself() bool { return true }
 func TestDispatchSelfRetrying(t *testing.T) {
 	backend := retry.NewBackends(retry.BackendsConfig{}).Get("rest:api")
 	plan := retry.Plan{Policy: retry.Policy{Attempts: 4}, Idempotent: true, Backend: backend, Subject: `tool "t"`}
-	d := NewDispatcher(&DispatcherOptions{Plan: func(*registry.Tool) retry.Plan { return plan }})
+	d := NewDispatcher(nil)
 	e := &fakeSelfRetrying{}
-	d.Handle(registry.REST, e)
-	_, err := d.Dispatch(t.Context(), Call{Tool: &registry.Tool{Name: "t", Kind: registry.REST}, Thread: "x"})
+	_, err := d.Dispatch(t.Context(), e, Call{Tool: &registry.Tool{Name: "t", Kind: registry.REST}, Thread: "x", Retry: plan})
 	if got := retry.Classify(err); got != retry.Unavailable || err.Error() != "down" {
 		t.Errorf("Dispatch = %v (class %q), want the executor's error unchanged", err, got)
 	}

@@ -3,7 +3,6 @@ package executors
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/threadctx"
@@ -14,45 +13,34 @@ import (
 // [threadctx.Pool]. It is safe for concurrent use.
 type Stateful struct {
 	pool *threadctx.Pool
-
-	mu        sync.RWMutex
-	factories map[string]Factory // guarded by mu
 }
 
-var _ Executor = (*Stateful)(nil)
-
-// NewStateful returns an executor keeping instances in pool. The caller
+// NewStateful returns a Stateful keeping instances in pool. The caller
 // owns pool and closes it.
 func NewStateful(pool *threadctx.Pool) *Stateful {
-	return &Stateful{pool: pool, factories: map[string]Factory{}}
+	return &Stateful{pool: pool}
 }
 
-// Set makes f the factory of the tool called name.
-func (s *Stateful) Set(name string, f Factory) {
-	s.mu.Lock()
-	s.factories[name] = f
-	s.mu.Unlock()
+// Bind returns the executor of the stateful tool called name, whose
+// instances f creates. The pool keeps one instance per thread under name,
+// so two tools bound under one name share instances. Instances live until
+// their thread ends, also after the executor is dropped.
+func (s *Stateful) Bind(name string, f Factory) Executor {
+	return &statefulTool{pool: s.pool, name: name, factory: f}
 }
 
-// Delete forgets the tool called name. Live instances stay until their
-// thread ends.
-func (s *Stateful) Delete(name string) {
-	s.mu.Lock()
-	delete(s.factories, name)
-	s.mu.Unlock()
+// statefulTool is the executor of one stateful tool.
+type statefulTool struct {
+	pool    *threadctx.Pool
+	name    string
+	factory Factory
 }
 
-// Execute acquires the thread's instance (creating it on first use; waiting
-// for it when instances are not concurrent) and calls it.
-func (s *Stateful) Execute(ctx context.Context, call Call) (Result, error) {
-	s.mu.RLock()
-	f, ok := s.factories[call.Tool.Name]
-	s.mu.RUnlock()
-	if !ok {
-		return Result{}, retry.Errorf(retry.NotFound, "stateful tool %q has no factory", call.Tool.Name)
-	}
-	thread := call.Thread
-	lease, err := s.pool.Acquire(ctx, thread, call.Tool.Name, threadctx.Spec{
+// Execute acquires call.Thread's instance (creating it on first use;
+// waiting for it when instances are not concurrent) and calls it.
+func (t *statefulTool) Execute(ctx context.Context, call Call) (Result, error) {
+	thread, f := call.Thread, t.factory
+	lease, err := t.pool.Acquire(ctx, thread, t.name, threadctx.Spec{
 		New:        func(ctx context.Context) (any, error) { return f.New(ctx, thread) },
 		Concurrent: f.Concurrent,
 	})
@@ -62,7 +50,7 @@ func (s *Stateful) Execute(ctx context.Context, call Call) (Result, error) {
 	defer lease.Release()
 	inst, ok := lease.Value().(Instance)
 	if !ok || inst == nil {
-		return Result{}, retry.Errorf(retry.Internal, "factory of %q returned no instance", call.Tool.Name)
+		return Result{}, retry.Errorf(retry.Internal, "factory of %q returned no instance", t.name)
 	}
 	return inst.Call(ctx, call.Args)
 }
