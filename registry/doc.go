@@ -16,6 +16,14 @@
 // only when exactly one registered tool matches; otherwise the error
 // suggests the closest names ([Suggest]).
 //
+// A source that serves many tools (an upstream MCP server, an OpenAPI
+// document) names them <prefix>__<tool>; a prefix is at most
+// [MaxPrefixLen] characters ([ValidatePrefix]), so that the tool part keeps
+// room within the 64. [Filter] selects such a source's tools by their own
+// names, and [FieldError] reports a problem with one field of a source's
+// definition so that the gateway can show it at its place in the
+// configuration file.
+//
 // # Changes
 //
 // Every successful mutation ([Registry.Add], [Registry.Remove],

@@ -12,6 +12,14 @@ import (
 const (
 	// MaxNameLen is the longest tool name MCP allows, in characters.
 	MaxNameLen = 64
+	// Separator joins a source's prefix and a tool's own name:
+	// fs__read_file. A prefix never contains it.
+	Separator = "__"
+	// MaxPrefixLen is the longest prefix a source (an upstream MCP server,
+	// an OpenAPI document) may give its tools' names, in characters: it
+	// leaves at least 30 characters for the tool's own name within
+	// MaxNameLen after <prefix>__.
+	MaxPrefixLen = 32
 	// maxShown is how many bytes of a name an error message shows.
 	maxShown = 80
 	// maxCompared is how many bytes of a name repair and suggestions look
@@ -47,6 +55,38 @@ func ValidateName(name string) error {
 		return fmt.Errorf("%w %s: the name is %d characters long; at most %d are allowed", ErrInvalidName, quoteName(name), len(name), MaxNameLen)
 	}
 	return nil
+}
+
+// ErrInvalidPrefix is wrapped by every error [ValidatePrefix] returns.
+var ErrInvalidPrefix = errors.New("invalid tool name prefix")
+
+// ValidatePrefix reports whether prefix may prefix tool names as
+// <prefix>__<tool>: 1 to [MaxPrefixLen] characters from A-Z a-z 0-9 _ . -,
+// without [Separator]. The error is a *[FieldError] for field "name" whose
+// Msg does not show the prefix, wrapping [ErrInvalidPrefix].
+func ValidatePrefix(prefix string) error {
+	bad := func(msg string) error {
+		return &FieldError{Field: "name", Value: prefix, Msg: msg, Err: ErrInvalidPrefix}
+	}
+	switch {
+	case prefix == "":
+		return bad(fmt.Sprintf("is empty; write 1 to %d characters from A-Z a-z 0-9 _ . -, like fs (its tools are named fs%s<tool>)", MaxPrefixLen, Separator))
+	case strings.Contains(prefix, Separator):
+		return bad(fmt.Sprintf("must not contain %s, which separates it from the tool names; use a single _ instead", Separator))
+	case len(prefix) > MaxPrefixLen || strings.IndexFunc(prefix, func(r rune) bool { return r >= utf8.RuneSelf || !nameChar(byte(r)) }) >= 0:
+		return bad(fmt.Sprintf("must be 1 to %d characters from A-Z a-z 0-9 _ . -, leaving room for the tool names (at most %d characters in all), like fs", MaxPrefixLen, MaxNameLen))
+	}
+	return nil
+}
+
+// Prefixed returns the name of tool under prefix: <prefix>__<tool>.
+func Prefixed(prefix, tool string) string { return prefix + Separator + tool }
+
+// UnderPrefix reports whether name is prefix itself or a tool name under
+// it (<prefix>__...), that is whether a tool of that name would clash with
+// a source that prefixes its tools with prefix.
+func UnderPrefix(name, prefix string) bool {
+	return prefix != "" && (name == prefix || strings.HasPrefix(name, prefix+Separator))
 }
 
 func nameChar(c byte) bool {
