@@ -60,6 +60,9 @@ type Config struct {
 	// order first used, without duplicates. Set by [Parse]; see
 	// [Config.Secrets].
 	secrets []string
+	// where holds the positions of every value; set by [Parse], for
+	// [Config.Locate].
+	where positions
 }
 
 // Secrets returns every non-empty value the environment supplied to a

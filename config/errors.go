@@ -85,3 +85,64 @@ func oneLine(s string) string {
 		return r
 	}, s)
 }
+
+// Problem is something wrong with one value (or map key) of a
+// configuration, found by the package that owns the rule (the REST
+// executor for a URL template, registry for a tool name, the upstream
+// executor for an upstream's settings). [Config.Locate] places it in the
+// file.
+type Problem struct {
+	// Path is the key path, as in [PosError.Path]: "rest[0].url",
+	// `upstreams[1].headers."Bad Header"`.
+	Path string
+	// Key reports that the problem is with the map key Path ends in (a
+	// header name): the error then points at the key, and Got is the key.
+	Key bool
+	// Got is the offending value, shown quoted (and shortened) after Msg
+	// unless it came from the environment; empty shows nothing.
+	Got string
+	// Msg says what is wrong and what to write instead. It must not
+	// contain the value.
+	Msg string
+}
+
+// Locate turns p into a *PosError at the position of p.Path in the file
+// c was parsed from, formatted as every problem [Parse] reports: when the
+// value came from ${...}, Got is not shown and the message says where the
+// value came from instead. A Config built in Go has no positions: the
+// error carries File (c.Source) and Path only.
+func (c *Config) Locate(p Problem) *PosError {
+	msg := p.Msg
+	switch raw, env := c.where.fromEnv[p.Path]; {
+	case p.Key:
+		if p.Got != "" {
+			msg += "; got " + quoteShort(p.Got)
+		}
+	case env:
+		msg += " (value came from " + raw + ")"
+	case p.Got != "":
+		msg += "; got " + quoteShort(p.Got)
+	}
+	e := &PosError{File: c.Source, Path: p.Path, Msg: oneLine(msg)}
+	if c.where.at != nil {
+		at := c.where.at(p.Path)
+		if kp, ok := c.where.keyAt[p.Path]; ok && p.Key {
+			at = kp
+		}
+		e.Line, e.Col = at.line, at.col
+	}
+	return e
+}
+
+// positions is what the decoder learnt about where each value is written,
+// kept on a parsed [Config] for [Config.Locate]. The zero value knows
+// nothing (a Config built in Go).
+type positions struct {
+	// at positions a path (its own value, or its nearest ancestor's).
+	at func(path string) pos
+	// keyAt holds the positions of map keys.
+	keyAt map[string]pos
+	// fromEnv maps paths whose value came from ${...} to the text written
+	// in the file.
+	fromEnv map[string]string
+}

@@ -113,6 +113,7 @@ func Parse(name string, data []byte, opts *Options) (*Config, error) {
 		return nil, err
 	}
 	cfg.secrets = d.secrets
+	cfg.where = positions{at: d.locate, keyAt: d.keyAt, fromEnv: d.fromEnv}
 	return &cfg, nil
 }
 

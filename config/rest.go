@@ -1,12 +1,9 @@
 package config
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/url"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -23,14 +20,6 @@ const (
 	maxResponseBytes = 1 << 30
 	// maxRetryAttempts is the most attempts a retry policy may ask for.
 	maxRetryAttempts = 10
-	// maxToolNameLen is the longest tool name MCP allows.
-	maxToolNameLen = 64
-	// maxSourceNameLen is the longest openapi source name, so that
-	// <name>__<operationId> keeps room for the operationId within
-	// maxToolNameLen.
-	maxSourceNameLen = 32
-	// methodList is the methods a REST tool may use, for messages.
-	methodList = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
 )
 
 // defaultRetry is defaults.retry when the file leaves it out.
@@ -114,7 +103,8 @@ type Retry struct {
 // builds the tools; config checks only the fields.
 type OpenAPISource struct {
 	// Name prefixes the tool names: 1 to 32 characters from A-Z a-z 0-9 _
-	// . -, without "__". Required; unique among the openapi sources.
+	// . -, without "__" (registry.ValidatePrefix, checked when the gateway
+	// builds the tools). Required; unique among the openapi sources.
 	Name string `yaml:"name"`
 	// Spec is where the document is: an http or https URL, or a file path.
 	// [Parse] resolves a relative path against the directory of the config
@@ -199,93 +189,30 @@ func resolveSpec(spec, file string) string {
 	return filepath.Join(filepath.Dir(file), spec)
 }
 
-// restSections checks the rest and openapi sections and defaults.retry.
+// restSections checks what config owns of the rest and openapi sections:
+// the shape of input_schema, the spec location, the call limits and
+// defaults.retry. The rest (names, URL templates, methods, headers, hosts,
+// globs, base URLs) is checked by the packages that own those rules when
+// the gateway builds the tools; see [Config.Locate].
 func (c *checker) restSections(cfg *Config) {
 	c.retry("defaults.retry", &cfg.Defaults.Retry)
-
-	sources := map[string]int{}
 	for i, o := range cfg.OpenAPI {
 		p := fmt.Sprintf("openapi[%d]", i)
 		if c.broken[p] {
 			continue
 		}
-		switch name := o.Name; {
-		case name == "":
-			c.fail(p+".name", "", "is required; name the source, like petstore (its tools are named petstore__<operationId>)")
-		case !validToolName(name) || len(name) > maxSourceNameLen || strings.Contains(name, "__"):
-			c.fail(p+".name", quoteShort(name), "must be 1 to %d characters from A-Z a-z 0-9 _ . - with no __, like petstore", maxSourceNameLen)
-		default:
-			if j, dup := sources[name]; dup {
-				c.fail(p+".name", quoteShort(name), "duplicate source name, already used by openapi[%d]; rename one", j)
-				break
-			}
-			sources[name] = i
-		}
 		c.spec(p+".spec", o.Spec)
-		if o.BaseURL != "" {
-			if msg := baseURLProblem(o.BaseURL); msg != "" {
-				c.fail(p+".base_url", quoteShort(o.BaseURL), "%s", msg)
-			}
-		}
-		c.globs(p+".include", o.Include, "an operationId")
-		c.globs(p+".exclude", o.Exclude, "an operationId")
-		c.headers(p+".headers", o.Headers)
 		c.callLimits(p, o.Timeout, o.Retry, o.MaxResponseBytes)
 	}
-
-	names := map[string]int{}
 	for i, t := range cfg.Rest {
 		p := fmt.Sprintf("rest[%d]", i)
 		if c.broken[p] {
 			continue
 		}
-		c.toolName(p+".name", t.Name, names, i, cfg.OpenAPI)
-		if m := strings.ToUpper(t.Method); m != "" && !validMethod(m) {
-			c.fail(p+".method", quoteShort(t.Method), "must be one of %s", methodList)
-		}
-		if t.URL == "" {
-			c.fail(p+".url", "", "is required; write an absolute URL, like http://127.0.0.1:9000/items/{id}")
-		} else if msg := urlProblem(t.URL); msg != "" {
-			c.fail(p+".url", quoteShort(t.URL), "%s", msg)
-		}
-		if _, empty := t.Query[""]; empty {
-			c.failKey(childPath(p+".query", ""), "", "a query key must not be empty; name the parameter")
-		}
-		c.headers(p+".headers", t.Headers)
 		if t.InputSchema != nil && !isJSONObject(t.InputSchema) {
 			c.fail(p+".input_schema", "", "must be a mapping (a JSON Schema object), like {type: object, properties: {id: {type: string}}}")
 		}
 		c.callLimits(p, t.Timeout, t.Retry, t.MaxResponseBytes)
-		for j, h := range t.AllowedHosts {
-			if !validHost(h) {
-				c.fail(fmt.Sprintf("%s.allowed_hosts[%d]", p, j), quoteShort(h), "must be a host or host:port with no scheme or path, like api.example.com or 127.0.0.1:9000")
-			}
-		}
-	}
-}
-
-// toolName checks the name of rest[i] at path: present, well formed, not
-// used by an earlier rest tool (names maps names to indexes), and clear of
-// the openapi sources' prefixes.
-func (c *checker) toolName(path, name string, names map[string]int, i int, sources []OpenAPISource) {
-	switch {
-	case name == "":
-		c.fail(path, "", "is required; name the tool, like get_weather")
-		return
-	case !validToolName(name):
-		c.fail(path, quoteShort(name), "must be 1 to %d characters from A-Z a-z 0-9 _ . -, like get_weather", maxToolNameLen)
-		return
-	}
-	if j, dup := names[name]; dup {
-		c.fail(path, quoteShort(name), "duplicate tool name, already used by rest[%d]; rename one", j)
-		return
-	}
-	names[name] = i
-	for j, o := range sources {
-		if o.Name != "" && (name == o.Name || strings.HasPrefix(name, o.Name+"__")) {
-			c.fail(path, quoteShort(name), "clashes with openapi[%d], whose tools are named %s__<operationId>; rename the tool or the source", j, o.Name)
-			return
-		}
 	}
 }
 
@@ -330,32 +257,6 @@ func (c *checker) retry(path string, r *Retry) {
 	}
 }
 
-// headers checks the header map at path. Values are never shown: they are
-// often credentials, whether or not they came from the environment.
-func (c *checker) headers(path string, h map[string]string) {
-	// In file order, so that a duplicate is reported where it is repeated.
-	names := slices.SortedFunc(maps.Keys(h), func(a, b string) int {
-		pa, pb := c.keyAt[childPath(path, a)], c.keyAt[childPath(path, b)]
-		return cmp.Or(cmp.Compare(pa.line, pb.line), cmp.Compare(pa.col, pb.col), strings.Compare(a, b))
-	})
-	first := map[string]string{}
-	for _, name := range names {
-		p := childPath(path, name)
-		if !validToken(name) {
-			c.failKey(p, quoteShort(name), "a header name must be an HTTP token (letters, digits and !#$%%&'*+-.^_`|~), like X-Api-Key")
-			continue
-		}
-		if other, dup := first[strings.ToLower(name)]; dup {
-			c.failKey(p, "", "duplicate header, also set as %s (header names ignore case); keep one", strconv.Quote(other))
-			continue
-		}
-		first[strings.ToLower(name)] = name
-		if strings.ContainsAny(h[name], "\r\n\x00") {
-			c.fail(p, "", "a header value must not contain CR, LF or NUL; put it on one line")
-		}
-	}
-}
-
 // spec checks an openapi source's spec location at path.
 func (c *checker) spec(path, spec string) {
 	if spec == "" {
@@ -371,172 +272,7 @@ func (c *checker) spec(path, spec string) {
 	}
 }
 
-// globs checks the list of globs at key path at; what names what the
-// globs match ("an operationId", "a tool name").
-func (c *checker) globs(at string, globs []string, what string) {
-	for i, g := range globs {
-		p := fmt.Sprintf("%s[%d]", at, i)
-		if g == "" {
-			c.fail(p, "", "is empty; write %s or a glob, like list*", what)
-			continue
-		}
-		// path.Match checks the whole pattern even when the name does not
-		// match, so any name will do.
-		if _, err := path.Match(g, "x"); err != nil {
-			c.fail(p, quoteShort(g), `is not a valid glob (* ? [a-z] and \ to escape, as in Go's path.Match); write \[ for a literal [`)
-		}
-	}
-}
-
-// urlProblem says what is wrong with a REST tool's URL template, or "" if
-// nothing. The message never quotes the URL, which may have come from the
-// environment.
-func urlProblem(raw string) string {
-	const placeholderMsg = "placeholders like {name} are allowed only in the path and query, not in the scheme, host or port; write them out, like http://127.0.0.1:9000/items/{id}"
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		head := raw
-		if i := strings.IndexAny(raw, "/?#"); i >= 0 {
-			head = raw[:i]
-		}
-		if strings.ContainsAny(head, "{}") {
-			return placeholderMsg
-		}
-		return "must be an absolute http or https URL, like http://127.0.0.1:9000/items/{id}"
-	}
-	authority, tail := rest, ""
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority, tail = rest[:i], rest[i:]
-	}
-	if strings.ContainsAny(scheme, "{}") || strings.ContainsAny(authority, "{}") {
-		return placeholderMsg
-	}
-	if !httpScheme(scheme) {
-		return "the scheme must be http or https"
-	}
-	if strings.Contains(tail, "#") {
-		return "must not have a #fragment (it is never sent); remove it"
-	}
-	filled, msg := fillPlaceholders(tail)
-	if msg != "" {
-		return msg
-	}
-	u, err := url.Parse(scheme + "://" + authority + filled)
-	switch {
-	case err != nil:
-		return "is not a valid URL; write scheme://host[:port]/path, like http://127.0.0.1:9000/items/{id}"
-	case u.Hostname() == "":
-		return "must name a host, like http://127.0.0.1:9000/items/{id}"
-	case strings.HasSuffix(u.Host, ":") || u.Port() != "" && !validPort(u.Port()):
-		return "the port must be a number from 0 to 65535"
-	}
-	return ""
-}
-
-// fillPlaceholders replaces each {name} placeholder in s with "x" and each
-// escaped brace ({{ or }}) with its percent-encoding, so that the result
-// parses as a URL. msg says what is wrong with the placeholder syntax.
-func fillPlaceholders(s string) (filled, msg string) {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '{' && i+1 < len(s) && s[i+1] == '{':
-			b.WriteString("%7B")
-			i++
-		case c == '}' && i+1 < len(s) && s[i+1] == '}':
-			b.WriteString("%7D")
-			i++
-		case c == '{':
-			end := strings.IndexAny(s[i+1:], "{}")
-			if end < 0 || s[i+1+end] == '{' {
-				return "", "has an unclosed {; close the placeholder, like {id}, or write {{ for a literal brace"
-			}
-			if end == 0 {
-				return "", "has an empty placeholder {}; name the argument, like {id}"
-			}
-			b.WriteByte('x')
-			i += end + 1
-		case c == '}':
-			return "", "has a } that closes no placeholder; write }} for a literal brace"
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), ""
-}
-
-// baseURLProblem says what is wrong with an openapi base_url, or "".
-func baseURLProblem(raw string) string {
-	if strings.ContainsAny(raw, "{}") {
-		return "must not hold placeholders; write the server URL out, like http://127.0.0.1:9000/v1"
-	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || !httpScheme(u.Scheme) || u.Opaque != "":
-		return "must be an absolute http or https URL, like http://127.0.0.1:9000/v1"
-	case u.Hostname() == "":
-		return "must name a host, like http://127.0.0.1:9000/v1"
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
-		return "must not have a query or fragment; operations add their own"
-	case strings.HasSuffix(u.Host, ":") || u.Port() != "" && !validPort(u.Port()):
-		return "the port must be a number from 0 to 65535"
-	}
-	return ""
-}
-
 func httpScheme(s string) bool { return strings.EqualFold(s, "http") || strings.EqualFold(s, "https") }
-
-// validToolName reports whether name is a valid MCP tool name: 1 to 64
-// characters from A-Z a-z 0-9 _ . -.
-func validToolName(name string) bool {
-	if name == "" || len(name) > maxToolNameLen {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func validMethod(m string) bool {
-	switch m {
-	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS":
-		return true
-	}
-	return false
-}
-
-// validToken reports whether s is an HTTP token (RFC 9110 section 5.6.2),
-// the syntax of a header name.
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
-			continue
-		}
-		return false
-	}
-	return true
-}
-
-// validHost reports whether h is a host or host:port, with no scheme,
-// user info, path, query or fragment.
-func validHost(h string) bool {
-	if h == "" || strings.ContainsAny(h, "/?#@{} ") {
-		return false
-	}
-	u, err := url.Parse("http://" + h)
-	if err != nil || u.Host != h || u.Hostname() == "" || strings.HasSuffix(h, ":") {
-		return false
-	}
-	return u.Port() == "" || validPort(u.Port())
-}
 
 // isJSONObject reports whether raw, valid JSON, is an object.
 func isJSONObject(raw json.RawMessage) bool {

@@ -58,43 +58,16 @@ func TestParseUpstreamErrors(t *testing.T) {
 		want []string
 	}{
 		{
-			"required fields and transports",
+			"transports",
 			yamlLines(
 				"upstreams:",
-				"  - {transport: stdio}",
 				"  - {name: b}",
 				"  - {name: c, transport: websocket}",
-				"  - {name: d, transport: sse}",
 			),
 			nil,
 			[]string{
-				`t.yaml:2:5: upstreams[0].name: is required; name the upstream, like fs (its tools are named fs__<tool>)`,
-				`t.yaml:2:5: upstreams[0].command: is required for transport: stdio; write the program to start, like npx`,
-				`t.yaml:3:5: upstreams[1].transport: is required; write one of stdio, sse, streamable-http`,
-				`t.yaml:4:26: upstreams[2].transport: must be one of stdio, sse, streamable-http; got "websocket"`,
-				`t.yaml:5:5: upstreams[3].url: is required for transport: sse; write the server's endpoint, like http://127.0.0.1:9000/mcp`,
-			},
-		},
-		{
-			"fields of another transport, names, isolation, globs",
-			yamlLines(
-				"rest: [{name: fs__x, url: 'http://h/'}]",
-				"upstreams:",
-				"  - {name: fs, transport: stdio, command: x, url: 'http://h/mcp'}",
-				"  - {name: h, transport: streamable-http, url: 'ftp://h', command: x, isolation: process}",
-				"  - {name: h, transport: sse, url: 'http://h/sse', include: ['[']}",
-				"  - {name: a__b, transport: stdio, command: x}",
-			),
-			nil,
-			[]string{
-				`t.yaml:3:12: upstreams[0].name: clashes with rest[0] ("fs__x"), as this upstream's tools are named fs__<tool>; rename the upstream or the tool; got "fs"`,
-				`t.yaml:3:51: upstreams[0].url: is only for transport: sse or streamable-http; remove it, or change the transport`,
-				`t.yaml:4:48: upstreams[1].url: must be an absolute http or https URL, like http://127.0.0.1:9000/mcp; got "ftp://h"`,
-				`t.yaml:4:68: upstreams[1].command: is only for transport: stdio; remove it, or change the transport`,
-				`t.yaml:4:82: upstreams[1].isolation: must be one of shared, thread; got "process"`,
-				`t.yaml:5:12: upstreams[2].name: duplicate upstream name, already used by upstreams[1]; rename one; got "h"`,
-				`t.yaml:5:62: upstreams[2].include[0]: is not a valid glob (* ? [a-z] and \ to escape, as in Go's path.Match); write \[ for a literal [; got "["`,
-				`t.yaml:6:12: upstreams[3].name: must be 1 to 32 characters from A-Z a-z 0-9 _ . - with no __, like fs; got "a__b"`,
+				`t.yaml:2:5: upstreams[0].transport: is required; write one of stdio, sse, streamable-http`,
+				`t.yaml:3:26: upstreams[1].transport: must be one of stdio, sse, streamable-http; got "websocket"`,
 			},
 		},
 		{
@@ -120,14 +93,6 @@ func TestParseUpstreamErrors(t *testing.T) {
 			[]string{
 				`t.yaml:2:53: upstreams[0].args[0]: must not contain NUL`,
 				`t.yaml:2:92: upstreams[0].env.A: must not contain NUL`,
-			},
-		},
-		{
-			"a header value with CR from the environment is refused without showing it",
-			yamlLines("upstreams:", "  - {name: r, transport: sse, url: 'http://h/sse', headers: {X-Key: '${KEY}'}}"),
-			map[string]string{"KEY": "top-secret\r\nInjected: yes"},
-			[]string{
-				`t.yaml:2:69: upstreams[0].headers.X-Key: a header value must not contain CR, LF or NUL; put it on one line (value came from ${KEY})`,
 			},
 		},
 	}

@@ -28,9 +28,6 @@ type checker struct {
 	file string
 	// at positions a path; nil means no positions are known.
 	at func(path string) pos
-	// keyAt holds the positions of map keys, for problems with a key
-	// rather than its value (a header name).
-	keyAt map[string]pos
 	// fromEnv maps paths whose value came from ${...} to the text written
 	// in the file; such values are never shown.
 	fromEnv map[string]string
@@ -57,31 +54,13 @@ func (c *checker) fail(path, got, format string, args ...any) {
 	c.errs = append(c.errs, e)
 }
 
-// failKey records a problem with the key of the map entry at path, such as
-// a malformed header name. It points at the key, and got (the key) is
-// shown: keys never come from the environment.
-func (c *checker) failKey(path, got, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if got != "" {
-		msg += "; got " + got
-	}
-	e := &PosError{File: c.file, Path: path, Msg: oneLine(msg)}
-	if p, ok := c.keyAt[path]; ok {
-		e.Line, e.Col = p.line, p.col
-	} else if c.at != nil {
-		p := c.at(path)
-		e.Line, e.Col = p.line, p.col
-	}
-	c.errs = append(c.errs, e)
-}
-
 // validate checks the values in cfg. d is the decoder that read cfg, for
 // positions and for what came from the environment; nil for a Config built
 // in Go.
 func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 	c := &checker{file: file}
 	if d != nil {
-		c.at, c.keyAt, c.fromEnv, c.broken = d.locate, d.keyAt, d.fromEnv, d.broken
+		c.at, c.fromEnv, c.broken = d.locate, d.fromEnv, d.broken
 	}
 	s := cfg.Server
 
