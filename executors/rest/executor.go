@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -49,10 +49,12 @@ type Options struct {
 	Rand func() float64
 }
 
-// Executor runs REST tools: each call is one HTTP request (retried as its
-// tool's policy allows) whose response becomes the result. All tools share
-// one http.Client and its connection pool. An Executor is safe for
-// concurrent use; its owner calls [Executor.Close].
+// Executor compiles REST tools and runs their calls: each call is one HTTP
+// request (retried as its [executors.Call.Retry] allows) whose response
+// becomes the result. All its tools share one http.Client and its
+// connection pool. An Executor is safe for concurrent use; its owner calls
+// [Executor.Close]. It keeps no list of tools: [Executor.Add] hands back
+// the executor of each.
 type Executor struct {
 	client     *http.Client // shared by every tool and call
 	closeIdle  func()       // the transport's CloseIdleConnections, or nil
@@ -60,12 +62,7 @@ type Executor struct {
 	onResponse func(string, int)
 	onRetry    func(string, retry.Class)
 	rand       func() float64
-
-	mu    sync.RWMutex
-	tools map[string]*tool // guarded by mu
 }
-
-var _ executors.Executor = (*Executor)(nil)
 
 // New returns an executor with no tools. opts may be nil.
 func New(opts *Options) *Executor {
@@ -78,7 +75,6 @@ func New(opts *Options) *Executor {
 		onResponse: o.OnResponse,
 		onRetry:    o.OnRetry,
 		rand:       o.Rand,
-		tools:      make(map[string]*tool),
 	}
 	if e.logger == nil {
 		e.logger = slog.New(slog.DiscardHandler)
@@ -122,30 +118,18 @@ type poolKeeper struct{ rt http.RoundTripper }
 func (p poolKeeper) RoundTrip(r *http.Request) (*http.Response, error) { return p.rt.RoundTrip(r) }
 
 // Add validates and compiles s, and returns the registry definition of its
-// tool: kind REST, the given or derived input schema, and annotations
-// (read-only for GET and HEAD, idempotent as the spec says, open world).
-// The caller registers it. An invalid spec gets an error listing every
-// problem, each with what to write instead; a name already added is
-// refused.
-func (e *Executor) Add(s Spec) (registry.Tool, error) {
+// tool (kind REST, the given or derived input schema, and annotations:
+// read-only for GET and HEAD, idempotent as the spec says, open world) and
+// the executor of its calls, which makes its requests through e. The
+// caller registers both; dropping the executor forgets the tool. An
+// invalid spec gets an error listing every problem, each with what to
+// write instead.
+func (e *Executor) Add(s Spec) (registry.Tool, executors.Executor, error) {
 	t, def, err := compile(s)
 	if err != nil {
-		return registry.Tool{}, err
+		return registry.Tool{}, nil, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, dup := e.tools[s.Name]; dup {
-		return registry.Tool{}, fmt.Errorf("a REST tool named %q is already added; remove it first or choose another name", s.Name)
-	}
-	e.tools[s.Name] = t
-	return def, nil
-}
-
-// Remove forgets the tool named name, if any. Calls in flight finish.
-func (e *Executor) Remove(name string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.tools, name)
+	return def, &toolExecutor{e: e, t: t}, nil
 }
 
 // Close closes the idle connections of the shared transport. Calls in
@@ -157,24 +141,34 @@ func (e *Executor) Close() {
 	}
 }
 
-// Execute makes call's HTTP request and maps the response to a result
-// whose Meta "toolgate/attempts" is the number of attempts made. ctx
-// carries the call's deadline: no retry starts past it, and cancelling
-// ctx aborts the request in flight. Every failure is a *retry.Error whose
-// message names the method, the URL without its query, and the attempts.
-func (e *Executor) Execute(ctx context.Context, call executors.Call) (executors.Result, error) {
-	e.mu.RLock()
-	t := e.tools[call.Tool.Name]
-	e.mu.RUnlock()
-	if t == nil {
-		return executors.Result{}, retry.Errorf(retry.Internal, "tool %q is not known to the REST executor", call.Tool.Name)
-	}
+// toolExecutor runs the calls of one compiled tool.
+type toolExecutor struct {
+	e *Executor
+	t *tool
+}
+
+var _ executors.SelfRetrying = (*toolExecutor)(nil)
+
+// Execute makes call's HTTP request and maps the response to a result. It
+// retries as call.Retry says ([retry.Plan.Decide] makes every decision;
+// the zero Plan retries nothing): go-retryablehttp runs the loop, its
+// CheckRetry asks Decide, its Backoff waits what Decide chose and its
+// PrepareRetry admits each retry through the backend's breaker. A result
+// that took more than one attempt carries [executors.AttemptsMetaKey].
+// ctx carries the call's deadline: no retry starts past it, and
+// cancelling ctx aborts the request in flight. Every failure is a
+// *retry.Error whose message names the method, the URL without its query,
+// and the attempts.
+func (x *toolExecutor) Execute(ctx context.Context, call executors.Call) (executors.Result, error) {
+	e, t := x.e, x.t
 	req, err := t.request(ctx, call.Args)
 	if err != nil {
 		return executors.Result{}, err
 	}
 	plan := call.Retry
-	plan.Policy, plan.Idempotent, plan.Subject = t.policy, t.idempotent, t.subject
+	if plan.Subject == "" {
+		plan.Subject = t.subject
+	}
 	if plan.Rand == nil {
 		plan.Rand = e.rand
 	}
@@ -192,11 +186,9 @@ func (e *Executor) Execute(ctx context.Context, call executors.Call) (executors.
 	rc := &retryablehttp.Client{
 		HTTPClient: e.client,
 		Logger:     nil, // its messages hold whole URLs, query strings included
-		// CheckRetry decides; RetryMax only keeps the loop from ending
-		// before CheckRetry has said no.
-		RetryMax:       t.policy.Attempts,
-		RetryWaitMin:   t.policy.InitialBackoff,
-		RetryWaitMax:   t.policy.MaxBackoff,
+		// CheckRetry alone decides (through Decide); RetryMax must not end
+		// the loop after it has granted a retry.
+		RetryMax:       math.MaxInt,
 		CheckRetry:     c.checkRetry,
 		Backoff:        c.backoff,
 		ErrorHandler:   passthrough,
@@ -219,7 +211,7 @@ func (e *Executor) Execute(ctx context.Context, call executors.Call) (executors.
 
 // RetriesItself reports true: go-retryablehttp runs the retry loop, asking
 // [executors.Call.Retry] for every decision (see [executors.SelfRetrying]).
-func (e *Executor) RetriesItself() bool { return true }
+func (x *toolExecutor) RetriesItself() bool { return true }
 
 // passthrough is the ErrorHandler: it keeps go-retryablehttp from
 // building its "giving up" error, which holds the whole URL.
@@ -313,22 +305,24 @@ func (t *tool) request(ctx context.Context, args map[string]any) (*retryablehttp
 }
 
 // callState follows one call through go-retryablehttp's loop. Its hooks
-// run one at a time on the calling goroutine.
+// run one at a time on the calling goroutine. It decides nothing itself:
+// it turns each attempt's outcome into the error [retry.Plan.Decide]
+// judges, and keeps what the hooks after CheckRetry and the final error
+// need.
 type callState struct {
 	e *Executor
 	t *tool
 	u *url.URL
 
-	plan     retry.Plan    // the tool's, with the call's backend
-	permit   retry.Permit  // the admission of the attempt in progress
-	attempt  int           // the attempt in progress, from 1
-	checked  int           // the attempt whose response or error CheckRetry has seen
-	decision bool          // CheckRetry's answer for attempt checked
-	wait     time.Duration // the wait before the next retry
-	reason   string        // why a retryable failure was not retried, for the error
-	last     error         // the last attempt's failure (attemptError), for decide and OnRetry
-	lastErr  error         // the last attempt's transport error; nil when it got a response
-	refused  error         // the breaker's refusal of a retry (PrepareRetry's error)
+	plan    retry.Plan    // the call's, with its Subject and Rand filled in
+	permit  retry.Permit  // the admission of the attempt in progress
+	attempt int           // the attempt in progress, from 1
+	checked int           // the attempt whose outcome the breaker has had
+	wait    time.Duration // Decide's wait before the next retry
+	reason  string        // Decide's reason for not retrying, for the error
+	last    error         // the last attempt's failure (attemptError), for Decide and OnRetry
+	lastErr error         // the last attempt's transport error; nil when it got a response
+	refused error         // the breaker's refusal of a retry (PrepareRetry's error)
 
 	// The final response, filled in by read; or the last response
 	// retried, filled in by capture, for a retry the breaker refuses.
@@ -345,15 +339,16 @@ func (c *callState) onRequest(_ retryablehttp.Logger, _ *http.Request, i int) {
 	c.attempt = i + 1
 }
 
-// checkRetry is go-retryablehttp's CheckRetry. It is called once per
-// attempt, and a second time when read (the response handler) has run on
-// a response it let through: then it keeps its answer, unless reading the
-// body failed, which counts as a network error (for the retry decision;
-// the breaker has had the response's outcome).
+// checkRetry is go-retryablehttp's CheckRetry: it records the attempt's
+// outcome with the breaker and asks [retry.Plan.Decide]. It is called once
+// per attempt, and a second time when read (the response handler) has run
+// on a response it did not retry: then the answer stays no, unless
+// reading the body failed, which Decide judges as a network error (the
+// breaker has had the response's outcome).
 func (c *callState) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if c.checked == c.attempt {
 		if err == nil {
-			return c.decision, nil
+			return false, nil
 		}
 		resp = nil
 		c.last = c.attemptError(ctx, nil, err)
@@ -366,22 +361,24 @@ func (c *callState) checkRetry(ctx context.Context, resp *http.Response, err err
 		c.permit.Record(c.last)
 	}
 	c.lastErr = err
-	c.decision = c.decide(ctx, resp, err)
-	if c.decision && err == nil {
+	var ok bool
+	c.wait, ok, c.reason = c.plan.Decide(ctx, c.attempt, c.last)
+	if ok && resp != nil {
 		// go-retryablehttp drains the body before the wait; keep what a
 		// failure needs, should the breaker refuse the retry.
 		c.capture(resp)
 	}
-	return c.decision, nil
+	return ok, nil
 }
-
-// attemptError is one attempt's outcome as the breaker and the retry
-// decision see it: nil for a 2xx response, else a *retry.Error of the
-// status's or the transport error's class. A transport error while ctx is
-// done is ctx's doing, not the backend's: class timeout when the call's
-// deadline passed (the backend was too slow, as [callState.failure] says
-// too), cancelled when the caller gave up, which the breaker does not
-// count.
+// attemptError is one attempt's outcome as the breaker and
+// [retry.Plan.Decide] see it: nil for a 2xx response, else a *retry.Error
+// of the status's or the transport error's class, with the response's
+// Retry-After. A transport error while ctx is done is ctx's doing, not
+// the backend's: class timeout when the call's deadline passed (the
+// backend was too slow, as [callState.failure] says too), cancelled when
+// the caller gave up, which the breaker does not count. A failure another
+// attempt cannot fix is marked [retry.Permanent] (see [permanent]), so
+// that Decide does not retry it.
 func (c *callState) attemptError(ctx context.Context, resp *http.Response, err error) error {
 	what := c.t.method + " " + c.t.displayURL(c.u)
 	if err != nil {
@@ -392,7 +389,11 @@ func (c *callState) attemptError(ctx context.Context, resp *http.Response, err e
 		case ctxErr != nil:
 			class = retry.Cancelled
 		}
-		return &retry.Error{Class: class, Msg: c.t.redact(fmt.Sprintf("%s failed: %v", what, stripURLErr(err))), Err: err}
+		e := &retry.Error{Class: class, Msg: c.t.redact(fmt.Sprintf("%s failed: %v", what, stripURLErr(err))), Err: err}
+		if permanent(0, err) {
+			return retry.Permanent(e)
+		}
+		return e
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return nil
@@ -401,7 +402,28 @@ func (c *callState) attemptError(ctx context.Context, resp *http.Response, err e
 	if h := resp.Header.Get("Retry-After"); h != "" {
 		e.RetryAfter, _ = retry.ParseRetryAfter(h, time.Now())
 	}
+	if permanent(resp.StatusCode, nil) {
+		return retry.Permanent(e)
+	}
 	return e
+}
+
+// permanent reports whether an attempt that got status code (0 for none)
+// or the transport error err cannot succeed when repeated, whatever the
+// retry policy's classes: every status but 408, 425, 429, 500, 502, 503
+// and 504; a refused redirect; a certificate problem. Other transport
+// errors (resets, refused connections, timeouts) may pass.
+func permanent(code int, err error) bool {
+	if err != nil {
+		_, refused := errors.AsType[*redirectError](err)
+		return refused || isCertError(err)
+	}
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests,
+		http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return false
+	}
+	return true
 }
 
 // prepareRetry is go-retryablehttp's PrepareRetry, called after the wait
@@ -423,59 +445,9 @@ func (c *callState) prepareRetry(*http.Request) error {
 	return nil
 }
 
-// decide reports whether to retry after this attempt, whose failure is
-// c.last, and if so sets the wait. A failure is retryable in kind after a
-// network error (not a refused redirect or a certificate problem) or a
-// status of 408, 425, 429, 500, 502, 503 or 504; then the plan decides
-// ([retry.Plan.Decide]: the policy's classes, idempotency, attempts left,
-// the deadline, the breaker and the retry budget), and when it says no,
-// its reason is kept for the error. The retry is not made yet:
-// prepareRetry may still find the breaker open after the wait.
-func (c *callState) decide(ctx context.Context, resp *http.Response, err error) bool {
-	c.reason = ""
-	if err != nil {
-		if _, ok := retryableError(err); !ok {
-			return false
-		}
-	} else if !retryableStatus(resp.StatusCode) {
-		return false
-	}
-	wait, ok, reason := c.plan.Decide(ctx, c.attempt, c.last)
-	if !ok {
-		c.reason = reason
-		return false
-	}
-	c.wait = wait
-	return true
-}
-
-// backoff is go-retryablehttp's Backoff: the wait decide chose.
+// backoff is go-retryablehttp's Backoff: the wait Decide chose.
 func (c *callState) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
 	return c.wait
-}
-
-// retryableStatus reports the statuses worth another attempt.
-func retryableStatus(code int) bool {
-	switch code {
-	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests,
-		http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
-
-// retryableError returns the class of a transport error and whether a
-// retry may help: refused redirects and certificate problems will fail the
-// same way again.
-func retryableError(err error) (retry.Class, bool) {
-	class := transportClass(err)
-	if _, ok := errors.AsType[*redirectError](err); ok {
-		return class, false
-	}
-	if isCertError(err) {
-		return class, false
-	}
-	return class, true
 }
 
 // failure turns the error of go-retryablehttp's loop into a *retry.Error.

@@ -12,8 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,8 +42,18 @@ func startServer(t testing.TB, h http.HandlerFunc) *httptest.Server {
 	return s
 }
 
-// mustAdd adds s (Name and Source defaulted) and returns its tool.
-func mustAdd(t testing.TB, e *Executor, s Spec) *registry.Tool {
+// testTool is a tool added to an executor: its definition, its executor,
+// and the retry plan of its calls, as the gateway builds it.
+type testTool struct {
+	*registry.Tool
+	exec executors.Executor
+	plan retry.Plan
+}
+
+// mustAdd adds s (Name and Source defaulted) and returns its tool, whose
+// calls are retried as policy says (at most one; none means the
+// defaults).
+func mustAdd(t testing.TB, e *Executor, s Spec, policy ...retry.Policy) *testTool {
 	t.Helper()
 	if s.Name == "" {
 		s.Name = "tool"
@@ -53,18 +61,27 @@ func mustAdd(t testing.TB, e *Executor, s Spec) *registry.Tool {
 	if s.Source == "" {
 		s.Source = "rest:" + s.Name
 	}
-	def, err := e.Add(s)
+	def, exec, err := e.Add(s)
 	if err != nil {
 		t.Fatalf("Add(%s) = %v", s.Name, err)
 	}
-	return &def
+	plan := retry.Plan{Idempotent: def.Idempotent, Subject: fmt.Sprintf("tool %q", def.Name)}
+	if len(policy) > 0 {
+		plan.Policy = policy[0]
+	}
+	return &testTool{Tool: &def, exec: exec, plan: plan}
 }
 
-func execute(ctx context.Context, e *Executor, tool *registry.Tool, args map[string]any) (executors.Result, error) {
+// call returns a call of tool in thread t1 with args (nil means none).
+func (tool *testTool) call(args map[string]any) executors.Call {
 	if args == nil {
 		args = map[string]any{}
 	}
-	return e.Execute(ctx, executors.Call{Tool: tool, Args: args, Thread: "t1"})
+	return executors.Call{Tool: tool.Tool, Args: args, Thread: "t1", Retry: tool.plan}
+}
+
+func execute(ctx context.Context, tool *testTool, args map[string]any) (executors.Result, error) {
+	return tool.exec.Execute(ctx, tool.call(args))
 }
 
 // asRetryError returns err as a *retry.Error, failing the test if it is
@@ -78,7 +95,14 @@ func asRetryError(t *testing.T, err error) *retry.Error {
 	return re
 }
 
-func attemptsOf(res executors.Result) any { return res.Meta[MetaAttempts] }
+// attemptsOf returns the attempts a result reports: its
+// executors.AttemptsMetaKey, absent (one attempt) as 1.
+func attemptsOf(res executors.Result) any {
+	if n, ok := res.Meta[executors.AttemptsMetaKey]; ok {
+		return n
+	}
+	return 1
+}
 
 // roundTripFunc is an http.RoundTripper.
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -138,8 +162,8 @@ func TestStatusClasses(t *testing.T) {
 			})
 			var codes []int
 			e := newTestExecutor(t, &Options{OnResponse: func(_ string, code int) { codes = append(codes, code) }})
-			tool := mustAdd(t, e, Spec{URL: srv.URL + "/items?token=abc", Retry: RetrySpec{Attempts: 1}})
-			_, err := execute(t.Context(), e, tool, nil)
+			tool := mustAdd(t, e, Spec{URL: srv.URL + "/items?token=abc"}, retry.Policy{Attempts: 1})
+			_, err := execute(t.Context(), tool, nil)
 			re := asRetryError(t, err)
 			if re.Class != tc.want {
 				t.Errorf("class = %q, want %q (error %v)", re.Class, tc.want, err)
@@ -148,7 +172,7 @@ func TestStatusClasses(t *testing.T) {
 			if tc.code == http.StatusNotModified { // no body allowed
 				want = fmt.Sprintf("GET %s/items returned 304 Not Modified after 1 attempt", srv.URL)
 			}
-			if retryableStatus(tc.code) {
+			if !permanent(tc.code, nil) {
 				want += `; not retried: the retry policy of tool "tool" allows only 1 attempt`
 			}
 			if err.Error() != want {
@@ -171,7 +195,7 @@ func TestErrorExcerptCapped(t *testing.T) {
 	})
 	e := newTestExecutor(t, nil)
 	tool := mustAdd(t, e, Spec{URL: srv.URL + "/x"})
-	_, err := execute(t.Context(), e, tool, nil)
+	_, err := execute(t.Context(), tool, nil)
 	msg := err.Error()
 	if !strings.HasSuffix(msg, strings.Repeat("x", excerptBytes)+" …") || len(msg) > excerptBytes+200 {
 		t.Errorf("error is %d bytes ending %q; want a 2 KiB excerpt ending in …", len(msg), msg[max(0, len(msg)-20):])
@@ -196,7 +220,7 @@ func TestRetryThenSuccess(t *testing.T) {
 		OnRetry:    func(tool string, c retry.Class) { classes = append(classes, c) },
 	})
 	tool := mustAdd(t, e, Spec{URL: srv.URL + "/x"})
-	res, err := execute(t.Context(), e, tool, nil)
+	res, err := execute(t.Context(), tool, nil)
 	if err != nil {
 		t.Fatalf("Execute = %v", err)
 	}
@@ -248,7 +272,7 @@ func TestRetryPolicy(t *testing.T) {
 			})
 			e := newTestExecutor(t, &Options{Rand: zeroRand})
 			tool := mustAdd(t, e, Spec{Method: tc.method, URL: srv.URL + "/x", Idempotent: tc.idempotent})
-			_, err := execute(t.Context(), e, tool, nil)
+			_, err := execute(t.Context(), tool, nil)
 			if err == nil {
 				t.Fatal("Execute succeeded, want an error")
 			}
@@ -283,7 +307,7 @@ func TestNetworkErrorRetried(t *testing.T) {
 		t.Run(tc.method, func(t *testing.T) {
 			classes = nil
 			tool := mustAdd(t, e, Spec{Name: "t" + tc.method, Method: tc.method, URL: "http://" + addr + "/x?key=k"})
-			_, err := execute(t.Context(), e, tool, nil)
+			_, err := execute(t.Context(), tool, nil)
 			re := asRetryError(t, err)
 			if re.Class != retry.Network {
 				t.Errorf("class = %q, want network (%v)", re.Class, err)
@@ -324,7 +348,7 @@ func TestBodyTemplateAndReplay(t *testing.T) {
 		Idempotent:  new(true),
 		InputSchema: json.RawMessage(`{"type":"object"}`),
 	})
-	res, err := execute(t.Context(), e, tool, map[string]any{"title": "Hi <you>", "tags": []any{"a", "b"}, "size": 3.0, "who": "Ann"})
+	res, err := execute(t.Context(), tool, map[string]any{"title": "Hi <you>", "tags": []any{"a", "b"}, "size": 3.0, "who": "Ann"})
 	if err != nil {
 		t.Fatalf("Execute = %v", err)
 	}
@@ -369,7 +393,7 @@ func TestHeaders(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hits.Store(0)
 			got = nil
-			_, err := execute(t.Context(), e, tool, tc.args)
+			_, err := execute(t.Context(), tool, tc.args)
 			if tc.wantErr {
 				if c := retry.Classify(err); c != retry.Validation {
 					t.Errorf("error = %v (class %q), want validation", err, c)
@@ -414,7 +438,7 @@ func TestPathEscapingReachesServer(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := execute(t.Context(), e, tool, tc.args); err != nil {
+			if _, err := execute(t.Context(), tool, tc.args); err != nil {
 				t.Fatalf("Execute = %v", err)
 			}
 			if uri != tc.want {
@@ -424,7 +448,7 @@ func TestPathEscapingReachesServer(t *testing.T) {
 	}
 	t.Run("missing path argument", func(t *testing.T) {
 		uri = ""
-		_, err := execute(t.Context(), e, tool, map[string]any{"q": "x"})
+		_, err := execute(t.Context(), tool, map[string]any{"q": "x"})
 		re := asRetryError(t, err)
 		if re.Class != retry.Validation || !strings.Contains(re.Msg, `missing argument "id"`) || uri != "" {
 			t.Errorf("error = %v (class %q), server saw %q; want validation naming id, no request", err, re.Class, uri)
@@ -474,7 +498,7 @@ func TestRedirects(t *testing.T) {
 			otherHits.Store(0)
 			loops.Store(0)
 			tool := mustAdd(t, e, Spec{Name: fmt.Sprintf("r%d", i), URL: front.URL + tc.path, AllowedHosts: tc.allowed})
-			res, err := execute(t.Context(), e, tool, nil)
+			res, err := execute(t.Context(), tool, nil)
 			if got := retry.Classify(err); got != tc.wantClass {
 				t.Fatalf("Execute error = %v (class %q), want class %q", err, got, tc.wantClass)
 			}
@@ -550,7 +574,7 @@ func TestResultMapping(t *testing.T) {
 			})
 			e := newTestExecutor(t, nil)
 			tool := mustAdd(t, e, Spec{URL: srv.URL + "/r/x?secret=1"})
-			res, err := execute(t.Context(), e, tool, nil)
+			res, err := execute(t.Context(), tool, nil)
 			if err != nil {
 				t.Fatalf("Execute = %v", err)
 			}
@@ -558,7 +582,7 @@ func TestResultMapping(t *testing.T) {
 			for i := range want.Content {
 				want.Content[i].URI = strings.Replace(want.Content[i].URI, "SERVER", srv.URL, 1)
 			}
-			want.Meta = map[string]any{MetaAttempts: 1}
+			// One attempt: no executors.AttemptsMetaKey, as for every kind.
 			want.Structured, res.Structured = canonJSON(t, want.Structured), canonJSON(t, res.Structured)
 			if diff := cmp.Diff(want, res); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
@@ -599,7 +623,7 @@ func TestTruncation(t *testing.T) {
 			})
 			e := newTestExecutor(t, nil)
 			tool := mustAdd(t, e, Spec{URL: srv.URL + "/big", MaxResponseBytes: 10})
-			res, err := execute(t.Context(), e, tool, nil)
+			res, err := execute(t.Context(), tool, nil)
 			if err != nil {
 				t.Fatalf("Execute = %v", err)
 			}
@@ -650,7 +674,7 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 
 	t.Run("result", func(t *testing.T) {
-		res, err := execute(t.Context(), e, mustAdd(t, e, spec("ok", "/ok")), nil)
+		res, err := execute(t.Context(), mustAdd(t, e, spec("ok", "/ok")), nil)
 		if err != nil {
 			t.Fatalf("Execute = %v", err)
 		}
@@ -662,16 +686,16 @@ func TestSecretsRedacted(t *testing.T) {
 		check(t, "structured", string(b))
 	})
 	t.Run("status error", func(t *testing.T) {
-		_, err := execute(t.Context(), e, mustAdd(t, e, spec("bad", "/bad")), map[string]any{"q": secret})
+		_, err := execute(t.Context(), mustAdd(t, e, spec("bad", "/bad")), map[string]any{"q": secret})
 		check(t, "error", err.Error())
 	})
 	t.Run("path argument in error", func(t *testing.T) {
 		s := spec("pathy", "/p/{p}")
-		_, err := execute(t.Context(), e, mustAdd(t, e, s), map[string]any{"p": secret})
+		_, err := execute(t.Context(), mustAdd(t, e, s), map[string]any{"p": secret})
 		check(t, "error", err.Error())
 	})
 	t.Run("retry log", func(t *testing.T) {
-		_, err := execute(t.Context(), e, mustAdd(t, e, spec("flaky", "/flaky")), nil)
+		_, err := execute(t.Context(), mustAdd(t, e, spec("flaky", "/flaky")), nil)
 		if retry.Classify(err) != retry.Unavailable {
 			t.Fatalf("Execute = %v, want unavailable", err)
 		}
@@ -732,8 +756,8 @@ func TestSharedConnectionPool(t *testing.T) {
 	b := mustAdd(t, e, Spec{Name: "b", URL: srv.URL + "/b"})
 	missing := mustAdd(t, e, Spec{Name: "missing", URL: srv.URL + "/missing"})
 	down := mustAdd(t, e, Spec{Name: "down", URL: "http://" + closedAddr + "/"})
-	for i, tool := range []*registry.Tool{a, b, missing, down, a, b, missing, a} {
-		_, err := execute(t.Context(), e, tool, nil)
+	for i, tool := range []*testTool{a, b, missing, down, a, b, missing, a} {
+		_, err := execute(t.Context(), tool, nil)
 		if (err != nil) != (tool == missing || tool == down) {
 			t.Fatalf("call %d (%s) = %v", i, tool.Name, err)
 		}
@@ -773,7 +797,7 @@ func TestCancellationReachesServer(t *testing.T) {
 			defer cancel()
 			errc := make(chan error, 1)
 			go func() {
-				_, err := execute(ctx, e, tool, nil)
+				_, err := execute(ctx, tool, nil)
 				errc <- err
 			}()
 			<-started
@@ -795,7 +819,7 @@ func TestCancellationReachesServer(t *testing.T) {
 func TestRetryAfterHonoured(t *testing.T) {
 	tests := []struct {
 		name     string
-		policy   RetrySpec
+		policy   retry.Policy
 		rand     float64
 		replies  []func(w http.ResponseWriter) // then 200
 		wantAt   []time.Duration               // when each attempt started
@@ -803,7 +827,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 	}{
 		{
 			name:   "seconds, date, capped",
-			policy: RetrySpec{Attempts: 5, InitialBackoff: time.Second, MaxBackoff: 4 * time.Second},
+			policy: retry.Policy{Attempts: 5, InitialBackoff: time.Second, MaxBackoff: 4 * time.Second},
 			rand:   0.5,
 			replies: []func(http.ResponseWriter){
 				reply(429, "2"),
@@ -817,21 +841,21 @@ func TestRetryAfterHonoured(t *testing.T) {
 		},
 		{
 			name:    "full jitter without Retry-After",
-			policy:  RetrySpec{Attempts: 3, InitialBackoff: time.Second, MaxBackoff: 10 * time.Second},
+			policy:  retry.Policy{Attempts: 3, InitialBackoff: time.Second, MaxBackoff: 10 * time.Second},
 			rand:    0.5,
 			replies: []func(http.ResponseWriter){reply(503, ""), reply(500, "")},
 			wantAt:  []time.Duration{0, 500 * time.Millisecond, 1500 * time.Millisecond},
 		},
 		{
 			name:    "jitter bounded by max",
-			policy:  RetrySpec{Attempts: 4, InitialBackoff: time.Second, MaxBackoff: 1500 * time.Millisecond},
+			policy:  retry.Policy{Attempts: 4, InitialBackoff: time.Second, MaxBackoff: 1500 * time.Millisecond},
 			rand:    0.999,
 			replies: []func(http.ResponseWriter){reply(503, ""), reply(503, ""), reply(503, "")},
 			wantAt:  []time.Duration{0, 999 * time.Millisecond, 2497500 * time.Microsecond, 3996 * time.Millisecond},
 		},
 		{
 			name:     "attempts exhausted",
-			policy:   RetrySpec{Attempts: 2, InitialBackoff: time.Second, MaxBackoff: time.Second},
+			policy:   retry.Policy{Attempts: 2, InitialBackoff: time.Second, MaxBackoff: time.Second},
 			rand:     0,
 			replies:  []func(http.ResponseWriter){reply(429, "1"), reply(429, "1"), reply(429, "1")},
 			wantAt:   []time.Duration{0, time.Second},
@@ -853,8 +877,8 @@ func TestRetryAfterHonoured(t *testing.T) {
 				}
 				e := New(&Options{Transport: handlerTransport(h), Rand: func() float64 { return tc.rand }})
 				defer e.Close()
-				tool := mustAdd(t, e, Spec{URL: "http://api.test/x", Retry: tc.policy})
-				res, err := execute(t.Context(), e, tool, nil)
+				tool := mustAdd(t, e, Spec{URL: "http://api.test/x"}, tc.policy)
+				res, err := execute(t.Context(), tool, nil)
 				if got := retry.Classify(err); got != tc.wantFail {
 					t.Fatalf("Execute = %v (class %q), want class %q", err, got, tc.wantFail)
 				}
@@ -899,10 +923,10 @@ func TestDeadlineStopsRetries(t *testing.T) {
 				}
 				e := New(&Options{Transport: handlerTransport(h), Rand: zeroRand})
 				defer e.Close()
-				tool := mustAdd(t, e, Spec{URL: "http://api.test/x", Retry: RetrySpec{Attempts: 10, MaxBackoff: time.Minute}})
+				tool := mustAdd(t, e, Spec{URL: "http://api.test/x"}, retry.Policy{Attempts: 10, MaxBackoff: time.Minute})
 				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 				defer cancel()
-				_, err := execute(ctx, e, tool, nil)
+				_, err := execute(ctx, tool, nil)
 				re := asRetryError(t, err)
 				want := fmt.Sprintf("after %d attempt", len(tc.wantAt))
 				if re.Class != retry.Unavailable || !strings.Contains(re.Msg, want) {
@@ -956,9 +980,9 @@ func TestAddDefinition(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := e.Add(tc.spec)
-			if err != nil {
-				t.Fatalf("Add = %v", err)
+			got, exec, err := e.Add(tc.spec)
+			if err != nil || exec == nil {
+				t.Fatalf("Add = %v, %v, want an executor", exec, err)
 			}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(registry.Tool{})); diff != "" {
 				t.Errorf("Add (-want +got):\n%s", diff)
@@ -997,7 +1021,7 @@ func TestAddErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(nil).Add(tc.spec)
+			_, _, err := New(nil).Add(tc.spec)
 			if err == nil {
 				t.Fatal("Add = nil error, want one")
 			}
@@ -1007,60 +1031,6 @@ func TestAddErrors(t *testing.T) {
 				}
 			}
 		})
-	}
-	t.Run("duplicate name", func(t *testing.T) {
-		e := New(nil)
-		if _, err := e.Add(base); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.Add(base); err == nil || !strings.Contains(err.Error(), "already added") {
-			t.Errorf("second Add = %v, want an error saying already added", err)
-		}
-		e.Remove(base.Name)
-		if _, err := e.Add(base); err != nil {
-			t.Errorf("Add after Remove = %v", err)
-		}
-	})
-}
-
-func TestExecuteRemovedTool(t *testing.T) {
-	e := newTestExecutor(t, nil)
-	tool := mustAdd(t, e, Spec{URL: "http://h/x"})
-	e.Remove(tool.Name)
-	_, err := execute(t.Context(), e, tool, nil)
-	if c := retry.Classify(err); c != retry.Internal {
-		t.Errorf("Execute of a removed tool = %v (class %q), want internal", err, c)
-	}
-}
-
-// TestAddOpenAPISpecs checks that every Spec FromOpenAPI makes from the
-// test documents is accepted.
-func TestAddOpenAPISpecs(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newTestExecutor(t, nil)
-	added := 0
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := OpenAPISource{Name: strings.TrimSuffix(filepath.Base(f), ".yaml"), Spec: b, Location: f, BaseURL: "http://127.0.0.1:9000/api"}
-		specs, _, err := FromOpenAPI(src)
-		if err != nil {
-			continue // the invalid document
-		}
-		for _, s := range specs {
-			if _, err := e.Add(s); err != nil {
-				t.Errorf("Add(%s from %s) = %v", s.Name, f, err)
-			}
-			added++
-		}
-	}
-	if added == 0 {
-		t.Error("no spec added: are the testdata documents there?")
 	}
 }
 
@@ -1075,7 +1045,7 @@ func TestConcurrentCalls(t *testing.T) {
 	errs := make([]error, 32)
 	for i := range errs {
 		wg.Go(func() {
-			res, err := execute(t.Context(), e, tool, map[string]any{"id": fmt.Sprint(i)})
+			res, err := execute(t.Context(), tool, map[string]any{"id": fmt.Sprint(i)})
 			if err == nil {
 				if got := canonJSON(t, res.Structured).(map[string]any)["path"]; got != fmt.Sprintf("/items/%d", i) {
 					err = fmt.Errorf("call %d got path %v", i, got)
@@ -1084,16 +1054,17 @@ func TestConcurrentCalls(t *testing.T) {
 			errs[i] = err
 		})
 	}
+	var churnErr error
 	wg.Go(func() {
 		for i := range 20 {
 			name := fmt.Sprintf("churn%d", i)
-			if _, err := e.Add(Spec{Name: name, Source: "rest:x", URL: srv.URL}); err == nil {
-				e.Remove(name)
+			if _, _, err := e.Add(Spec{Name: name, Source: "rest:x", URL: srv.URL}); err != nil {
+				churnErr = fmt.Errorf("Add(%s) while calls run = %v", name, err)
 			}
 		}
 	})
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, churnErr)...); err != nil {
 		t.Error(err)
 	}
 }
@@ -1106,10 +1077,10 @@ func BenchmarkExecute(b *testing.B) {
 	e := newTestExecutor(b, nil)
 	tool := mustAdd(b, e, Spec{URL: srv.URL + "/items/{id}", Query: map[string]string{"v": "{v}"}})
 	args := map[string]any{"id": "42", "v": "1"}
-	call := executors.Call{Tool: tool, Args: args, Thread: "t"}
+	call := tool.call(args)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.Execute(b.Context(), call); err != nil {
+		if _, err := tool.exec.Execute(b.Context(), call); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -21,35 +20,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
+
+	"github.com/toolgate/toolgate/retry/retrytest"
 )
 
 // executeVia is execute with the call going through backend, as the
 // dispatcher passes it in Call.Retry.
-func executeVia(ctx context.Context, e *Executor, tool *registry.Tool, backend *retry.Backend) (executors.Result, error) {
-	return e.Execute(ctx, executors.Call{Tool: tool, Args: map[string]any{}, Thread: "t1", Retry: retry.Plan{Backend: backend}})
-}
-
-// fakeClock is a clock for breakers and budgets that moves only when the
-// test advances it. It is safe for concurrent use.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time // guarded by mu
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+func executeVia(ctx context.Context, tool *testTool, backend *retry.Backend) (executors.Result, error) {
+	call := tool.call(nil)
+	call.Retry.Backend = backend
+	return tool.exec.Execute(ctx, call)
 }
 
 // switchServer is a test server that answers 503 while its fail count is
@@ -84,9 +65,9 @@ func TestBackendRetryThenSuccess(t *testing.T) {
 			srv := startSwitchServer(t, k)
 			var retries atomic.Int64
 			e := newTestExecutor(t, &Options{Rand: zeroRand, OnRetry: func(string, retry.Class) { retries.Add(1) }})
-			tool := mustAdd(t, e, Spec{URL: srv.url + "/x", Retry: RetrySpec{Attempts: 4, InitialBackoff: time.Millisecond}})
+			tool := mustAdd(t, e, Spec{URL: srv.url + "/x"}, retry.Policy{Attempts: 4, InitialBackoff: time.Millisecond})
 			backend := retry.NewBackends(retry.BackendsConfig{}).Get("rest:x")
-			res, err := executeVia(t.Context(), e, tool, backend)
+			res, err := executeVia(t.Context(), tool, backend)
 			if err != nil {
 				t.Fatalf("Execute = %v", err)
 			}
@@ -112,15 +93,15 @@ func TestRetryBudget(t *testing.T) {
 	backends := retry.NewBackends(retry.BackendsConfig{
 		Budget:            retry.BudgetConfig{Ratio: -1, MinRetries: 1}, // one retry per window, whatever the calls
 		Breaker:           retry.BreakerConfig{Disabled: true},
-		Now:               newFakeClock().Now,
+		Now:               retrytest.NewClock().Now,
 		OnBudgetExhausted: func(b string) { exhausted = append(exhausted, b) },
 	})
 	backend := backends.Get("rest:x")
 	e := newTestExecutor(t, &Options{Rand: zeroRand})
-	tool := mustAdd(t, e, Spec{URL: srv.url + "/x", Retry: RetrySpec{Attempts: 3, InitialBackoff: time.Millisecond}})
+	tool := mustAdd(t, e, Spec{URL: srv.url + "/x"}, retry.Policy{Attempts: 3, InitialBackoff: time.Millisecond})
 
 	// The first call spends the one retry, and succeeds.
-	res, err := executeVia(t.Context(), e, tool, backend)
+	res, err := executeVia(t.Context(), tool, backend)
 	if err != nil || attemptsOf(res) != 2 || srv.hits.Load() != 2 {
 		t.Fatalf("first call = %v (attempts %v, %d requests), want success after 2 attempts", err, attemptsOf(res), srv.hits.Load())
 	}
@@ -130,7 +111,7 @@ func TestRetryBudget(t *testing.T) {
 
 	// The second fails and is not retried: the budget is spent.
 	srv.fail.Store(1)
-	_, err = executeVia(t.Context(), e, tool, backend)
+	_, err = executeVia(t.Context(), tool, backend)
 	re := asRetryError(t, err)
 	want := fmt.Sprintf(`GET %s/x returned 503 Service Unavailable after 1 attempt: busy; not retried: the retry budget of backend "rest:x" is spent (it allows 1 retry per 10s)`, srv.url)
 	if re.Class != retry.Unavailable || err.Error() != want {
@@ -157,16 +138,16 @@ func TestBreakerOpens(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startSwitchServer(t, 1000)
-			clock := newFakeClock()
+			clock := retrytest.NewClock()
 			backend := retry.NewBackends(retry.BackendsConfig{
 				Breaker: retry.BreakerConfig{Failures: 3, FailureRatio: -1, OpenFor: 30 * time.Second},
 				Now:     clock.Now,
 			}).Get("rest:x")
 			e := newTestExecutor(t, &Options{Rand: zeroRand})
-			tool := mustAdd(t, e, Spec{URL: srv.url + "/x", Retry: RetrySpec{Attempts: tc.attempts, InitialBackoff: time.Millisecond}})
+			tool := mustAdd(t, e, Spec{URL: srv.url + "/x"}, retry.Policy{Attempts: tc.attempts, InitialBackoff: time.Millisecond})
 
 			for i := range tc.calls {
-				_, err := executeVia(t.Context(), e, tool, backend)
+				_, err := executeVia(t.Context(), tool, backend)
 				if re := asRetryError(t, err); re.Class != retry.Unavailable || !strings.HasSuffix(err.Error(), tc.wantMsg) {
 					t.Fatalf("call %d = %q (class %q), want unavailable ending %q", i+1, err, re.Class, tc.wantMsg)
 				}
@@ -179,7 +160,7 @@ func TestBreakerOpens(t *testing.T) {
 			}
 
 			// Open: the call fails at once and never reaches the server.
-			_, err := executeVia(t.Context(), e, tool, backend)
+			_, err := executeVia(t.Context(), tool, backend)
 			re := asRetryError(t, err)
 			wantPrefix := `backend "rest:x" is unavailable: its circuit breaker opened after 3 consecutive failures (last failure: 503 Service Unavailable); next probe in 30s`
 			if re.Class != retry.Unavailable || !errors.Is(err, retry.ErrBreakerOpen) || err.Error() != wantPrefix {
@@ -196,7 +177,7 @@ func TestBreakerOpens(t *testing.T) {
 			// and closes the breaker.
 			srv.fail.Store(0)
 			clock.Advance(30 * time.Second)
-			res, err := executeVia(t.Context(), e, tool, backend)
+			res, err := executeVia(t.Context(), tool, backend)
 			if err != nil || attemptsOf(res) != 1 {
 				t.Fatalf("probe = %v (attempts %v), want success in 1 attempt", err, attemptsOf(res))
 			}
@@ -228,9 +209,9 @@ func TestRetryAfterWithBackend(t *testing.T) {
 			}
 			e := New(&Options{Transport: handlerTransport(h), Rand: zeroRand})
 			defer e.Close()
-			tool := mustAdd(t, e, Spec{URL: "http://api.test/x", Retry: RetrySpec{Attempts: 3, MaxBackoff: time.Minute}})
+			tool := mustAdd(t, e, Spec{URL: "http://api.test/x"}, retry.Policy{Attempts: 3, MaxBackoff: time.Minute})
 			backend := retry.NewBackends(retry.BackendsConfig{}).Get("rest:api.test")
-			res, err := executeVia(t.Context(), e, tool, backend)
+			res, err := executeVia(t.Context(), tool, backend)
 			if err != nil || attemptsOf(res) != 3 {
 				t.Fatalf("Execute = %v (attempts %v), want success after 3 attempts", err, attemptsOf(res))
 			}
@@ -250,14 +231,14 @@ func TestRetryAfterWithBackend(t *testing.T) {
 			var retries atomic.Int64
 			e := New(&Options{Transport: handlerTransport(h), Rand: zeroRand, OnRetry: func(string, retry.Class) { retries.Add(1) }})
 			defer e.Close()
-			tool := mustAdd(t, e, Spec{URL: "http://api.test/x", Retry: RetrySpec{Attempts: 3, MaxBackoff: time.Minute}})
+			tool := mustAdd(t, e, Spec{URL: "http://api.test/x"}, retry.Policy{Attempts: 3, MaxBackoff: time.Minute})
 			backend := retry.NewBackends(retry.BackendsConfig{
 				Breaker: retry.BreakerConfig{Failures: 2, FailureRatio: -1, OpenFor: time.Minute},
 			}).Get("rest:api.test")
 			start := time.Now()
 			errc := make(chan error, 1)
 			go func() {
-				_, err := executeVia(t.Context(), e, tool, backend)
+				_, err := executeVia(t.Context(), tool, backend)
 				errc <- err
 			}()
 			synctest.Wait() // the call waits 5s to retry
@@ -350,7 +331,7 @@ func TestBreakerRefusesLaterRetry(t *testing.T) {
 					OnRetry:   func(_ string, c retry.Class) { retries = append(retries, c) },
 				})
 				defer e.Close()
-				tool := mustAdd(t, e, Spec{URL: "http://api.test/x", Retry: RetrySpec{Attempts: 3, InitialBackoff: 4 * time.Second, MaxBackoff: time.Minute}})
+				tool := mustAdd(t, e, Spec{URL: "http://api.test/x"}, retry.Policy{Attempts: 3, InitialBackoff: 4 * time.Second, MaxBackoff: time.Minute})
 				backend := retry.NewBackends(retry.BackendsConfig{
 					Breaker: retry.BreakerConfig{Failures: 3, FailureRatio: -1, OpenFor: time.Minute},
 				}).Get("rest:api.test")
@@ -366,7 +347,7 @@ func TestBreakerRefusesLaterRetry(t *testing.T) {
 						permit.Record(&retry.Error{Class: retry.Network, Msg: "GET http://api.test/other failed", Err: refused})
 					}
 				})
-				_, err := executeVia(t.Context(), e, tool, backend)
+				_, err := executeVia(t.Context(), tool, backend)
 				re := asRetryError(t, err)
 				if re.Class != tc.wantClass || err.Error() != tc.want {
 					t.Errorf("Execute = %q (class %q),\nwant %q (class %q)", err, re.Class, tc.want, tc.wantClass)
@@ -389,7 +370,7 @@ func TestBreakerRefusesLaterRetry(t *testing.T) {
 // the OnResponse hook, before the outcome is recorded) does not hold its
 // breaker half-open: the next call probes.
 func TestPanicReleasesProbe(t *testing.T) {
-	clock := newFakeClock()
+	clock := retrytest.NewClock()
 	backend := retry.NewBackends(retry.BackendsConfig{
 		Breaker: retry.BreakerConfig{Failures: 1, FailureRatio: -1, OpenFor: 10 * time.Second},
 		Now:     clock.Now,
@@ -415,13 +396,13 @@ func TestPanicReleasesProbe(t *testing.T) {
 				t.Errorf("recover() = %v, want the hook's panic passed on", r)
 			}
 		}()
-		executeVia(t.Context(), e, tool, backend)
+		executeVia(t.Context(), tool, backend)
 	}()
 	if got := backend.State(); got != retry.StateHalfOpen {
 		t.Fatalf("breaker after the probe panicked = %v, want half_open", got)
 	}
 	panicking.Store(false)
-	res, err := executeVia(t.Context(), e, tool, backend)
+	res, err := executeVia(t.Context(), tool, backend)
 	if err != nil || attemptsOf(res) != 1 {
 		t.Fatalf("call after the panic = %v (attempts %v), want the next probe admitted and successful", err, attemptsOf(res))
 	}
@@ -462,13 +443,13 @@ func TestCancelledCallsAreNoFailures(t *testing.T) {
 				}
 				io.WriteString(w, "ok")
 			})
-			clock := newFakeClock()
+			clock := retrytest.NewClock()
 			backend := retry.NewBackends(retry.BackendsConfig{
 				Breaker: retry.BreakerConfig{Failures: 2, FailureRatio: -1, OpenFor: 10 * time.Second},
 				Now:     clock.Now,
 			}).Get("rest:x")
 			e := newTestExecutor(t, &Options{Rand: zeroRand})
-			tool := mustAdd(t, e, Spec{URL: srv.URL + "/x", Retry: RetrySpec{Attempts: 3, InitialBackoff: time.Millisecond}})
+			tool := mustAdd(t, e, Spec{URL: srv.URL + "/x"}, retry.Policy{Attempts: 3, InitialBackoff: time.Millisecond})
 			if tc.open {
 				for range 2 {
 					p, _ := backend.Admit(1)
@@ -482,7 +463,7 @@ func TestCancelledCallsAreNoFailures(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				errc := make(chan error, 1)
 				go func() {
-					_, err := executeVia(ctx, e, tool, backend)
+					_, err := executeVia(ctx, tool, backend)
 					errc <- err
 				}()
 				select {
@@ -504,7 +485,7 @@ func TestCancelledCallsAreNoFailures(t *testing.T) {
 			}
 
 			hold.Store(false)
-			res, err := executeVia(t.Context(), e, tool, backend)
+			res, err := executeVia(t.Context(), tool, backend)
 			if err != nil || attemptsOf(res) != 1 {
 				t.Fatalf("call after the cancelled ones = %v (attempts %v), want success in 1 attempt", err, attemptsOf(res))
 			}
@@ -539,9 +520,11 @@ func TestRefusalHidesFailedRequest(t *testing.T) {
 				Breaker: retry.BreakerConfig{Failures: 2, FailureRatio: -1},
 			}).Get("rest:api")
 			e := newTestExecutor(t, nil)
-			tool := mustAdd(t, e, Spec{URL: tc.url + "/users/{user}", Query: map[string]string{"q": "{q}"}, Retry: RetrySpec{Attempts: 1}})
+			tool := mustAdd(t, e, Spec{URL: tc.url + "/users/{user}", Query: map[string]string{"q": "{q}"}}, retry.Policy{Attempts: 1})
 			call := func(user, q string) error {
-				_, err := e.Execute(t.Context(), executors.Call{Tool: tool, Args: map[string]any{"user": user, "q": q}, Thread: "t1", Retry: retry.Plan{Backend: backend}})
+				call := tool.call(map[string]any{"user": user, "q": q})
+				call.Retry.Backend = backend
+				_, err := tool.exec.Execute(t.Context(), call)
 				return err
 			}
 			for i := range 2 {

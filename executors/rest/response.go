@@ -22,10 +22,6 @@ import (
 // error, so that the model can fix its call.
 const excerptBytes = 2 << 10
 
-// MetaAttempts is the result Meta key holding the number of HTTP attempts
-// a successful call took (an int).
-const MetaAttempts = "toolgate/attempts"
-
 // statusClass returns the class of a failed call that ended with code.
 func statusClass(code int) retry.Class {
 	switch {
@@ -80,10 +76,14 @@ func excerpt(body []byte, truncated bool) string {
 	return s
 }
 
-// result maps a 2xx response to a result.
+// result maps a 2xx response to a result. A call that took more than one
+// HTTP request says how many under [executors.AttemptsMetaKey], as every
+// kind does.
 func (c *callState) result() executors.Result {
 	res := c.content()
-	res.Meta = map[string]any{MetaAttempts: c.attempt}
+	if c.attempt > 1 {
+		res.Meta = map[string]any{executors.AttemptsMetaKey: c.attempt}
+	}
 	return res
 }
 

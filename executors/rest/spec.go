@@ -1,8 +1,10 @@
 // Package rest is the executor of REST tools: toolgate makes the HTTP call
 // described by a [Spec] (written in YAML, or derived from an OpenAPI 3
-// document by [FromOpenAPI]) through go-retryablehttp, with toolgate's own
-// retry policy, classification of failures, safe templating and result
-// mapping.
+// document by package openapi) through go-retryablehttp, with toolgate's
+// own retry decision ([retry.Plan.Decide], from the call's
+// [executors.Call.Retry]), classification of failures, safe templating
+// and result mapping. [Executor.Add] compiles a Spec once and returns the
+// executor of that one tool.
 //
 // rest must not import gateway, config, mcp-go or prometheus: gateway turns
 // config into Specs and counts what the [Options] hooks report.
@@ -58,7 +60,12 @@ type Spec struct {
 	// Timeout bounds one call, all attempts included; zero means the
 	// dispatcher's default.
 	Timeout time.Duration
-	// Retry configures retries of idempotent calls.
+	// Retry is checked by [Executor.Add] (no negative values) and otherwise
+	// ignored: a call is retried as its [executors.Call.Retry] says, the
+	// one plan gateway builds per tool (policy by the tool's Source).
+	//
+	// Deprecated: set the policy in the call's retry.Plan. Retry goes when
+	// nothing sets it any more.
 	Retry RetrySpec
 	// MaxResponseBytes caps the response body kept; zero means 1 MiB.
 	MaxResponseBytes int64
@@ -70,8 +77,9 @@ type Spec struct {
 	Secrets []string
 }
 
-// RetrySpec configures retries. Zero fields take the defaults: 3 attempts
-// in all, 100ms initial backoff, 5s maximum backoff.
+// RetrySpec is the type of the ignored [Spec.Retry].
+//
+// Deprecated: use [retry.Policy], in the call's retry.Plan.
 type RetrySpec struct {
 	Attempts       int
 	InitialBackoff time.Duration
