@@ -370,6 +370,7 @@ func (c *callState) checkRetry(ctx context.Context, resp *http.Response, err err
 	}
 	return ok, nil
 }
+
 // attemptError is one attempt's outcome as the breaker and
 // [retry.Plan.Decide] see it: nil for a 2xx response, else a *retry.Error
 // of the status's or the transport error's class, with the response's
