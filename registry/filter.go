@@ -19,7 +19,8 @@ type Filter struct {
 
 // Validate reports every glob of f that is empty or malformed, each as a
 // *[FieldError] for "include[i]" or "exclude[i]", joined with
-// [errors.Join]. It returns nil when every glob is valid.
+// [errors.Join]; a malformed glob's error matches [path.ErrBadPattern].
+// It returns nil when every glob is valid.
 func (f Filter) Validate() error {
 	var errs []error
 	for _, list := range []struct {
@@ -35,7 +36,7 @@ func (f Filter) Validate() error {
 			// path.Match checks the whole pattern even when the name does
 			// not match, so any name will do.
 			if _, err := path.Match(g, "x"); err != nil {
-				errs = append(errs, &FieldError{Field: field, Value: g,
+				errs = append(errs, &FieldError{Field: field, Value: g, Err: err,
 					Msg: `is not a valid glob (* ? [a-z] and \ to escape, as in Go's path.Match); write \[ for a literal [`})
 			}
 		}

@@ -15,20 +15,21 @@ const module = "github.com/toolgate/toolgate"
 // (docs/architecture.md). Third-party imports are checked separately:
 // mcp-go's server only in gateway, its client only in executors/mcpup.
 var allowed = map[string][]string{
-	"cmd/toolgate":    {"builtin", "config", "gateway", "registry"},
-	"builtin":         {"registry", "executors", "retry"},
-	"gateway":         {"config", "registry", "executors", "executors/rest", "executors/mcpup", "threadctx", "retry", "schemas"},
-	"executors/mcpup": {"executors", "registry", "threadctx", "retry"},
-	"executors":       {"registry", "threadctx", "retry"},
-	"executors/rest":  {"executors", "registry", "retry"},
-	"registry":        {"schemas"},
-	"schemas":         {},
-	"threadctx":       {},
-	"retry":           {},
-	"retry/retrytest": {},
-	"config":          {},
-	"bench":           {"config", "gateway", "registry", "executors", "builtin"},
-	"tests":           {},
+	"cmd/toolgate":           {"builtin", "config", "gateway", "registry"},
+	"builtin":                {"registry", "executors", "retry"},
+	"gateway":                {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "threadctx", "retry", "schemas"},
+	"executors/mcpup":        {"executors", "registry", "threadctx", "retry"},
+	"executors":              {"registry", "threadctx", "retry"},
+	"executors/rest":         {"executors", "registry", "retry"},
+	"executors/rest/openapi": {"executors/rest", "registry"},
+	"registry":               {"schemas"},
+	"schemas":                {},
+	"threadctx":              {},
+	"retry":                  {},
+	"retry/retrytest":        {},
+	"config":                 {},
+	"bench":                  {"config", "gateway", "registry", "executors", "builtin"},
+	"tests":                  {},
 }
 
 // thirdParty lists, for third-party module prefixes confined to some
@@ -42,7 +43,7 @@ var thirdParty = map[string][]string{
 	"github.com/santhosh-tekuri/jsonschema": {"schemas"},
 	"github.com/goccy/go-yaml":              {"config"},
 	"github.com/hashicorp/go-retryablehttp": {"executors/rest"},
-	"github.com/getkin/kin-openapi":         {"executors/rest"},
+	"github.com/getkin/kin-openapi":         {"executors/rest/openapi"},
 }
 
 func TestLayering(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 // A template is text with {arg} placeholders, compiled once by Add.
 // "{{" and "}}" stand for literal braces. Placeholder names are what MCP
-// allows in a tool name and FromOpenAPI produces for a property:
+// allows in a tool name and the openapi package produces for a property:
 // [A-Za-z0-9_.-], 1 to 64 characters.
 type template struct {
 	parts []tmplPart

@@ -1,4 +1,4 @@
-package rest
+package openapi
 
 import (
 	"encoding/json"
@@ -14,21 +14,22 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/schemas"
 )
 
-// loadSource returns an OpenAPISource named "pets" for testdata/file.
-func loadSource(t testing.TB, file string) OpenAPISource {
+// loadSource returns an Source named "pets" for testdata/file.
+func loadSource(t testing.TB, file string) Source {
 	t.Helper()
 	loc := filepath.Join("testdata", file)
 	b, err := os.ReadFile(loc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return OpenAPISource{Name: "pets", Spec: b, Location: loc}
+	return Source{Name: "pets", Spec: b, Location: loc}
 }
 
-func specNames(specs []Spec) []string {
+func specNames(specs []rest.Spec) []string {
 	var names []string
 	for _, s := range specs {
 		names = append(names, s.Name)
@@ -43,12 +44,12 @@ type specView struct {
 	Body                                   string
 	InputSchema                            any
 	Timeout                                time.Duration
-	Retry                                  RetrySpec
+	Retry                                  rest.RetrySpec
 	MaxResponseBytes                       int64
 	Secrets                                []string
 }
 
-func viewOf(t *testing.T, s Spec) specView {
+func viewOf(t *testing.T, s rest.Spec) specView {
 	t.Helper()
 	var schema any
 	if err := json.Unmarshal(s.InputSchema, &schema); err != nil {
@@ -76,18 +77,18 @@ func TestFromOpenAPIPetstoreSpecs(t *testing.T) {
 	src := loadSource(t, "petstore.yaml")
 	src.Headers = map[string]string{"X-Api-Key": "k{1}", "x-request-id": "from-source"}
 	src.Timeout = 7 * time.Second
-	src.Retry = RetrySpec{Attempts: 2}
+	src.Retry = rest.RetrySpec{Attempts: 2}
 	src.MaxResponseBytes = 4096
 	src.Secrets = []string{"s3cret"}
-	specs, _, err := FromOpenAPI(src)
+	specs, _, err := Specs(src)
 	if err != nil {
-		t.Fatalf("FromOpenAPI = %v", err)
+		t.Fatalf("Specs = %v", err)
 	}
 	const base = "https://eu.petstore.example/v1"
 	common := func(v specView) specView {
 		v.Source = "openapi:pets"
 		v.Timeout = 7 * time.Second
-		v.Retry = RetrySpec{Attempts: 2}
+		v.Retry = rest.RetrySpec{Attempts: 2}
 		v.MaxResponseBytes = 4096
 		v.Secrets = []string{"s3cret"}
 		return v
@@ -211,7 +212,7 @@ func TestFromOpenAPIPetstoreSpecs(t *testing.T) {
 			want.Name = tc.name
 			want.InputSchema = decodeJSON(t, tc.schema)
 			if diff := cmp.Diff(want, viewOf(t, specs[i])); diff != "" {
-				t.Errorf("FromOpenAPI(petstore.yaml)[%d] mismatch (-want +got):\n%s", i, diff)
+				t.Errorf("Specs(petstore.yaml)[%d] mismatch (-want +got):\n%s", i, diff)
 			}
 		})
 	}
@@ -227,7 +228,7 @@ func TestFromOpenAPISelection(t *testing.T) {
 	tests := []struct {
 		name             string
 		file             string
-		edit             func(*OpenAPISource)
+		edit             func(*Source)
 		wantNames        []string
 		wantWarnings     []Warning
 		wantURL0, wantB0 string
@@ -241,16 +242,16 @@ func TestFromOpenAPISelection(t *testing.T) {
 		{
 			name: "include globs",
 			file: "petstore.yaml",
-			edit: func(s *OpenAPISource) { s.Include = []string{"*Pets", "get_*"} },
+			edit: func(s *Source) { s.Filter.Include = []string{"*Pets", "get_*"} },
 			// Only selected operations are converted, so no warnings.
 			wantNames: []string{"pets__listPets", "pets__get_pets_petid"},
 		},
 		{
 			name: "include then exclude",
 			file: "petstore.yaml",
-			edit: func(s *OpenAPISource) {
-				s.Include = []string{"*Pet*", "*Note"}
-				s.Exclude = []string{"list*", "upload*"}
+			edit: func(s *Source) {
+				s.Filter.Include = []string{"*Pet*", "*Note"}
+				s.Filter.Exclude = []string{"list*", "upload*"}
 			},
 			wantNames:    []string{"pets__createPet", "pets__addNote"},
 			wantWarnings: petstoreWarnings[:1],
@@ -258,20 +259,20 @@ func TestFromOpenAPISelection(t *testing.T) {
 		{
 			name:         "exclude only",
 			file:         "petstore.yaml",
-			edit:         func(s *OpenAPISource) { s.Exclude = []string{"[a-f]*"} },
+			edit:         func(s *Source) { s.Filter.Exclude = []string{"[a-f]*"} },
 			wantNames:    []string{"pets__listPets", "pets__get_pets_petid"},
 			wantWarnings: petstoreWarnings[1:],
 		},
 		{
 			name:      "OpenAPI 3.1 with BaseURL",
 			file:      "openapi-31.yaml",
-			edit:      func(s *OpenAPISource) { s.BaseURL = "http://127.0.0.1:9000/inv/" },
+			edit:      func(s *Source) { s.BaseURL = "http://127.0.0.1:9000/inv/" },
 			wantNames: []string{"pets__putItem"},
 		},
 		{
 			name: "names: sanitized, shortened, duplicate, TRACE",
 			file: "openapi-names.yaml",
-			edit: func(s *OpenAPISource) { s.BaseURL = "http://127.0.0.1:9000" },
+			edit: func(s *Source) { s.BaseURL = "http://127.0.0.1:9000" },
 			wantNames: []string{
 				"pets__get_a_b",
 				"pets__generateTheQuarterlyInventoryReportForEveryStoreI_f13d2d01",
@@ -302,15 +303,15 @@ func TestFromOpenAPISelection(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(&src)
 			}
-			specs, warnings, err := FromOpenAPI(src)
+			specs, warnings, err := Specs(src)
 			if err != nil {
-				t.Fatalf("FromOpenAPI(%s) = %v", tc.file, err)
+				t.Fatalf("Specs(%s) = %v", tc.file, err)
 			}
 			if diff := cmp.Diff(tc.wantNames, specNames(specs)); diff != "" {
-				t.Errorf("FromOpenAPI(%s) names (-want +got):\n%s", tc.file, diff)
+				t.Errorf("Specs(%s) names (-want +got):\n%s", tc.file, diff)
 			}
 			if diff := cmp.Diff(tc.wantWarnings, warnings); diff != "" {
-				t.Errorf("FromOpenAPI(%s) warnings (-want +got):\n%s", tc.file, diff)
+				t.Errorf("Specs(%s) warnings (-want +got):\n%s", tc.file, diff)
 			}
 		})
 	}
@@ -360,16 +361,16 @@ func TestFromOpenAPIURL(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := loadSource(t, tc.file)
 			src.BaseURL = tc.baseURL
-			specs, _, err := FromOpenAPI(src)
+			specs, _, err := Specs(src)
 			if err != nil {
-				t.Fatalf("FromOpenAPI(%s) = %v", tc.file, err)
+				t.Fatalf("Specs(%s) = %v", tc.file, err)
 			}
 			var got []string
 			for _, s := range specs {
 				got = append(got, s.URL)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("FromOpenAPI(%s) URLs (-want +got):\n%s", tc.file, diff)
+				t.Errorf("Specs(%s) URLs (-want +got):\n%s", tc.file, diff)
 			}
 		})
 	}
@@ -381,13 +382,13 @@ func TestFromOpenAPIURL(t *testing.T) {
 func TestFromOpenAPISanitizedParameter(t *testing.T) {
 	src := loadSource(t, "openapi-names.yaml")
 	src.BaseURL = "http://127.0.0.1:9000"
-	specs, _, err := FromOpenAPI(src)
+	specs, _, err := Specs(src)
 	if err != nil {
-		t.Fatalf("FromOpenAPI = %v", err)
+		t.Fatalf("Specs = %v", err)
 	}
-	i := slices.IndexFunc(specs, func(s Spec) bool { return s.Name == "pets__search_pets_by_name" })
+	i := slices.IndexFunc(specs, func(s rest.Spec) bool { return s.Name == "pets__search_pets_by_name" })
 	if i < 0 {
-		t.Fatalf("FromOpenAPI names = %v, want pets__search_pets_by_name among them", specNames(specs))
+		t.Fatalf("Specs names = %v, want pets__search_pets_by_name among them", specNames(specs))
 	}
 	if diff := cmp.Diff(map[string]string{"filter[status]": "{filter_status}"}, specs[i].Query); diff != "" {
 		t.Errorf("Query (-want +got):\n%s", diff)
@@ -404,12 +405,12 @@ func TestFromOpenAPISanitizedParameter(t *testing.T) {
 func TestFromOpenAPI31Schema(t *testing.T) {
 	src := loadSource(t, "openapi-31.yaml")
 	src.BaseURL = "https://inventory.example"
-	specs, _, err := FromOpenAPI(src)
+	specs, _, err := Specs(src)
 	if err != nil {
-		t.Fatalf("FromOpenAPI = %v", err)
+		t.Fatalf("Specs = %v", err)
 	}
 	if len(specs) != 1 {
-		t.Fatalf("FromOpenAPI names = %v, want one tool", specNames(specs))
+		t.Fatalf("Specs names = %v, want one tool", specNames(specs))
 	}
 	want := decodeJSON(t, `{
 		"type": "object",
@@ -439,12 +440,12 @@ func TestFromOpenAPI31Schema(t *testing.T) {
 // TestFromOpenAPIRecursion checks that a recursive schema is inlined to
 // depth 10 and then cut to {"type":"object"}.
 func TestFromOpenAPIRecursion(t *testing.T) {
-	specs, _, err := FromOpenAPI(loadSource(t, "openapi-recursive.yaml"))
+	specs, _, err := Specs(loadSource(t, "openapi-recursive.yaml"))
 	if err != nil {
-		t.Fatalf("FromOpenAPI = %v", err)
+		t.Fatalf("Specs = %v", err)
 	}
 	if len(specs) != 1 {
-		t.Fatalf("FromOpenAPI names = %v, want one tool", specNames(specs))
+		t.Fatalf("Specs names = %v, want one tool", specNames(specs))
 	}
 	node := viewOf(t, specs[0]).InputSchema.(map[string]any)["properties"].(map[string]any)["body"]
 	depth := 0
@@ -471,8 +472,8 @@ func TestFromOpenAPIErrors(t *testing.T) {
 		name     string
 		file     string // "" means spec below
 		spec     string
-		edit     func(*OpenAPISource)
-		wantErr  error // matched with errors.Is; nil means only *OpenAPIError
+		edit     func(*Source)
+		wantErr  error // matched with errors.Is; nil means only *Error
 		location string
 	}{
 		{name: "invalid document", file: "openapi-invalid.yaml"},
@@ -499,51 +500,51 @@ paths:
 		{
 			name:    "relative BaseURL",
 			file:    "petstore.yaml",
-			edit:    func(s *OpenAPISource) { s.BaseURL = "/api" },
+			edit:    func(s *Source) { s.BaseURL = "/api" },
 			wantErr: nil,
 		},
 		{
 			name:    "bad glob",
 			file:    "petstore.yaml",
-			edit:    func(s *OpenAPISource) { s.Exclude = []string{"[list"} },
+			edit:    func(s *Source) { s.Filter.Exclude = []string{"[list"} },
 			wantErr: path.ErrBadPattern,
 		},
 		{
 			name: "bad source name",
 			file: "petstore.yaml",
-			edit: func(s *OpenAPISource) { s.Name = "pet store" },
+			edit: func(s *Source) { s.Name = "pet store" },
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var src OpenAPISource
+			var src Source
 			if tc.file != "" {
 				src = loadSource(t, tc.file)
 			} else {
-				src = OpenAPISource{Name: "pets", Spec: []byte(tc.spec), Location: tc.location}
+				src = Source{Name: "pets", Spec: []byte(tc.spec), Location: tc.location}
 			}
 			if tc.edit != nil {
 				tc.edit(&src)
 			}
-			specs, warnings, err := FromOpenAPI(src)
+			specs, warnings, err := Specs(src)
 			if err == nil {
-				t.Fatalf("FromOpenAPI(%s) = %d specs, %d warnings, nil error; want an error", src.Location, len(specs), len(warnings))
+				t.Fatalf("Specs(%s) = %d specs, %d warnings, nil error; want an error", src.Location, len(specs), len(warnings))
 			}
-			oe, ok := errors.AsType[*OpenAPIError](err)
+			oe, ok := errors.AsType[*Error](err)
 			if !ok {
-				t.Fatalf("FromOpenAPI(%s) = %T %v, want *OpenAPIError", src.Location, err, err)
+				t.Fatalf("Specs(%s) = %T %v, want *Error", src.Location, err, err)
 			}
 			if oe.Location != src.Location || oe.Source != src.Name {
-				t.Errorf("OpenAPIError{Source: %q, Location: %q}, want %q, %q", oe.Source, oe.Location, src.Name, src.Location)
+				t.Errorf("Error{Source: %q, Location: %q}, want %q, %q", oe.Source, oe.Location, src.Name, src.Location)
 			}
 			if !strings.Contains(err.Error(), src.Location) {
-				t.Errorf("FromOpenAPI(%s) = %q, want the location in the message", src.Location, err)
+				t.Errorf("Specs(%s) = %q, want the location in the message", src.Location, err)
 			}
 			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
-				t.Errorf("FromOpenAPI(%s) = %v, want errors.Is %v", src.Location, err, tc.wantErr)
+				t.Errorf("Specs(%s) = %v, want errors.Is %v", src.Location, err, tc.wantErr)
 			}
 			if specs != nil || warnings != nil {
-				t.Errorf("FromOpenAPI(%s) returned specs or warnings with an error", src.Location)
+				t.Errorf("Specs(%s) returned specs or warnings with an error", src.Location)
 			}
 		})
 	}
@@ -562,12 +563,12 @@ func TestFromOpenAPISchemasCompile(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			src := loadSource(t, filepath.Base(f))
 			src.BaseURL = "http://127.0.0.1:9000"
-			specs, _, err := FromOpenAPI(src)
+			specs, _, err := Specs(src)
 			if err != nil {
 				if filepath.Base(f) == "openapi-invalid.yaml" {
 					return
 				}
-				t.Fatalf("FromOpenAPI(%s) = %v", f, err)
+				t.Fatalf("Specs(%s) = %v", f, err)
 			}
 			for _, s := range specs {
 				seen++
@@ -626,7 +627,7 @@ func TestOpenAPINames(t *testing.T) {
 	})
 }
 
-// FuzzFromOpenAPI checks that no document makes FromOpenAPI panic, and
+// FuzzFromOpenAPI checks that no document makes Specs panic, and
 // that what it returns is well formed.
 func FuzzFromOpenAPI(f *testing.F) {
 	files, err := filepath.Glob("testdata/*.yaml")
@@ -642,7 +643,7 @@ func FuzzFromOpenAPI(f *testing.F) {
 	}
 	nameRE := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		specs, _, err := FromOpenAPI(OpenAPISource{Name: "f", Spec: doc, BaseURL: "http://127.0.0.1:9000"})
+		specs, _, err := Specs(Source{Name: "f", Spec: doc, BaseURL: "http://127.0.0.1:9000"})
 		if err != nil {
 			return
 		}
@@ -655,4 +656,36 @@ func FuzzFromOpenAPI(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAddSpecs checks that the REST executor accepts every Spec Specs makes
+// from the test documents.
+func TestAddSpecs(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := rest.New(nil)
+	t.Cleanup(e.Close)
+	added := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := Source{Name: strings.TrimSuffix(filepath.Base(f), ".yaml"), Spec: b, Location: f, BaseURL: "http://127.0.0.1:9000/api"}
+		specs, _, err := Specs(src)
+		if err != nil {
+			continue // the invalid document
+		}
+		for _, s := range specs {
+			if _, _, err := e.Add(s); err != nil {
+				t.Errorf("Add(%s from %s) = %v", s.Name, f, err)
+			}
+			added++
+		}
+	}
+	if added == 0 {
+		t.Error("no spec added: are the testdata documents there?")
+	}
 }

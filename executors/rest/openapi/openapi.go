@@ -1,4 +1,14 @@
-package rest
+// Package openapi turns the operations of an OpenAPI 3 document into REST
+// tool specs ([rest.Spec]) for the REST executor: [Specs] parses and
+// validates the document with kin-openapi (3.0 and 3.1, external $refs
+// refused), selects operations with a [registry.Filter], names each tool
+// <source>__<operationId> within MCP's 64 characters, and inlines every
+// $ref of a request into the tool's input schema.
+//
+// openapi is the only toolgate package that imports kin-openapi. It must
+// not import gateway or config: the gateway reads the document and passes
+// it in a [Source].
+package openapi
 
 import (
 	"bytes"
@@ -12,20 +22,24 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/toolgate/toolgate/executors/rest"
+	"github.com/toolgate/toolgate/registry"
 )
 
-// OpenAPISource describes one OpenAPI 3 document whose operations become
-// REST tools. [FromOpenAPI] reads it; the caller fetches the document.
-type OpenAPISource struct {
-	// Name prefixes every tool name: <Name>__<operationId>. It must match
-	// [A-Za-z0-9_.-]{1,64}.
+// Source describes one OpenAPI 3 document whose operations become
+// REST tools. [Specs] reads it; the caller fetches the document.
+type Source struct {
+	// Name prefixes every tool name: <Name>__<operationId>. It must be a
+	// valid prefix ([registry.ValidatePrefix]: 1 to [registry.MaxPrefixLen]
+	// characters from A-Z a-z 0-9 _ . -, without "__").
 	Name string
 	// Spec is the document, YAML or JSON, OpenAPI 3.0 or 3.1.
 	Spec []byte
@@ -38,24 +52,22 @@ type OpenAPISource struct {
 	// defaults; it is required when the document has no absolute server
 	// URL.
 	BaseURL string
-	// Include and Exclude are path.Match globs over operationIds (over the
-	// derived name for an operation without one). An operation is kept when
-	// Include is empty or one of its globs matches, and none of Exclude's
-	// match.
-	Include, Exclude []string
+	// Filter selects operations by operationId (by the derived name for an
+	// operation without one); the zero Filter keeps every operation.
+	Filter registry.Filter
 	// Headers are sent with every request. Values are literal (braces are
 	// escaped, not taken as placeholders); an operation's own header
 	// parameter of the same name wins.
 	Headers map[string]string
 	// Timeout, Retry, MaxResponseBytes and Secrets are copied into every
-	// Spec; see [Spec] for their meaning.
+	// Spec; see [rest.Spec] for their meaning.
 	Timeout          time.Duration
-	Retry            RetrySpec
+	Retry            rest.RetrySpec
 	MaxResponseBytes int64
 	Secrets          []string
 }
 
-// Warning reports an operation that [FromOpenAPI] skipped, or converted
+// Warning reports an operation that [Specs] skipped, or converted
 // with a loss.
 type Warning struct {
 	// Operation names the operation: "METHOD /path", followed by
@@ -71,20 +83,20 @@ func (w Warning) String() string {
 	return w.Operation + ": " + w.Msg
 }
 
-// OpenAPIError reports an OpenAPI source that produced no tools at all: a
+// Error reports an OpenAPI source that produced no tools at all: a
 // bad source name or glob, a document that does not load or validate, or
 // no usable base URL.
-type OpenAPIError struct {
-	// Source is [OpenAPISource.Name].
+type Error struct {
+	// Source is [Source.Name].
 	Source string
-	// Location is [OpenAPISource.Location].
+	// Location is [Source.Location].
 	Location string
 	// Err is the cause.
 	Err error
 }
 
 // Error returns `openapi source "<name>" (<location>): <cause>`.
-func (e *OpenAPIError) Error() string {
+func (e *Error) Error() string {
 	loc := ""
 	if e.Location != "" {
 		loc = " (" + e.Location + ")"
@@ -93,16 +105,16 @@ func (e *OpenAPIError) Error() string {
 }
 
 // Unwrap returns the cause.
-func (e *OpenAPIError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// ErrNoBaseURL is the cause of an [*OpenAPIError] when the source has no
+// ErrNoBaseURL is the cause of an [*Error] when the source has no
 // BaseURL and the document's first server URL is missing or not an
 // absolute http(s) URL.
 var ErrNoBaseURL = errors.New("no absolute http(s) server URL in the document; set base_url")
 
 const (
 	// oapiMaxName is MCP's limit on a tool name's length.
-	oapiMaxName = 64
+	oapiMaxName = registry.MaxNameLen
 	// oapiMaxRefDepth is how many $refs deep a schema is inlined before
 	// the rest is replaced with {"type":"object"}: recursive schemas have
 	// no end.
@@ -134,8 +146,8 @@ var oapiMethods = []string{
 	http.MethodPatch, http.MethodPost, http.MethodPut,
 }
 
-// FromOpenAPI turns every selected operation of src's document into a
-// [Spec], sorted by path, then method. An operation that uses something
+// Specs turns every selected operation of src's document into a
+// [rest.Spec], sorted by path, then method. An operation that uses something
 // the REST executor cannot do (cookie parameters, a non-JSON request body,
 // a parameter serialization style other than the default) is skipped with
 // a [Warning]; the other operations are still returned. Warnings also
@@ -152,18 +164,15 @@ var oapiMethods = []string{
 //
 // The document is validated, leniently: invalid examples and patterns Go's
 // regexp cannot compile are not errors. References to other documents are
-// refused. Every error is an [*OpenAPIError].
-func FromOpenAPI(src OpenAPISource) ([]Spec, []Warning, error) {
-	fail := func(err error) ([]Spec, []Warning, error) {
-		return nil, nil, &OpenAPIError{Source: src.Name, Location: src.Location, Err: err}
+// refused. Every error is an [*Error].
+func Specs(src Source) ([]rest.Spec, []Warning, error) {
+	fail := func(err error) ([]rest.Spec, []Warning, error) {
+		return nil, nil, &Error{Source: src.Name, Location: src.Location, Err: err}
 	}
-	if !oapiNameRE.MatchString(src.Name) {
-		return fail(fmt.Errorf("source name %q must be 1 to 64 of A-Z a-z 0-9 _ . -", src.Name))
-	}
-	for _, g := range slices.Concat(src.Include, src.Exclude) {
-		if _, err := path.Match(g, ""); err != nil {
-			return fail(fmt.Errorf("glob %q: %w", g, err))
-		}
+	// Both are *registry.FieldError (fields name, include[i], exclude[i])
+	// inside the *Error, so the gateway can place them in the config file.
+	if err := errors.Join(registry.ValidatePrefix(src.Name), src.Filter.Validate()); err != nil {
+		return fail(err)
 	}
 
 	loader := openapi3.NewLoader()
@@ -173,7 +182,7 @@ func FromOpenAPI(src OpenAPISource) ([]Spec, []Warning, error) {
 		return fail(fmt.Errorf("loading document: %w", err))
 	}
 	// Validate does no I/O (external references were refused above) and
-	// FromOpenAPI has no ctx of its own to pass down.
+	// Specs has no ctx of its own to pass down.
 	err = doc.Validate(context.Background(),
 		// Examples do not change what a tool does.
 		openapi3.DisableExamplesValidation(),
@@ -211,8 +220,8 @@ func FromOpenAPI(src OpenAPISource) ([]Spec, []Warning, error) {
 // without a trailing slash: override, or else the first server's URL.
 func oapiDocBase(override string, servers openapi3.Servers) (string, error) {
 	if override != "" {
-		if !oapiAbsolute(override) {
-			return "", fmt.Errorf("base URL %q is not an absolute http(s) URL", override)
+		if msg := baseURLProblem(override); msg != "" {
+			return "", &registry.FieldError{Field: "base_url", Value: override, Msg: msg}
 		}
 		return strings.TrimRight(override, "/"), nil
 	}
@@ -224,6 +233,31 @@ func oapiDocBase(override string, servers openapi3.Servers) (string, error) {
 		return "", fmt.Errorf("server URL %q: %w", servers[0].URL, ErrNoBaseURL)
 	}
 	return strings.TrimRight(u, "/"), nil
+}
+
+// baseURLProblem says what is wrong with a Source's BaseURL, without
+// showing it, or "".
+func baseURLProblem(raw string) string {
+	if strings.ContainsAny(raw, "{}") {
+		return "must not hold placeholders; write the server URL out, like http://127.0.0.1:9000/v1"
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "":
+		return "must be an absolute http or https URL, like http://127.0.0.1:9000/v1"
+	case u.Hostname() == "":
+		return "must name a host, like http://127.0.0.1:9000/v1"
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
+		return "must not have a query or fragment; operations add their own"
+	case strings.HasSuffix(u.Host, ":"):
+		return "the port must be a number from 0 to 65535"
+	}
+	if p := u.Port(); p != "" {
+		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+			return "the port must be a number from 0 to 65535"
+		}
+	}
+	return ""
 }
 
 // oapiServerURL returns s's URL with its variables at their defaults.
@@ -248,30 +282,18 @@ func oapiAbsolute(raw string) bool {
 		u.RawQuery == "" && u.Fragment == ""
 }
 
-// oapiBuilder accumulates the result of one FromOpenAPI call.
+// oapiBuilder accumulates the result of one Specs call.
 type oapiBuilder struct {
-	src  OpenAPISource
+	src  Source
 	base string
 	// used maps each tool name made so far to its operation's label.
 	used     map[string]string
-	specs    []Spec
+	specs    []rest.Spec
 	warnings []Warning
 }
 
 // oapiSkip is the reason an operation was skipped.
 type oapiSkip struct{ msg string }
-
-func (b *oapiBuilder) selected(id string) bool {
-	if len(b.src.Include) > 0 && !slices.ContainsFunc(b.src.Include, func(g string) bool { return oapiMatch(g, id) }) {
-		return false
-	}
-	return !slices.ContainsFunc(b.src.Exclude, func(g string) bool { return oapiMatch(g, id) })
-}
-
-func oapiMatch(glob, id string) bool {
-	ok, _ := path.Match(glob, id) // globs were checked in FromOpenAPI
-	return ok
-}
 
 // operation adds the Spec for one operation, or a warning.
 func (b *oapiBuilder) operation(p string, item *openapi3.PathItem, method string, op *openapi3.Operation) {
@@ -286,7 +308,7 @@ func (b *oapiBuilder) operation(p string, item *openapi3.PathItem, method string
 	if oapiSanitize(id) == "" {
 		id = oapiDerivedName(method, p)
 	}
-	if !b.selected(id) {
+	if !b.src.Filter.Match(id) {
 		return
 	}
 	warn := func(msg string) { b.warnings = append(b.warnings, Warning{Operation: label, Msg: msg}) }
@@ -320,13 +342,13 @@ func (b *oapiBuilder) operation(p string, item *openapi3.PathItem, method string
 
 // convert builds everything of the Spec but its name. notes are warnings
 // for a Spec that is kept.
-func (b *oapiBuilder) convert(p string, item *openapi3.PathItem, method string, op *openapi3.Operation) (Spec, []string, *oapiSkip) {
+func (b *oapiBuilder) convert(p string, item *openapi3.PathItem, method string, op *openapi3.Operation) (rest.Spec, []string, *oapiSkip) {
 	if !slices.Contains(oapiMethods, method) {
-		return Spec{}, nil, &oapiSkip{method + " operations are not supported"}
+		return rest.Spec{}, nil, &oapiSkip{method + " operations are not supported"}
 	}
 	base, skip := b.opBase(item, op)
 	if skip != nil {
-		return Spec{}, nil, skip
+		return rest.Spec{}, nil, skip
 	}
 
 	sc := &oapiSchemaConv{}
@@ -354,19 +376,19 @@ func (b *oapiBuilder) convert(p string, item *openapi3.PathItem, method string, 
 		switch prm.In {
 		case openapi3.ParameterInPath, openapi3.ParameterInQuery, openapi3.ParameterInHeader:
 		case openapi3.ParameterInCookie:
-			return Spec{}, nil, &oapiSkip{fmt.Sprintf("cookie parameters are not supported (%q)", prm.Name)}
+			return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("cookie parameters are not supported (%q)", prm.Name)}
 		default:
-			return Spec{}, nil, &oapiSkip{fmt.Sprintf("parameter %q: %q parameters are not supported", prm.Name, prm.In)}
+			return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("parameter %q: %q parameters are not supported", prm.Name, prm.In)}
 		}
 		if prm.Style != "" && prm.Style != oapiDefaultStyle(prm.In) {
-			return Spec{}, nil, &oapiSkip{fmt.Sprintf("%s parameter %q: style %q is not supported", prm.In, prm.Name, prm.Style)}
+			return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("%s parameter %q: style %q is not supported", prm.In, prm.Name, prm.Style)}
 		}
 		if prm.Schema == nil {
-			return Spec{}, nil, &oapiSkip{fmt.Sprintf("%s parameter %q: parameters described by content instead of schema are not supported", prm.In, prm.Name)}
+			return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("%s parameter %q: parameters described by content instead of schema are not supported", prm.In, prm.Name)}
 		}
 		prop, ok := oapiPropName(props, prm.In, prm.Name)
 		if !ok {
-			return Spec{}, nil, &oapiSkip{fmt.Sprintf("%s parameter %q: its property name collides with another parameter's", prm.In, prm.Name)}
+			return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("%s parameter %q: its property name collides with another parameter's", prm.In, prm.Name)}
 		}
 		schema := sc.ref(prm.Schema, 0, false)
 		if m, ok := schema.(map[string]any); ok {
@@ -406,20 +428,20 @@ func (b *oapiBuilder) convert(p string, item *openapi3.PathItem, method string, 
 		return "{" + prop + "}"
 	})
 	if missing != "" {
-		return Spec{}, nil, &oapiSkip{fmt.Sprintf("path placeholder %s has no path parameter", missing)}
+		return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("path placeholder %s has no path parameter", missing)}
 	}
 
 	var body json.RawMessage
 	if rb := op.RequestBody; rb != nil && rb.Value != nil && len(rb.Value.Content) > 0 {
 		mediaType, mt := oapiJSONMedia(rb.Value.Content)
 		if mt == nil {
-			return Spec{}, nil, &oapiSkip{strings.Join(slices.Sorted(maps.Keys(rb.Value.Content)), ", ") + " request bodies are not supported"}
+			return rest.Spec{}, nil, &oapiSkip{strings.Join(slices.Sorted(maps.Keys(rb.Value.Content)), ", ") + " request bodies are not supported"}
 		}
 		prop := "body"
 		if _, taken := props[prop]; taken {
 			prop = "request_body"
 			if _, taken := props[prop]; taken {
-				return Spec{}, nil, &oapiSkip{`parameters named "body" and "request_body" leave no property name for the request body`}
+				return rest.Spec{}, nil, &oapiSkip{`parameters named "body" and "request_body" leave no property name for the request body`}
 			}
 		}
 		schema := sc.ref(mt.Schema, 0, true)
@@ -446,10 +468,10 @@ func (b *oapiBuilder) convert(p string, item *openapi3.PathItem, method string, 
 	}
 	raw, err := json.Marshal(input)
 	if err != nil {
-		return Spec{}, nil, &oapiSkip{fmt.Sprintf("encoding input schema: %v", err)}
+		return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("encoding input schema: %v", err)}
 	}
 
-	spec := Spec{
+	spec := rest.Spec{
 		Description:      oapiDescription(op, method, p),
 		Source:           "openapi:" + b.src.Name,
 		Method:           method,
