@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
-	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -188,12 +190,17 @@ func New(ups []Upstream, opts *Options) (*Manager, error) {
 			errs = append(errs, fmt.Errorf("upstream %q: %w: the name is used twice; give every upstream its own name", up.Name, ErrInvalidUpstream))
 		}
 		seen[up.Name] = true
-		for _, err := range validate(up, o.Pool != nil) {
-			label := fmt.Sprintf("upstream %q", up.Name)
-			if up.Name == "" {
-				label = fmt.Sprintf("upstream #%d", i+1)
+		label := fmt.Sprintf("upstream %q", up.Name)
+		if up.Name == "" {
+			label = fmt.Sprintf("upstream #%d", i+1)
+		}
+		if err := up.Validate(); err != nil {
+			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+				errs = append(errs, fmt.Errorf("%s: %w: %w", label, ErrInvalidUpstream, e))
 			}
-			errs = append(errs, fmt.Errorf("%s: %w: %s", label, ErrInvalidUpstream, err))
+		}
+		if up.Isolation == IsolationThread && o.Pool == nil {
+			errs = append(errs, fmt.Errorf("%s: %w: isolation thread needs a thread pool (Options.Pool)", label, ErrInvalidUpstream))
 		}
 	}
 	if len(errs) > 0 {
@@ -223,55 +230,181 @@ func New(ups []Upstream, opts *Options) (*Manager, error) {
 	return m, nil
 }
 
-// validate returns what is wrong with up, as phrases for [New].
-func validate(up Upstream, havePool bool) []string {
-	var errs []string
-	switch {
-	case up.Name == "":
-		errs = append(errs, "the name is empty; name the upstream (its tools appear as <name>__<tool>)")
-	case strings.Contains(up.Name, Separator):
-		errs = append(errs, fmt.Sprintf("the name contains %q, which separates it from tool names; use a name without it", Separator))
-	case registry.ValidateName(up.Name) != nil:
-		errs = append(errs, "the name is not a valid tool name prefix; use 1 to 60 characters from A-Z a-z 0-9 _ . -")
+// Validate reports every problem with u's settings, each a
+// *[registry.FieldError] whose Field is the configuration key ("name",
+// "url", "headers.X-Key", "env.PATH", "include[0]") and whose Msg never
+// shows the value, joined with [errors.Join]; nil when u is valid. [New]
+// runs it for every upstream (and also checks that thread isolation has a
+// pool).
+func (u Upstream) Validate() error {
+	var errs []error
+	bad := func(field, value, msg string) {
+		errs = append(errs, &registry.FieldError{Field: field, Value: value, Msg: msg})
 	}
-	switch up.Transport {
+	if u.Name == "" {
+		bad("name", "", "is required; name the upstream, like fs (its tools are named fs__<tool>)")
+	} else if err := registry.ValidatePrefix(u.Name); err != nil {
+		errs = append(errs, err)
+	}
+	stdioOnly := []struct {
+		key string
+		set bool
+	}{{"command", u.Command != ""}, {"args", len(u.Args) > 0}, {"env", len(u.Env) > 0}, {"cwd", u.Cwd != ""}}
+	httpOnly := []struct {
+		key string
+		set bool
+	}{{"url", u.URL != ""}, {"headers", len(u.Headers) > 0}}
+	switch u.Transport {
 	case TransportStdio:
-		if up.Command == "" {
-			errs = append(errs, "transport stdio needs a command")
+		if u.Command == "" {
+			bad("command", "", "is required for transport: stdio; write the program to start, like npx")
 		}
+		for _, f := range httpOnly {
+			if f.set {
+				bad(f.key, "", "is only for transport: sse or streamable-http; remove it, or change the transport")
+			}
+		}
+		errs = append(errs, u.processProblems()...)
 	case TransportSSE, TransportStreamableHTTP:
-		if up.URL == "" {
-			errs = append(errs, fmt.Sprintf("transport %s needs a url", up.Transport))
-			break
+		if u.URL == "" {
+			bad("url", "", fmt.Sprintf("is required for transport: %s; write the server's endpoint, like http://127.0.0.1:9000/mcp", u.Transport))
+		} else if msg := urlProblem(u.URL); msg != "" {
+			bad("url", u.URL, msg)
 		}
-		u, err := url.Parse(up.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, "the url is not an absolute http:// or https:// URL")
+		for _, f := range stdioOnly {
+			if f.set {
+				bad(f.key, "", "is only for transport: stdio; remove it, or change the transport")
+			}
 		}
+		errs = append(errs, headerProblems(u.Headers)...)
+	case "":
+		bad("transport", "", "is required; write one of stdio, sse, streamable-http")
 	default:
-		errs = append(errs, fmt.Sprintf("unknown transport %q; use stdio, sse or streamable-http", up.Transport))
+		bad("transport", u.Transport, "must be one of stdio, sse, streamable-http")
 	}
-	switch up.Isolation {
-	case "", IsolationShared:
-	case IsolationThread:
-		if !havePool {
-			errs = append(errs, "isolation thread needs a thread pool (Options.Pool)")
-		}
+	switch u.Isolation {
+	case "", IsolationShared, IsolationThread:
 	default:
-		errs = append(errs, fmt.Sprintf("unknown isolation %q; use shared or thread", up.Isolation))
+		bad("isolation", u.Isolation, "must be one of shared, thread")
 	}
-	for _, p := range append(append([]string(nil), up.Include...), up.Exclude...) {
-		if _, err := path.Match(p, ""); err != nil {
-			errs = append(errs, fmt.Sprintf("tool pattern %q is not a valid glob", p))
+	if err := u.filter().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if u.Timeout < 0 {
+		bad("timeout", "", "must be positive, like 60s; leave it out to use the default")
+	}
+	if u.StartupTimeout < 0 {
+		bad("startup_timeout", "", "must be positive, like 20s; leave it out for 20s")
+	}
+	return errors.Join(errs...)
+}
+
+// filter is u's include/exclude filter over its own tool names.
+func (u Upstream) filter() registry.Filter {
+	return registry.Filter{Include: u.Include, Exclude: u.Exclude}
+}
+
+// processProblems checks what starts a stdio server: strings the
+// operating system cannot pass to a process (NUL, other than framing
+// [InstanceDirRef]) and environment names it cannot set. Values are never
+// shown: they may be credentials.
+func (u Upstream) processProblems() []error {
+	var errs []error
+	nul := func(field string) {
+		errs = append(errs, &registry.FieldError{Field: field, Msg: "must not contain NUL"})
+	}
+	if strings.ContainsRune(u.Command, 0) {
+		nul("command")
+	}
+	for i, a := range u.Args {
+		if hasNUL(a) {
+			nul(fmt.Sprintf("args[%d]", i))
 		}
 	}
-	if up.Timeout < 0 {
-		errs = append(errs, "the timeout is negative")
+	if strings.ContainsRune(u.Cwd, 0) {
+		nul("cwd")
 	}
-	if up.StartupTimeout < 0 {
-		errs = append(errs, "the startup timeout is negative")
+	for _, name := range slices.Sorted(maps.Keys(u.Env)) {
+		field := registry.FieldPath("env", name)
+		switch {
+		case name == "" || strings.ContainsAny(name, "=\x00"):
+			errs = append(errs, &registry.FieldError{Field: field, Key: true, Value: name,
+				Msg: "an environment variable name must not be empty or contain = or NUL, like NODE_ENV"})
+		case hasNUL(u.Env[name]):
+			nul(field)
+		}
 	}
 	return errs
+}
+
+// hasNUL reports whether s, an args or env value, holds a NUL byte other
+// than those framing [InstanceDirRef].
+func hasNUL(s string) bool {
+	return strings.ContainsRune(strings.ReplaceAll(s, InstanceDirRef, ""), 0)
+}
+
+// headerProblems checks the headers sent to an HTTP upstream: names are
+// HTTP tokens, unique whatever their case; values hold no CR, LF or NUL.
+// Values are never shown.
+func headerProblems(h map[string]string) []error {
+	var errs []error
+	first := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		field := registry.FieldPath("headers", name)
+		switch other, dup := first[strings.ToLower(name)]; {
+		case !validToken(name):
+			errs = append(errs, &registry.FieldError{Field: field, Key: true, Value: name,
+				Msg: "a header name must be an HTTP token (letters, digits and !#$%&'*+-.^_`|~), like X-Api-Key"})
+			continue
+		case dup:
+			errs = append(errs, &registry.FieldError{Field: field, Key: true,
+				Msg: fmt.Sprintf("duplicate header, also set as %q (header names ignore case); keep one", other)})
+			continue
+		}
+		first[strings.ToLower(name)] = name
+		if strings.ContainsAny(h[name], "\r\n\x00") {
+			errs = append(errs, &registry.FieldError{Field: field, Msg: "a header value must not contain CR, LF or NUL; put it on one line"})
+		}
+	}
+	return errs
+}
+
+// validToken reports whether s is an HTTP token (RFC 9110 section 5.6.2),
+// the syntax of a header name.
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// urlProblem says what is wrong with an sse or streamable-http endpoint,
+// without quoting it, or "".
+func urlProblem(raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (!strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) || u.Opaque != "":
+		return "must be an absolute http or https URL, like http://127.0.0.1:9000/mcp"
+	case u.Hostname() == "":
+		return "must name a host, like http://127.0.0.1:9000/mcp"
+	case strings.HasSuffix(u.Host, ":"):
+		return "the port must be a number from 0 to 65535"
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return "must not have a #fragment (it is never sent); remove it"
+	}
+	if p := u.Port(); p != "" {
+		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+			return "the port must be a number from 0 to 65535"
+		}
+	}
+	return ""
 }
 
 // Start connects to every upstream in the background and returns at once.

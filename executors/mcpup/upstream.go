@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -118,15 +117,7 @@ func (u *upstream) errorf(c retry.Class, cause error, format string, args ...any
 
 // wanted reports whether the upstream's filters import the tool orig.
 func (u *upstream) wanted(orig string) bool {
-	if len(u.cfg.Include) > 0 && !slices.ContainsFunc(u.cfg.Include, func(p string) bool { return globMatch(p, orig) }) {
-		return false
-	}
-	return !slices.ContainsFunc(u.cfg.Exclude, func(p string) bool { return globMatch(p, orig) })
-}
-
-func globMatch(pattern, name string) bool {
-	ok, err := path.Match(pattern, name)
-	return err == nil && ok
+	return u.cfg.filter().Match(orig)
 }
 
 // downError is the fail-fast error of a call while r has no connection.
