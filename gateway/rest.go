@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/rest"
+	"github.com/toolgate/toolgate/executors/rest/openapi"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -22,14 +24,20 @@ const (
 	maxSpecBytes     = 16 << 20
 )
 
-// addRESTTools compiles the config's rest and openapi sections into REST
-// tools and registers them in one batch. Every problem is reported.
-func (g *Gateway) addRESTTools(cfg *config.Config) error {
+// restTools compiles the config's rest and openapi sections into REST
+// tools bound to their executors, for the caller to register in one batch.
+// Every problem is reported at once, each as file:line:col: path: message
+// (see [configErrors]).
+func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 	secrets := restSecrets(cfg.Secrets())
-	var specs []rest.Spec
-	var errs []error
-	for _, t := range cfg.Rest {
-		specs = append(specs, rest.Spec{
+	type pending struct {
+		spec rest.Spec
+		path string // config path of the definition, for its errors
+	}
+	var specs []pending
+	errs := nameErrors(cfg)
+	for i, t := range cfg.Rest {
+		specs = append(specs, pending{path: fmt.Sprintf("rest[%d]", i), spec: rest.Spec{
 			Name:             t.Name,
 			Description:      t.Description,
 			Source:           "rest:" + t.Name,
@@ -45,21 +53,21 @@ func (g *Gateway) addRESTTools(cfg *config.Config) error {
 			MaxResponseBytes: t.MaxResponseBytes,
 			AllowedHosts:     t.AllowedHosts,
 			Secrets:          secrets,
-		})
+		}})
 	}
-	for _, o := range cfg.OpenAPI {
+	for i, o := range cfg.OpenAPI {
+		path := fmt.Sprintf("openapi[%d]", i)
 		doc, err := g.readSpec(o.Spec)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("openapi source %q: %w", o.Name, err))
+			errs = append(errs, cfg.Locate(config.Problem{Path: path + ".spec", Msg: err.Error()}))
 			continue
 		}
-		got, warnings, err := rest.FromOpenAPI(rest.OpenAPISource{
+		got, warnings, err := openapi.Specs(openapi.Source{
 			Name:             o.Name,
 			Spec:             doc,
 			Location:         o.Spec,
 			BaseURL:          o.BaseURL,
-			Include:          o.Include,
-			Exclude:          o.Exclude,
+			Filter:           registry.Filter{Include: o.Include, Exclude: o.Exclude},
 			Headers:          o.Headers,
 			Timeout:          o.Timeout.D(),
 			Retry:            retrySpec(cfg, o.Retry),
@@ -70,30 +78,127 @@ func (g *Gateway) addRESTTools(cfg *config.Config) error {
 			g.logger.Warn("openapi operation skipped", "source", o.Name, "operation", w.Operation, "reason", w.Msg)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("openapi source %q: %w", o.Name, err))
+			errs = append(errs, configErrors(cfg, path, err)...)
 			continue
 		}
-		specs = append(specs, got...)
+		for _, s := range got {
+			specs = append(specs, pending{path: path, spec: s})
+		}
 	}
-	tools := make([]registry.Tool, 0, len(specs))
-	for _, s := range specs {
-		t, err := g.rest.Add(s)
+	var bound []executors.Bound
+	for _, p := range specs {
+		t, exec, err := g.rest.Add(p.spec)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("rest tool %q: %w", s.Name, err))
+			errs = append(errs, configErrors(cfg, p.path, err)...)
 			continue
 		}
-		tools = append(tools, t)
-		backend := restBackend(s.URL)
-		g.res.restHost[s.Source] = backend
+		bound = append(bound, executors.Bound{Tool: t, Exec: exec})
+		backend := restBackend(p.spec.URL)
+		g.res.restHost[p.spec.Source] = backend
 		g.metrics.circuitState(backend, g.res.backends.Get(backend).State())
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
-	if len(tools) == 0 {
-		return nil
+	return bound, nil
+}
+
+// configErrors places each problem in err (a tree of errors joined with
+// errors.Join and wrapped) in the configuration file: a
+// *registry.FieldError at path.<its field>, anything else at path itself.
+func configErrors(cfg *config.Config, path string, err error) []error {
+	var out []error
+	// top is the outermost error of the branch being walked: a leaf that is
+	// not a FieldError is reported with the context its wrappers added.
+	var walk func(e, top error)
+	walk = func(e, top error) {
+		switch x := e.(type) {
+		case *registry.FieldError:
+			p := path
+			if x.Field != "" {
+				p += "." + x.Field
+			}
+			out = append(out, cfg.Locate(config.Problem{Path: p, Key: x.Key, Got: x.Value, Msg: x.Msg}))
+		case interface{ Unwrap() []error }:
+			for _, c := range x.Unwrap() {
+				walk(c, c)
+			}
+		case interface{ Unwrap() error }:
+			if inner := x.Unwrap(); inner != nil {
+				walk(inner, top)
+				return
+			}
+			out = append(out, cfg.Locate(config.Problem{Path: path, Msg: top.Error()}))
+		default:
+			out = append(out, cfg.Locate(config.Problem{Path: path, Msg: top.Error()}))
+		}
 	}
-	return g.reg.Add(tools...)
+	walk(err, err)
+	return out
+}
+
+// nameErrors checks that the names the rest, openapi and upstreams
+// sections give tools and prefixes are unique and do not clash: a rest
+// tool may be neither a source's prefix nor a name under it
+// (registry.UnderPrefix). Each name's own form is checked by its owner
+// (registry through the REST executor, openapi and mcpup).
+func nameErrors(cfg *config.Config) []error {
+	var errs []error
+	fail := func(path, got, format string, args ...any) {
+		errs = append(errs, cfg.Locate(config.Problem{Path: path, Got: got, Msg: fmt.Sprintf(format, args...)}))
+	}
+	sources := map[string]int{}
+	for i, o := range cfg.OpenAPI {
+		if o.Name == "" {
+			continue
+		}
+		if j, dup := sources[o.Name]; dup {
+			fail(fmt.Sprintf("openapi[%d].name", i), o.Name, "duplicate source name, already used by openapi[%d]; rename one", j)
+			continue
+		}
+		sources[o.Name] = i
+	}
+	names := map[string]int{}
+	for i, t := range cfg.Rest {
+		path := fmt.Sprintf("rest[%d].name", i)
+		if t.Name == "" {
+			continue
+		}
+		if j, dup := names[t.Name]; dup {
+			fail(path, t.Name, "duplicate tool name, already used by rest[%d]; rename one", j)
+			continue
+		}
+		names[t.Name] = i
+		for j, o := range cfg.OpenAPI {
+			if registry.UnderPrefix(t.Name, o.Name) {
+				fail(path, t.Name, "clashes with openapi[%d], whose tools are named %s<operationId>; rename the tool or the source", j, registry.Prefixed(o.Name, ""))
+				break
+			}
+		}
+	}
+	ups := map[string]int{}
+	for i, u := range cfg.Upstreams {
+		path := fmt.Sprintf("upstreams[%d].name", i)
+		if u.Name == "" {
+			continue
+		}
+		if j, dup := ups[u.Name]; dup {
+			fail(path, u.Name, "duplicate upstream name, already used by upstreams[%d]; rename one", j)
+			continue
+		}
+		ups[u.Name] = i
+		if j, clash := sources[u.Name]; clash {
+			fail(path, u.Name, "clashes with openapi[%d] of the same name (both prefix tool names with %s); rename one", j, registry.Prefixed(u.Name, ""))
+			continue
+		}
+		for j, t := range cfg.Rest {
+			if registry.UnderPrefix(t.Name, u.Name) {
+				fail(path, u.Name, "clashes with rest[%d] (%s), as this upstream's tools are named %s<tool>; rename the upstream or the tool", j, registry.QuoteValue(t.Name), registry.Prefixed(u.Name, ""))
+				break
+			}
+		}
+	}
+	return errs
 }
 
 // minSecretLen is the shortest value from the environment that REST tools

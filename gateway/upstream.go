@@ -2,22 +2,28 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/registry"
 )
 
 // buildUpstreams builds (without starting) the upstream MCP servers of cfg.
+// Every problem with their settings is reported at once, each as
+// file:line:col: path: message.
 func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 	if len(cfg.Upstreams) == 0 {
 		return nil
 	}
 	secrets := cfg.Secrets()
 	ups := make([]mcpup.Upstream, 0, len(cfg.Upstreams))
-	for _, u := range cfg.Upstreams {
-		ups = append(ups, mcpup.Upstream{
+	var errs []error
+	for i, u := range cfg.Upstreams {
+		up := mcpup.Upstream{
 			Name:           u.Name,
 			Transport:      u.Transport,
 			Command:        u.Command,
@@ -33,13 +39,20 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 			StartupTimeout: u.StartupTimeout.D(),
 			Idempotent:     u.Idempotent,
 			Secrets:        secrets,
-		})
+		}
+		if err := up.Validate(); err != nil {
+			errs = append(errs, configErrors(cfg, fmt.Sprintf("upstreams[%d]", i), err)...)
+		}
+		ups = append(ups, up)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	m, err := mcpup.New(ups, &mcpup.Options{
 		Logger: g.logger,
 		Pool:   g.pool,
-		OnTools: func(upstream string, tools []registry.Tool) error {
-			return g.reg.ReplaceSource("upstream:"+upstream, tools)
+		OnTools: func(upstream string, tools []executors.Bound) error {
+			return g.addUpstreamTools(upstream, tools)
 		},
 		OnState:   g.upstreamState,
 		OnRestart: g.metrics.upstreamRestart,
@@ -48,7 +61,6 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 		return err
 	}
 	g.up = m
-	g.dispatcher.Handle(registry.MCP, m)
 	return nil
 }
 
