@@ -8,8 +8,10 @@
 // fast with class unavailable. Upstreams with isolation "thread" get one
 // connection (one process) per thread, kept in a [threadctx.Pool].
 //
-// The [Manager] is the package's one entry point and implements
-// [executors.Executor] for tools of kind [registry.MCP].
+// The [Manager] is the package's one entry point. Each tool it lists
+// reaches [Options.OnTools] as an [executors.Bound]: the [registry.MCP]
+// tool with the executor that runs its calls, bound to its upstream and
+// its original name, so no call is routed by name.
 //
 // mcpup owns the mcp-go client side. It may import executors, registry,
 // threadctx, retry, the standard library and mcp-go's client, transport and

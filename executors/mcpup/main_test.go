@@ -83,7 +83,14 @@ func (r *recorder) options(t *testing.T, o *Options) *Options {
 		// Shown only when the test fails (or with -v).
 		o.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	}
-	o.OnTools = func(_ string, tools []registry.Tool) error { r.tools <- tools; return nil }
+	o.OnTools = func(_ string, bound []executors.Bound) error {
+		tools := make([]registry.Tool, len(bound))
+		for i, b := range bound {
+			tools[i] = b.Tool
+		}
+		r.tools <- tools
+		return nil
+	}
 	o.OnState = func(_ string, up bool) { r.states <- up }
 	o.OnRestart = func(string) { r.restarts <- struct{}{} }
 	return o
@@ -122,20 +129,79 @@ func stdioUpstream(args ...string) Upstream {
 	return Upstream{Name: "fs", Transport: TransportStdio, Command: fakeBin, Args: args}
 }
 
-// start creates and starts a Manager for ups and closes it when t ends.
-func start(t *testing.T, opts *Options, ups ...Upstream) *Manager {
+// testManager is a Manager with the executors its OnTools handed out,
+// kept by tool name as gateway keeps them.
+type testManager struct {
+	*Manager
+	mu    sync.Mutex
+	execs map[string]executors.Executor // guarded by mu; from the latest listings
+}
+
+// listed returns the executor the latest listing handed out for the tool
+// called name.
+func (m *testManager) listed(name string) (executors.Executor, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.execs[name]
+	return e, ok
+}
+
+// exec returns the executor of the tool called name: the listed one, or
+// for a tool no listing had (one the upstream lacks, one a thread's own
+// instance serves) one bound to the upstream its prefix names, as a
+// listing would have bound it.
+func (m *testManager) exec(t testing.TB, name string) executors.Executor {
 	t.Helper()
-	m, err := New(ups, opts)
+	if e, ok := m.listed(name); ok {
+		return e
+	}
+	prefix, orig, _ := strings.Cut(name, Separator)
+	u := m.byName[prefix]
+	if u == nil {
+		t.Fatalf("no upstream for tool %q", name)
+	}
+	return u.bind(orig)
+}
+
+// start creates and starts a Manager for ups and closes it when t ends.
+// The executors its OnTools hands out are kept (then handed on to
+// opts.OnTools, if any).
+func start(t *testing.T, opts *Options, ups ...Upstream) *testManager {
+	t.Helper()
+	tm := &testManager{execs: make(map[string]executors.Executor)}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	next := o.OnTools
+	o.OnTools = func(upstream string, tools []executors.Bound) error {
+		tm.mu.Lock()
+		for name := range tm.execs {
+			if strings.HasPrefix(name, upstream+Separator) {
+				delete(tm.execs, name)
+			}
+		}
+		for _, b := range tools {
+			tm.execs[b.Tool.Name] = b.Exec
+		}
+		tm.mu.Unlock()
+		if next != nil {
+			return next(upstream, tools)
+		}
+		return nil
+	}
+	m, err := New(ups, &o)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	tm.Manager = m
 	t.Cleanup(func() { _ = m.Close() })
 	m.Start()
-	return m
+	return tm
 }
 
 // startUp starts a Manager for up and waits for its first tool set.
-func startUp(t *testing.T, up Upstream, opts *Options) (*Manager, *recorder, []registry.Tool) {
+func startUp(t *testing.T, up Upstream, opts *Options) (*testManager, *recorder, []registry.Tool) {
 	t.Helper()
 	rec := newRecorder()
 	m := start(t, rec.options(t, opts), up)
@@ -144,20 +210,22 @@ func startUp(t *testing.T, up Upstream, opts *Options) (*Manager, *recorder, []r
 	return m, rec, tools
 }
 
-func callIn(ctx context.Context, m *Manager, thread, tool, raw string, progress func(float64, float64, string)) (executors.Result, error) {
-	c := executors.Call{Tool: &registry.Tool{Name: tool}, Thread: thread, Progress: progress}
+// callIn calls tool through its executor (see [testManager.exec]) in
+// thread.
+func callIn(ctx context.Context, t testing.TB, m *testManager, thread, tool, raw string, progress func(float64, float64, string)) (executors.Result, error) {
+	c := executors.Call{Tool: &registry.Tool{Name: tool, Kind: registry.MCP}, Thread: thread, Progress: progress}
 	if raw != "" {
 		c.Raw = json.RawMessage(raw)
 	}
-	return m.Execute(ctx, c)
+	return m.exec(t, tool).Execute(ctx, c)
 }
 
 // mustCall calls tool and fails the test on an error.
-func mustCall(t *testing.T, m *Manager, thread, tool, raw string) executors.Result {
+func mustCall(t *testing.T, m *testManager, thread, tool, raw string) executors.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
 	defer cancel()
-	res, err := callIn(ctx, m, thread, tool, raw, nil)
+	res, err := callIn(ctx, t, m, thread, tool, raw, nil)
 	if err != nil {
 		t.Fatalf("Execute(%s, %s) error: %v", tool, raw, err)
 	}
@@ -194,7 +262,7 @@ func text(t *testing.T, res executors.Result) string {
 	return w.Content[0].Text
 }
 
-func pidOf(t *testing.T, m *Manager, thread string) int {
+func pidOf(t *testing.T, m *testManager, thread string) int {
 	t.Helper()
 	pid, err := strconv.Atoi(text(t, mustCall(t, m, thread, "fs__pid", "")))
 	if err != nil {

@@ -123,10 +123,12 @@ type Options struct {
 	// OnTools, when not nil, is called after every listing of an
 	// upstream's tools (on connect and on notifications/tools/list_changed)
 	// with the full, filtered, prefixed set, Kind [registry.MCP] and Source
-	// "upstream:<name>". An error it returns is logged. It is called from
-	// the upstream's supervisor goroutine, never concurrently for one
-	// upstream.
-	OnTools func(upstream string, tools []registry.Tool) error
+	// "upstream:<name>". Each tool comes with its executor, bound to the
+	// upstream and the tool's original name: it runs the tool's calls for
+	// as long as the Manager is open, across reconnections (see
+	// [Manager]). An error OnTools returns is logged. It is called from the
+	// upstream's supervisor goroutine, never concurrently for one upstream.
+	OnTools func(upstream string, tools []executors.Bound) error
 	// OnState, when not nil, is called when an upstream comes up or goes
 	// down (and once when its first connection attempt fails). For a
 	// thread-isolated upstream, up means its tools have been listed.
@@ -137,14 +139,15 @@ type Options struct {
 	OnRestart func(upstream string)
 }
 
-// Manager connects to a fixed set of upstream MCP servers and runs calls of
-// their tools. It is safe for concurrent use. Its creator must call
-// [Manager.Close], which ends every connection and reaps every process.
+// Manager connects to a fixed set of upstream MCP servers; the executors it
+// hands out through [Options.OnTools] run the calls of their tools. It is
+// safe for concurrent use. Its creator must call [Manager.Close], which
+// ends every connection and reaps every process.
 type Manager struct {
 	// Fixed at creation.
 	logger    *slog.Logger
 	pool      *threadctx.Pool
-	onTools   func(string, []registry.Tool) error
+	onTools   func(string, []executors.Bound) error
 	onState   func(string, bool)
 	onRestart func(string)
 	ups       []*upstream
@@ -156,20 +159,11 @@ type Manager struct {
 	closeOnce sync.Once
 	seq       atomic.Uint64 // request IDs and progress tokens
 
-	// mu guards closed, tools and threads. It is never held across I/O or
-	// a callback.
+	// mu guards closed and threads. It is never held across I/O or a
+	// callback.
 	mu      sync.Mutex
 	closed  bool
-	tools   map[string]toolRef           // prefixed name → upstream tool, from the last listings
 	threads map[*threadInstance]struct{} // live thread-isolated instances
-}
-
-var _ executors.Executor = (*Manager)(nil)
-
-// toolRef is where a prefixed tool name leads.
-type toolRef struct {
-	u    *upstream
-	orig string // the upstream's own name for the tool
 }
 
 // New validates ups and returns a Manager for them; it starts nothing (see
@@ -219,7 +213,6 @@ func New(ups []Upstream, opts *Options) (*Manager, error) {
 		byName:    make(map[string]*upstream, len(ups)),
 		ctx:       ctx,
 		cancel:    cancel,
-		tools:     make(map[string]toolRef),
 		threads:   make(map[*threadInstance]struct{}),
 	}
 	for _, cfg := range ups {
@@ -427,61 +420,46 @@ func (m *Manager) Start() {
 	})
 }
 
-// Execute calls the upstream tool call.Tool names. The arguments are
-// forwarded as the client sent them (absent or null become {}); when
-// call.Progress is set, the upstream's progress notifications are routed
-// to it; when ctx ends, the upstream is sent notifications/cancelled. The
-// upstream's result is returned unchanged in [executors.Result.Passthrough].
+// upstreamTool is the executor of one upstream tool: it runs each call on
+// the upstream's current connection (for a thread-isolated upstream, the
+// calling thread's own), under the upstream's own name for the tool.
+type upstreamTool struct {
+	u    *upstream
+	orig string // the upstream's own name for the tool
+}
+
+var _ executors.Executor = (*upstreamTool)(nil)
+
+// bind returns the executor of u's tool orig.
+func (u *upstream) bind(orig string) executors.Executor { return &upstreamTool{u: u, orig: orig} }
+
+// Execute calls the tool on its upstream. The arguments are forwarded as
+// the client sent them (absent or null become {}); when call.Progress is
+// set, the upstream's progress notifications are routed to it; when ctx
+// ends, the upstream is sent notifications/cancelled. The upstream's
+// result is returned unchanged in [executors.Result.Passthrough].
 //
-// Failures are *retry.Error: not_found for a tool no upstream serves (or
-// the upstream does not know), validation for arguments the upstream
-// rejected, execution for other JSON-RPC errors, unavailable while the
-// upstream is down or restarting (at once, without waiting), network for
-// transport failures, and cancelled or timeout when ctx ends.
-func (m *Manager) Execute(ctx context.Context, call executors.Call) (executors.Result, error) {
-	if call.Tool == nil {
-		return executors.Result{}, retry.Errorf(retry.Internal, "calling upstream tool: the call names no tool")
-	}
-	u, orig, ok := m.resolve(call.Tool.Name)
-	if !ok {
-		return executors.Result{}, retry.Errorf(retry.NotFound, "no upstream serves tool %q", call.Tool.Name)
-	}
+// Failures are *retry.Error: not_found for a tool the upstream no longer
+// knows, validation for arguments the upstream rejected, execution for
+// other JSON-RPC errors, unavailable while the upstream is down or
+// restarting (at once, without waiting) or the Manager is closed, network
+// for transport failures, and cancelled or timeout when ctx ends.
+func (x *upstreamTool) Execute(ctx context.Context, call executors.Call) (executors.Result, error) {
+	u, m := x.u, x.u.m
 	if err := ctx.Err(); err != nil {
-		return executors.Result{}, ctxError(u.cfg.Name, orig, err)
+		return executors.Result{}, ctxError(u.cfg.Name, x.orig, err)
 	}
 	if m.isClosed() {
 		return executors.Result{}, retry.Errorf(retry.Unavailable, "upstream %q is shut down", u.cfg.Name)
 	}
 	if u.thread {
-		return m.executeInThread(ctx, u, orig, call)
+		return m.executeInThread(ctx, u, x.orig, call)
 	}
 	c := u.runner.current()
 	if c == nil {
 		return executors.Result{}, u.downError(u.runner)
 	}
-	return c.call(ctx, orig, call)
-}
-
-// resolve finds the upstream and original name of a prefixed tool name:
-// from the last listings, or else by its prefix (a tool an upstream added
-// since, or one a thread's own instance serves), subject to the
-// upstream's filters.
-func (m *Manager) resolve(name string) (*upstream, string, bool) {
-	m.mu.Lock()
-	ref, ok := m.tools[name]
-	m.mu.Unlock()
-	if ok {
-		return ref.u, ref.orig, true
-	}
-	prefix, orig, ok := strings.Cut(name, Separator)
-	if !ok || orig == "" {
-		return nil, "", false
-	}
-	u, ok := m.byName[prefix]
-	if !ok || !u.wanted(orig) {
-		return nil, "", false
-	}
-	return u, orig, true
+	return c.call(ctx, x.orig, call)
 }
 
 // Status reports, per upstream name, whether the upstream is up: connected
@@ -530,20 +508,6 @@ func (m *Manager) isClosed() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.closed
-}
-
-// setTools records the tools of u's latest listing for [Manager.resolve].
-func (m *Manager) setTools(u *upstream, names map[string]string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for name, ref := range m.tools {
-		if ref.u == u {
-			delete(m.tools, name)
-		}
-	}
-	for name, orig := range names {
-		m.tools[name] = toolRef{u: u, orig: orig}
-	}
 }
 
 // nextID returns a fresh number for request IDs and progress tokens.

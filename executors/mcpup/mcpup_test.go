@@ -151,9 +151,10 @@ func TestImportFilters(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Fatalf("tools (-want +got):\n%s", diff)
 			}
-			// An excluded tool cannot be called either.
-			_, err := callIn(t.Context(), m, "t", "fs__slow", "", nil)
-			wantClass(t, err, retry.NotFound)
+			// An excluded tool gets no executor either.
+			if _, ok := m.listed("fs__slow"); ok {
+				t.Error("the excluded fs__slow was handed an executor")
+			}
 		})
 	}
 }
@@ -220,14 +221,12 @@ func TestCallErrors(t *testing.T) {
 		raw  string
 		want retry.Class
 	}{
-		{name: "unknown upstream", tool: "nope__echo", want: retry.NotFound},
-		{name: "no prefix", tool: "echo", want: retry.NotFound},
 		{name: "tool the upstream lacks", tool: "fs__missing", want: retry.NotFound},
 		{name: "arguments that are not JSON", tool: "fs__echo", raw: `{"a":`, want: retry.Validation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := callIn(t.Context(), m, "t", tc.tool, tc.raw, nil)
+			_, err := callIn(t.Context(), t, m, "t", tc.tool, tc.raw, nil)
 			wantClass(t, err, tc.want)
 		})
 	}
@@ -242,13 +241,13 @@ type progressEvent struct {
 // startSlow starts fs__slow with progress reporting and returns once the
 // first progress notification has arrived, with the call's cancel and its
 // outcome.
-func startSlow(t *testing.T, m *Manager) (context.CancelFunc, <-chan error, <-chan progressEvent) {
+func startSlow(t *testing.T, m *testManager) (context.CancelFunc, <-chan error, <-chan progressEvent) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	events := make(chan progressEvent, 1000)
 	done := make(chan error, 1)
 	go func() {
-		_, err := callIn(ctx, m, "t", "fs__slow", "", func(p, total float64, msg string) {
+		_, err := callIn(ctx, t, m, "t", "fs__slow", "", func(p, total float64, msg string) {
 			select {
 			case events <- progressEvent{p, total, msg}:
 			default:
@@ -299,7 +298,7 @@ func TestProgressAndCancellation(t *testing.T) {
 			// ctx ended.
 			ctx, stop := context.WithTimeout(t.Context(), waitLimit)
 			defer stop()
-			res, err := callIn(ctx, m, "t", "fs__cancel_stats", `{"at_least":1}`, nil)
+			res, err := callIn(ctx, t, m, "t", "fs__cancel_stats", `{"at_least":1}`, nil)
 			if err != nil {
 				t.Fatalf("cancel_stats: %v", err)
 			}
@@ -351,7 +350,7 @@ func TestCrashRestart(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
 			defer cancel()
-			res, err := callIn(ctx, m, "t", "fs__crash", `{"mode":"`+mode+`"}`, nil)
+			res, err := callIn(ctx, t, m, "t", "fs__crash", `{"mode":"`+mode+`"}`, nil)
 			if mode == "exit" {
 				wantClass(t, err, retry.Unavailable)
 			} else if err != nil || text(t, res) != "bye" {
@@ -361,7 +360,7 @@ func TestCrashRestart(t *testing.T) {
 
 			// While it restarts, calls fail fast.
 			began := time.Now()
-			_, err = callIn(ctx, m, "t", "fs__echo", "", nil)
+			_, err = callIn(ctx, t, m, "t", "fs__echo", "", nil)
 			if err != nil {
 				wantClass(t, err, retry.Unavailable)
 				if !strings.Contains(err.Error(), "restarting") {
@@ -393,7 +392,7 @@ func TestGarbageRestart(t *testing.T) {
 	m, rec, _ := startUp(t, stdioUpstream(), &Options{Logger: slog.New(logs)})
 	pid := pidOf(t, m, "t")
 
-	_, err := callIn(t.Context(), m, "t", "fs__garbage", "", nil)
+	_, err := callIn(t.Context(), t, m, "t", "fs__garbage", "", nil)
 	wantClass(t, err, retry.Unavailable)
 	r := logs.waitFor(t, "upstream wrote garbage to stdout; restarting it")
 	if got := attr(r, "line"); got != "this is not JSON-RPC" {
@@ -417,7 +416,7 @@ func TestFailingUpstream(t *testing.T) {
 		t.Errorf("Status() = %v, want bad down", st)
 	}
 	began := time.Now()
-	_, err := callIn(t.Context(), m, "t", "bad__x", "", nil)
+	_, err := callIn(t.Context(), t, m, "t", "bad__x", "", nil)
 	wantClass(t, err, retry.Unavailable)
 	if d := time.Since(began); d > time.Second {
 		t.Errorf("failing took %v; want fast", d)
@@ -437,7 +436,7 @@ func TestHTTPDropped(t *testing.T) {
 		t.Fatalf("Status() = %v, want fs up", st)
 	}
 	kill()
-	_, err := callIn(t.Context(), m, "t", "fs__echo", "", nil)
+	_, err := callIn(t.Context(), t, m, "t", "fs__echo", "", nil)
 	if c := retry.Classify(err); c != retry.Network && c != retry.Unavailable {
 		t.Fatalf("call to a dead HTTP upstream: %v (class %s), want network or unavailable", err, c)
 	}
@@ -537,7 +536,7 @@ func TestThreadIsolation(t *testing.T) {
 	// A thread's process that crashes is restarted for that thread.
 	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
 	defer cancel()
-	_, _ = callIn(ctx, m, "B", "fs__crash", `{"mode":"exit"}`, nil)
+	_, _ = callIn(ctx, t, m, "B", "fs__crash", `{"mode":"exit"}`, nil)
 	select {
 	case <-rec.restarts:
 	case <-time.After(waitLimit):
@@ -548,7 +547,7 @@ func TestThreadIsolation(t *testing.T) {
 	if kids := fakeChildren(t); len(kids) != 0 {
 		t.Errorf("processes left after Close: %v", kids)
 	}
-	_, err := callIn(t.Context(), m, "A", "fs__pid", "", nil)
+	_, err := callIn(t.Context(), t, m, "A", "fs__pid", "", nil)
 	wantClass(t, err, retry.Unavailable)
 }
 
@@ -559,11 +558,7 @@ func TestCloseReapsAll(t *testing.T) {
 	thread := stdioUpstream()
 	thread.Name, thread.Isolation = "th", IsolationThread
 	rec := newRecorder()
-	m, err := New([]Upstream{shared, thread}, rec.options(t, &Options{Pool: pool}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Start()
+	m := start(t, rec.options(t, &Options{Pool: pool}), shared, thread)
 	rec.waitTools(t)
 	rec.waitTools(t)
 	pids := []int{pidOf(t, m, "x")}
@@ -652,22 +647,18 @@ func TestInstanceDir(t *testing.T) {
 func TestRetryBridgesRestart(t *testing.T) {
 	m, rec, _ := startUp(t, stdioUpstream(), nil)
 	pid := pidOf(t, m, "t")
-	_, err := callIn(t.Context(), m, "t", "fs__crash", `{"mode":"exit"}`, nil)
+	_, err := callIn(t.Context(), t, m, "t", "fs__crash", `{"mode":"exit"}`, nil)
 	wantClass(t, err, retry.Unavailable)
 	if ra := retry.RetryAfterOf(err); ra < minBackoff || ra > minBackoff+time.Second {
 		t.Errorf("RetryAfter of a broken connection = %v, want about the supervisor's first wait (%v)", ra, minBackoff)
 	}
 	rec.waitState(t, false)
 
-	d := executors.NewDispatcher(&executors.DispatcherOptions{
-		Plan: func(*registry.Tool) retry.Plan {
-			return retry.Plan{Policy: retry.Policy{}.Normalize(), Idempotent: true}
-		},
-	})
-	d.Handle(registry.MCP, m)
+	d := executors.NewDispatcher(nil)
 	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
 	defer cancel()
-	res, err := d.Dispatch(ctx, executors.Call{Tool: &registry.Tool{Name: "fs__pid", Kind: registry.MCP}, Thread: "t"})
+	res, err := d.Dispatch(ctx, m.exec(t, "fs__pid"), executors.Call{Tool: &registry.Tool{Name: "fs__pid", Kind: registry.MCP}, Thread: "t",
+		Retry: retry.Plan{Policy: retry.Policy{}.Normalize(), Idempotent: true}})
 	if err != nil {
 		t.Fatalf("fs__pid during the restart: %v", err)
 	}
@@ -690,7 +681,7 @@ func TestThreadPoolErrors(t *testing.T) {
 	m, _, _ := startUp(t, up, &Options{Pool: pool})
 
 	cancel, done, _ := startSlow(t, m) // thread t's instance is busy
-	_, err := callIn(t.Context(), m, "other", "fs__pid", "", nil)
+	_, err := callIn(t.Context(), t, m, "other", "fs__pid", "", nil)
 	wantClass(t, err, retry.RateLimited)
 	if !strings.Contains(err.Error(), "threads.max_instances") {
 		t.Errorf("capacity error %q does not name threads.max_instances", err)
@@ -699,6 +690,6 @@ func TestThreadPoolErrors(t *testing.T) {
 	<-done
 
 	_ = pool.Close()
-	_, err = callIn(t.Context(), m, "other", "fs__pid", "", nil)
+	_, err = callIn(t.Context(), t, m, "other", "fs__pid", "", nil)
 	wantClass(t, err, retry.Cancelled)
 }

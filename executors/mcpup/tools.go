@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -75,8 +76,8 @@ func (c *conn) listTools(ctx context.Context) ([]rawTool, error) {
 	return nil, retry.Errorf(retry.Execution, "listing tools of upstream %q: more than %d pages", c.u.cfg.Name, maxListPages)
 }
 
-// importTools lists c's tools, records them for call routing and hands
-// them to OnTools.
+// importTools lists c's tools and hands them to OnTools, each with its
+// executor.
 func (u *upstream) importTools(ctx context.Context, c *conn) error {
 	ctx, cancel := context.WithTimeout(ctx, u.startupTimeout)
 	defer cancel()
@@ -84,8 +85,7 @@ func (u *upstream) importTools(ctx context.Context, c *conn) error {
 	if err != nil {
 		return err
 	}
-	tools, names := u.convert(raw)
-	u.m.setTools(u, names)
+	tools := u.convert(raw)
 	u.m.logger.Info("upstream tools listed", "upstream", u.cfg.Name, "tools", len(tools))
 	if u.m.onTools != nil {
 		if err := u.m.onTools(u.cfg.Name, tools); err != nil {
@@ -95,13 +95,13 @@ func (u *upstream) importTools(ctx context.Context, c *conn) error {
 	return nil
 }
 
-// convert turns an upstream's listing into registry tools: filtered,
-// prefixed, schemas raw. Tools whose prefixed name is not a valid MCP name,
-// and repeated names, are skipped with a warning. names maps each prefixed
-// name to the original.
-func (u *upstream) convert(raw []rawTool) (tools []registry.Tool, names map[string]string) {
-	names = make(map[string]string, len(raw))
-	tools = make([]registry.Tool, 0, len(raw))
+// convert turns an upstream's listing into registry tools (filtered,
+// prefixed, schemas raw), each bound to its executor. Tools whose prefixed
+// name is not a valid MCP name, and repeated names, are skipped with a
+// warning.
+func (u *upstream) convert(raw []rawTool) []executors.Bound {
+	names := make(map[string]bool, len(raw))
+	tools := make([]executors.Bound, 0, len(raw))
 	source := "upstream:" + u.cfg.Name
 	for _, rt := range raw {
 		if !u.wanted(rt.Name) {
@@ -116,7 +116,7 @@ func (u *upstream) convert(raw []rawTool) (tools []registry.Tool, names map[stri
 			u.m.logger.Warn("skipping repeated upstream tool", "upstream", u.cfg.Name, "tool", rt.Name)
 			continue
 		}
-		names[name] = rt.Name
+		names[name] = true
 		t := registry.Tool{
 			Name:         name,
 			Title:        rt.Title,
@@ -141,9 +141,9 @@ func (u *upstream) convert(raw []rawTool) (tools []registry.Tool, names map[stri
 		} else {
 			t.Idempotent = isTrue(t.Annotations.IdempotentHint) || isTrue(t.Annotations.ReadOnlyHint)
 		}
-		tools = append(tools, t)
+		tools = append(tools, executors.Bound{Tool: t, Exec: u.bind(rt.Name)})
 	}
-	return tools, names
+	return tools
 }
 
 func schemaOrNil(s json.RawMessage) json.RawMessage {
