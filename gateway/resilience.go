@@ -10,15 +10,16 @@ import (
 	"github.com/toolgate/toolgate/retry"
 )
 
-// resilience holds what the dispatcher needs to retry calls: a retry plan
-// per tool (cached) and one breaker and budget per backend. A backend is a
-// REST host ("rest:api.example.com") or an upstream MCP server
-// ("upstream:fs"); in-process tools have none.
+// resilience builds the one retry plan of each tool, which its calls carry
+// in [executors.Call.Retry] (the dispatcher retries by it, the REST
+// executor hands it to go-retryablehttp's hooks), and holds one breaker and
+// budget per backend. A backend is a REST host ("rest:api.example.com") or
+// an upstream MCP server ("upstream:fs"); in-process tools have none.
 type resilience struct {
 	backends *retry.Backends
 	def      retry.Policy            // defaults.retry
-	upstream map[string]retry.Policy // upstream source → its policy; read-only after New
-	restHost map[string]string       // REST tool source → its backend; read-only after New
+	policies map[string]retry.Policy // tool source → its own retry policy, when the config gives one; read-only after New
+	restHost map[string]string       // REST tool source → its backend; written while building, before calls
 	plans    sync.Map                // *registry.Tool → retry.Plan
 }
 
@@ -42,7 +43,7 @@ func newResilience(cfg *config.Config, m *metrics) *resilience {
 	}
 	r := &resilience{
 		def:      policyOf(d.Retry),
-		upstream: map[string]retry.Policy{},
+		policies: map[string]retry.Policy{},
 		restHost: map[string]string{},
 	}
 	r.backends = retry.NewBackends(retry.BackendsConfig{
@@ -51,11 +52,23 @@ func newResilience(cfg *config.Config, m *metrics) *resilience {
 		OnState:           m.circuitState,
 		OnBudgetExhausted: m.budgetExhausted,
 	})
+	// A source's retry section overrides defaults.retry for its tools:
+	// sources are named as the tools' registry.Tool.Source.
 	for _, u := range cfg.Upstreams {
 		if u.Retry != nil {
-			r.upstream["upstream:"+u.Name] = policyOf(*u.Retry)
+			r.policies["upstream:"+u.Name] = policyOf(*u.Retry)
 		}
 		m.circuitState("upstream:"+u.Name, r.backends.Get("upstream:"+u.Name).State())
+	}
+	for _, t := range cfg.Rest {
+		if t.Retry != nil {
+			r.policies["rest:"+t.Name] = policyOf(*t.Retry)
+		}
+	}
+	for _, o := range cfg.OpenAPI {
+		if o.Retry != nil {
+			r.policies["openapi:"+o.Name] = policyOf(*o.Retry)
+		}
 	}
 	return r
 }
@@ -85,19 +98,21 @@ func restBackend(rawURL string) string {
 	return "rest:" + strings.ToLower(rest)
 }
 
-// plan is the dispatcher's [executors.DispatcherOptions.Plan]: the tool's
-// policy (the REST executor applies its own tool's), whether it is
-// idempotent, and its backend.
+// plan returns the retry plan of t's calls, for [executors.Call.Retry]:
+// the tool's source's policy (its retry section: an upstream's, a REST
+// tool's, an OpenAPI source's) or else defaults.retry, whether t is
+// idempotent, and its backend. It is the only place a plan is assembled,
+// for every kind; plans are cached per tool until [resilience.forget].
 func (r *resilience) plan(t *registry.Tool) retry.Plan {
 	if p, ok := r.plans.Load(t); ok {
 		return p.(retry.Plan)
 	}
 	p := retry.Plan{Policy: r.def, Idempotent: t.Idempotent, Subject: fmt.Sprintf("tool %q", t.Name)}
+	if own, ok := r.policies[t.Source]; ok {
+		p.Policy = own
+	}
 	switch t.Kind {
 	case registry.MCP:
-		if up, ok := r.upstream[t.Source]; ok {
-			p.Policy = up
-		}
 		p.Backend = r.backends.Get(t.Source)
 	case registry.REST:
 		if host, ok := r.restHost[t.Source]; ok {

@@ -216,15 +216,6 @@ func restSecrets(all []string) []string {
 	return out
 }
 
-func retrySpec(cfg *config.Config, r *config.Retry) rest.RetrySpec {
-	d := cfg.Defaults.Retry
-	if r != nil {
-		d = *r
-	}
-	p := policyOf(d)
-	return rest.RetrySpec{Attempts: p.Attempts, InitialBackoff: p.InitialBackoff, MaxBackoff: p.MaxBackoff, On: p.On}
-}
-
 // readSpec reads an OpenAPI document from a file or an http(s) URL.
 func (g *Gateway) readSpec(location string) ([]byte, error) {
 	if !strings.HasPrefix(location, "http://") && !strings.HasPrefix(location, "https://") {
