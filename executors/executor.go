@@ -60,9 +60,10 @@ type Bound struct {
 
 // SelfRetrying is implemented by executors that retry within Execute (the
 // REST executor's HTTP client does). For them the [Dispatcher] makes one
-// Execute call with [Call.Retry] set, and the executor must admit every
-// attempt through Retry.Backend, record its outcome, and ask
-// Retry.Decide before each retry.
+// Execute call, handing on [Call.Retry] as the caller set it, and the
+// executor must admit every attempt through Retry.Backend, record its
+// outcome, ask Retry.Decide after each failure (its only retry decision),
+// and report its attempts under [AttemptsMetaKey] as the Dispatcher does.
 type SelfRetrying interface {
 	Executor
 	// RetriesItself reports whether Execute runs its own retry loop.

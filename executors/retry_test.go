@@ -483,3 +483,25 @@ func TestDispatchSelfRetrying(t *testing.T) {
 		t.Errorf("Call.Retry = %+v, want the tool's plan", e.plan)
 	}
 }
+
+// recordingExecutor records the Call.Retry it sees.
+type recordingExecutor struct{ plan retry.Plan }
+
+func (r *recordingExecutor) Execute(_ context.Context, call Call) (Result, error) {
+	r.plan = call.Retry
+	return Text("ok"), nil
+}
+
+// An executor the Dispatcher retries sees the zero Plan: only the
+// Dispatcher retries it.
+func TestDispatchHidesPlan(t *testing.T) {
+	backend := retry.NewBackends(retry.BackendsConfig{}).Get("upstream:x")
+	e := &recordingExecutor{}
+	call := Call{Tool: &registry.Tool{Name: "t"}, Thread: "x", Retry: retry.Plan{Policy: retry.Policy{Attempts: 4}, Idempotent: true, Backend: backend}}
+	if _, err := NewDispatcher(nil).Dispatch(t.Context(), e, call); err != nil {
+		t.Fatalf("Dispatch = %v", err)
+	}
+	if e.plan.Backend != nil || e.plan.Idempotent || e.plan.Policy.Attempts != 0 {
+		t.Errorf("Call.Retry seen by the executor = %+v, want the zero Plan", e.plan)
+	}
+}
