@@ -8,13 +8,13 @@
 package builtin
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
+	"reflect"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/registry"
@@ -124,75 +124,51 @@ func fail(c retry.Class, op, format string, args ...any) *retry.Error {
 	return e
 }
 
-// stringArg returns args[key] as a string. ok is false when the key is
-// absent; a present value that is not a string is a validation error.
-func stringArg(op string, args map[string]any, key string) (s string, ok bool, err error) {
-	v, present := args[key]
-	if !present || v == nil {
-		return "", false, nil
+// decode converts args, which have passed the tool called op's input
+// schema, into the tool's argument struct T, whose fields carry json tags.
+// It replaces per-argument checks: the schema has already enforced presence,
+// ranges and lengths.
+//
+// Decoding is strict, as the schemas' "additionalProperties": false is, so
+// that an embedder who calls a tool without validating gets a refusal
+// instead of a silently ignored argument. Errors are *retry.Error of class
+// validation: an argument of the wrong JSON type is named, with the type it
+// must have. A null argument leaves its field at the zero value.
+func decode[T any](op string, args map[string]any) (T, error) {
+	var v T
+	b, err := json.Marshal(args)
+	if err != nil {
+		return v, fail(retry.Validation, op, "arguments are not JSON: %v", err)
 	}
-	s, isString := v.(string)
-	if !isString {
-		return "", false, fail(retry.Validation, op, "argument %q must be a string", key)
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&v); err != nil {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+			return v, fail(retry.Validation, op, "argument %q must be %s", te.Field, jsonType(te.Type))
+		}
+		return v, fail(retry.Validation, op, "arguments do not match the input schema: %v", err)
 	}
-	return s, true, nil
+	return v, nil
 }
 
-// checkLen returns a validation error unless s has between lo and hi
-// characters (Unicode code points, as JSON Schema counts them).
-func checkLen(op, key, s string, lo, hi int) error {
-	n := utf8.RuneCountInString(s)
-	if n < lo || n > hi {
-		return fail(retry.Validation, op, "argument %q must be %d to %d characters long, got %d", key, lo, hi, n)
+// jsonType names the JSON type that decodes into a Go value of type t, with
+// its article, for error messages.
+func jsonType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	return nil
-}
-
-// intArg returns args[key] as an integer in [lo, hi]. JSON numbers arrive as
-// float64; whole-valued floats and Go integer types are accepted.
-func intArg(op string, args map[string]any, key string, lo, hi int64) (int64, error) {
-	v, present := args[key]
-	if !present || v == nil {
-		return 0, fail(retry.Validation, op, "missing required argument %q", key)
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
 	}
-	var n int64
-	switch x := v.(type) {
-	case float64:
-		if x != math.Trunc(x) || x < float64(lo) || x > float64(hi) {
-			return 0, fail(retry.Validation, op, "argument %q must be an integer from %d to %d, got %v", key, lo, hi, x)
-		}
-		n = int64(x)
-	case int:
-		n = int64(x)
-	case int64:
-		n = x
-	case interface{ Int64() (int64, error) }: // json.Number
-		var err error
-		if n, err = x.Int64(); err != nil {
-			return 0, fail(retry.Validation, op, "argument %q must be an integer from %d to %d, got %v", key, lo, hi, x)
-		}
-	default:
-		return 0, fail(retry.Validation, op, "argument %q must be an integer from %d to %d", key, lo, hi)
-	}
-	if n < lo || n > hi {
-		return 0, fail(retry.Validation, op, "argument %q must be an integer from %d to %d, got %d", key, lo, hi, n)
-	}
-	return n, nil
-}
-
-// checkKnown returns a validation error naming the first (in sorted order)
-// argument that is not in known, mirroring "additionalProperties": false for
-// callers that bypass the input schema.
-func checkKnown(op string, args map[string]any, known ...string) error {
-	var extra []string
-	for k := range args {
-		if !slices.Contains(known, k) {
-			extra = append(extra, k)
-		}
-	}
-	if len(extra) == 0 {
-		return nil
-	}
-	slices.Sort(extra)
-	return fail(retry.Validation, op, "unknown argument %q; valid arguments are %s", extra[0], strings.Join(known, ", "))
+	return "an object"
 }

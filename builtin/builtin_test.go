@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -91,6 +92,24 @@ func statelessFunc(t testing.TB, name string, opts *builtin.Options) executors.S
 		t.Fatalf("Register(%q) registered no stateless function", name)
 	}
 	return fn
+}
+
+// validated returns call wrapped as the gateway calls a tool: args must
+// first pass tool's input schema, after a JSON round trip as from a client;
+// a violation is a validation error and call is not called. Tools trust the
+// schema, so tests of arguments it rejects call through this.
+func validated(t *testing.T, tool registry.Tool, call executors.StatelessFunc) executors.StatelessFunc {
+	t.Helper()
+	checked, ok := addToRegistry(t, tool).Get(tool.Name)
+	if !ok {
+		t.Fatalf("registry lost tool %q", tool.Name)
+	}
+	return func(ctx context.Context, args map[string]any) (executors.Result, error) {
+		if vs := checked.Validate(decode(t, args)); len(vs) != 0 {
+			return executors.Result{}, retry.Errorf(retry.Validation, "%s: invalid arguments: %v", tool.Name, vs)
+		}
+		return call(ctx, args)
+	}
 }
 
 // wantClass fails the test unless err is a *retry.Error of class want.

@@ -69,22 +69,25 @@ func calcTool() registry.Tool {
 	}
 }
 
+// calcArgs are calc's arguments.
+type calcArgs struct {
+	Expression string `json:"expression"`
+}
+
 // calc is the calc tool's StatelessFunc.
+//
+// It bounds the expression's length itself, although the input schema does
+// too: the bound is part of calc's contract (its parser's cost is linear in
+// the length), and its message says what to send instead.
 func calc(_ context.Context, args map[string]any) (executors.Result, error) {
-	if err := checkKnown("calc", args, "expression"); err != nil {
-		return executors.Result{}, err
-	}
-	expr, ok, err := stringArg("calc", args, "expression")
+	a, err := decode[calcArgs]("calc", args)
 	if err != nil {
 		return executors.Result{}, err
 	}
-	if !ok {
-		return executors.Result{}, fail(retry.Validation, "calc", `missing required argument "expression"; %s`, calcHint)
+	if n := utf8.RuneCountInString(a.Expression); n < 1 || n > calcMaxLen {
+		return executors.Result{}, fail(retry.Validation, "calc", "argument %q must be 1 to %d characters long, got %d", "expression", calcMaxLen, n)
 	}
-	if err := checkLen("calc", "expression", expr, 1, calcMaxLen); err != nil {
-		return executors.Result{}, err
-	}
-	v, err := evalCalc(expr)
+	v, err := evalCalc(a.Expression)
 	if err != nil {
 		return executors.Result{}, err
 	}

@@ -60,18 +60,23 @@ func clockTool() registry.Tool {
 	}
 }
 
+// clockArgs are clock_now's arguments.
+type clockArgs struct {
+	// Timezone is an IANA zone name; "" (absent or null) means UTC, the
+	// schema's default.
+	Timezone string `json:"timezone"`
+}
+
 // clockNow returns the clock_now tool's StatelessFunc, reading the time
 // from now.
 func clockNow(now func() time.Time) executors.StatelessFunc {
 	return func(_ context.Context, args map[string]any) (executors.Result, error) {
-		if err := checkKnown("clock_now", args, "timezone"); err != nil {
-			return executors.Result{}, err
-		}
-		name, ok, err := stringArg("clock_now", args, "timezone")
+		a, err := decode[clockArgs]("clock_now", args)
 		if err != nil {
 			return executors.Result{}, err
 		}
-		if !ok || name == "" {
+		name := a.Timezone
+		if name == "" {
 			name = "UTC"
 		}
 		loc, err := loadZone(name)

@@ -14,14 +14,8 @@ import (
 	"github.com/toolgate/toolgate/retry"
 )
 
-const (
-	// scratchpadMaxKeys is the most notes one thread's scratchpad holds.
-	scratchpadMaxKeys = 1000
-	// scratchpadMaxKeyLen and scratchpadMaxValueLen bound a note, in
-	// characters.
-	scratchpadMaxKeyLen   = 256
-	scratchpadMaxValueLen = 65536
-)
+// scratchpadMaxKeys is the most notes one thread's scratchpad holds.
+const scratchpadMaxKeys = 1000
 
 func scratchpadTool() registry.Tool {
 	return registry.Tool{
@@ -104,28 +98,31 @@ var (
 	_ io.Closer          = (*scratchpad)(nil)
 )
 
+// scratchpadArgs are scratchpad's arguments. Key and Value are nil when
+// absent: which of them an operation needs is more than the input schema
+// says.
+type scratchpadArgs struct {
+	Op    string  `json:"op"`
+	Key   *string `json:"key"`
+	Value *string `json:"value"`
+}
+
 // Call runs one scratchpad operation.
 func (s *scratchpad) Call(_ context.Context, args map[string]any) (executors.Result, error) {
-	if err := checkKnown("scratchpad", args, "op", "key", "value"); err != nil {
-		return executors.Result{}, err
-	}
-	op, ok, err := stringArg("scratchpad", args, "op")
+	a, err := decode[scratchpadArgs]("scratchpad", args)
 	if err != nil {
 		return executors.Result{}, err
-	}
-	if !ok {
-		return executors.Result{}, fail(retry.Validation, "scratchpad", `missing required argument "op"; use one of put, get, list, clear`)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return executors.Result{}, fail(retry.Unavailable, "scratchpad", "this thread's scratchpad is closed")
 	}
-	switch op {
+	switch a.Op {
 	case "put":
-		return s.put(args)
+		return s.put(a)
 	case "get":
-		return s.get(args)
+		return s.get(a)
 	case "list":
 		keys := slices.Sorted(maps.Keys(s.notes))
 		if keys == nil {
@@ -141,39 +138,32 @@ func (s *scratchpad) Call(_ context.Context, args map[string]any) (executors.Res
 		}
 		return executors.Structured(map[string]any{"removed": n}, text), nil
 	}
-	return executors.Result{}, fail(retry.Validation, "scratchpad", "unknown op %q; use one of put, get, list, clear", op)
+	return executors.Result{}, fail(retry.Validation, "scratchpad", "unknown op %q; use one of put, get, list, clear", a.Op)
 }
 
 // put stores a note; s.mu is held.
-func (s *scratchpad) put(args map[string]any) (executors.Result, error) {
-	key, err := s.key("put", args)
-	if err != nil {
-		return executors.Result{}, err
+func (s *scratchpad) put(a scratchpadArgs) (executors.Result, error) {
+	if a.Key == nil {
+		return executors.Result{}, needs("put", "key")
 	}
-	value, ok, err := stringArg("scratchpad", args, "value")
-	if err != nil {
-		return executors.Result{}, err
+	if a.Value == nil {
+		return executors.Result{}, needs("put", "value")
 	}
-	if !ok {
-		return executors.Result{}, fail(retry.Validation, "scratchpad", `op=put needs the argument "value"`)
-	}
-	if err := checkLen("scratchpad", "value", value, 0, scratchpadMaxValueLen); err != nil {
-		return executors.Result{}, err
-	}
+	key := *a.Key
 	if _, exists := s.notes[key]; !exists && len(s.notes) >= scratchpadMaxKeys {
 		return executors.Result{}, fail(retry.Execution, "scratchpad",
 			"scratchpad is full (%d keys); overwrite an existing key or call op=clear", scratchpadMaxKeys)
 	}
-	s.notes[key] = value
+	s.notes[key] = *a.Value
 	return executors.Structured(map[string]any{"key": key}, "stored "+key), nil
 }
 
 // get reads a note; s.mu is held.
-func (s *scratchpad) get(args map[string]any) (executors.Result, error) {
-	key, err := s.key("get", args)
-	if err != nil {
-		return executors.Result{}, err
+func (s *scratchpad) get(a scratchpadArgs) (executors.Result, error) {
+	if a.Key == nil {
+		return executors.Result{}, needs("get", "key")
 	}
+	key := *a.Key
 	value, ok := s.notes[key]
 	if !ok {
 		return executors.Result{}, fail(retry.NotFound, "scratchpad", "no note %q in this thread's scratchpad; call op=list to see the keys", key)
@@ -181,19 +171,10 @@ func (s *scratchpad) get(args map[string]any) (executors.Result, error) {
 	return executors.Structured(map[string]any{"key": key, "value": value}, value), nil
 }
 
-// key returns the key argument, which op requires.
-func (s *scratchpad) key(op string, args map[string]any) (string, error) {
-	key, ok, err := stringArg("scratchpad", args, "key")
-	if err != nil {
-		return "", err
-	}
-	if !ok {
-		return "", fail(retry.Validation, "scratchpad", "op=%s needs the argument \"key\"", op)
-	}
-	if err := checkLen("scratchpad", "key", key, 1, scratchpadMaxKeyLen); err != nil {
-		return "", err
-	}
-	return key, nil
+// needs returns the validation error for a scratchpad operation op called
+// without the argument arg it needs.
+func needs(op, arg string) error {
+	return fail(retry.Validation, "scratchpad", "op=%s needs the argument %q", op, arg)
 }
 
 // Close drops the notes. Later calls fail with class unavailable. Close is

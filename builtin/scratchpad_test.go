@@ -85,9 +85,9 @@ func TestScratchpad(t *testing.T) {
 	tool := register(t, nil, "scratchpad").tool(t, "scratchpad")
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			inst := newScratchpad(t, "thread-1")
+			call := validated(t, tool, newScratchpad(t, "thread-1").Call)
 			for i, s := range tc.steps {
-				res, err := inst.Call(t.Context(), s.args)
+				res, err := call(t.Context(), s.args)
 				if s.wantErr != "" {
 					if err == nil {
 						t.Fatalf("step %d: Call(%v) = %v, want a %s error", i, s.args, res, s.wantErr)

@@ -10,9 +10,6 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
-// sleepMaxMS is the longest sleep allowed, in milliseconds.
-const sleepMaxMS = 60000
-
 func sleepTool() registry.Tool {
 	return registry.Tool{
 		Name:  "sleep",
@@ -47,26 +44,28 @@ func sleepTool() registry.Tool {
 	}
 }
 
+// sleepArgs are sleep's arguments.
+type sleepArgs struct {
+	MS int64 `json:"ms"`
+}
+
 // sleep is the sleep tool's StatelessFunc. When ctx is done first it returns
 // ctx.Err() unwrapped, so the gateway classifies the failure as cancelled or
 // timeout.
 func sleep(ctx context.Context, args map[string]any) (executors.Result, error) {
-	if err := checkKnown("sleep", args, "ms"); err != nil {
-		return executors.Result{}, err
-	}
-	ms, err := intArg("sleep", args, "ms", 0, sleepMaxMS)
+	a, err := decode[sleepArgs]("sleep", args)
 	if err != nil {
 		return executors.Result{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return executors.Result{}, err
 	}
-	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	t := time.NewTimer(time.Duration(a.MS) * time.Millisecond)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return executors.Result{}, ctx.Err()
 	case <-t.C:
-		return executors.Text(fmt.Sprintf("slept %d ms", ms)), nil
+		return executors.Text(fmt.Sprintf("slept %d ms", a.MS)), nil
 	}
 }

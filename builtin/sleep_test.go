@@ -153,9 +153,10 @@ func TestSleepBadArgs(t *testing.T) {
 		{"unknown argument", map[string]any{"ms": 1.0, "seconds": 1.0}},
 	}
 	fn := statelessFunc(t, "sleep", nil)
+	call := validated(t, register(t, nil, "sleep").tool(t, "sleep"), fn)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := fn(t.Context(), tc.args)
+			_, err := call(t.Context(), tc.args)
 			wantClass(t, err, retry.Validation)
 		})
 	}
