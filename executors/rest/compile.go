@@ -66,15 +66,32 @@ type headerParam struct {
 }
 
 // compile validates s and builds its tool and registry definition. Every
-// problem is reported, each saying what to write instead.
+// problem is reported (joined with [errors.Join]), each a
+// *[registry.FieldError] naming the Spec field by its configuration key
+// ("name", "method", "url", "query.<key>", "headers.<name>", "body",
+// "allowed_hosts[i]", ...) with a message that says what to write instead
+// and never shows the value; FieldError.Value holds it unless it contains
+// one of s.Secrets.
 func compile(s Spec) (*tool, registry.Tool, error) {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if s.Name == "" {
-		bad("name is empty; give the tool a name of A-Z a-z 0-9 _ . -")
+	shown := func(v string) string {
+		if containsSecret(v, s.Secrets) {
+			return ""
+		}
+		return v
+	}
+	bad := func(field, value, msg string) {
+		errs = append(errs, &registry.FieldError{Field: field, Value: shown(value), Msg: msg})
+	}
+	switch {
+	case s.Name == "":
+		bad("name", "", "is required; name the tool, like get_weather")
+	case registry.ValidateName(s.Name) != nil:
+		errs = append(errs, &registry.FieldError{Field: "name", Value: shown(s.Name), Err: registry.ErrInvalidName,
+			Msg: fmt.Sprintf("must be 1 to %d characters from A-Z a-z 0-9 _ . -, like get_weather", registry.MaxNameLen)})
 	}
 	if s.Source == "" {
-		bad(`source is empty; write "rest:<name>" or "openapi:<source>"`)
+		errs = append(errs, errors.New(`source is empty; write "rest:<name>" or "openapi:<source>"`))
 	}
 
 	t := &tool{name: s.Name, method: strings.ToUpper(s.Method)}
@@ -83,7 +100,7 @@ func compile(s Spec) (*tool, registry.Tool, error) {
 	}
 	idempotent, known := methodIdempotent(t.method)
 	if !known {
-		bad("method %q is not supported; write one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", s.Method)
+		bad("method", s.Method, "must be one of "+methodList)
 	}
 	t.idempotent = idempotent
 	if s.Idempotent != nil {
@@ -93,6 +110,12 @@ func compile(s Spec) (*tool, registry.Tool, error) {
 	var names []string // placeholders, for a derived schema
 	u, sample, err := parseURL(s.URL, s.Query)
 	if err != nil {
+		// parseURL never shows the URL; the caller may.
+		for _, fe := range fieldErrors(err) {
+			if fe.Field == "url" && s.URL != "" {
+				fe.Value = shown(s.URL)
+			}
+		}
 		errs = append(errs, err)
 	} else {
 		t.url = u
@@ -104,30 +127,18 @@ func compile(s Spec) (*tool, registry.Tool, error) {
 		}
 	}
 
-	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
-		canon := http.CanonicalHeaderKey(name)
-		switch {
-		case !validHeaderName(name):
-			bad("header name %q is invalid; a name is letters, digits and !#$%%&'*+-.^_`|~ only (placeholders go in values)", name)
-			continue
-		case reservedHeader(canon):
-			bad("header %q is set by the HTTP client; remove it", name)
-			continue
-		case slices.ContainsFunc(t.headers, func(h headerParam) bool { return h.name == canon }):
-			bad("header %q is given twice (names ignore case); keep one", name)
-			continue
+	if err := ValidateHeaders(s.Headers); err != nil {
+		errs = append(errs, err)
+	} else {
+		for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
+			v, err := parseTemplate(s.Headers[name])
+			if err != nil {
+				errs = append(errs, &registry.FieldError{Field: registry.FieldPath("headers", name), Msg: err.Error()})
+				continue
+			}
+			t.headers = append(t.headers, headerParam{name: http.CanonicalHeaderKey(name), value: v})
+			names = append(names, v.args()...)
 		}
-		v, err := parseTemplate(s.Headers[name])
-		if err != nil {
-			bad("header %q: %w", name, err)
-			continue
-		}
-		if !validHeaderValue(v.literal("")) {
-			bad("header %q: the value contains a control character (CR, LF, NUL or another); write it on one line", name)
-			continue
-		}
-		t.headers = append(t.headers, headerParam{name: canon, value: v})
-		names = append(names, v.args()...)
 	}
 
 	if len(s.Body) > 0 && !bytes.Equal(bytes.TrimSpace(s.Body), []byte("null")) {
@@ -147,34 +158,33 @@ func compile(s Spec) (*tool, registry.Tool, error) {
 	} else {
 		var obj map[string]any
 		if err := json.Unmarshal(schema, &obj); err != nil || obj == nil {
-			bad(`input schema is not a JSON object; write a JSON Schema such as {"type":"object","properties":{…}}, or leave it out to derive one`)
+			bad("input_schema", "", `must be a JSON object (a JSON Schema), like {"type":"object","properties":{"id":{"type":"string"}}}; or leave it out to derive one`)
 		}
 	}
 
 	switch {
 	case s.MaxResponseBytes < 0:
-		bad("max_response_bytes is %d; write a positive number of bytes, or 0 for the default (%d)", s.MaxResponseBytes, DefaultMaxResponseBytes)
+		bad("max_response_bytes", strconv.FormatInt(s.MaxResponseBytes, 10), fmt.Sprintf("must be a positive number of bytes, or 0 for the default (%d)", DefaultMaxResponseBytes))
 	case s.MaxResponseBytes == 0:
 		t.maxBytes = DefaultMaxResponseBytes
 	default:
 		t.maxBytes = s.MaxResponseBytes
 	}
 	if s.Timeout < 0 {
-		bad("timeout is %s; write a positive duration such as 30s, or 0 for the default", s.Timeout)
+		bad("timeout", s.Timeout.String(), "must be positive, like 30s, or 0 for the default")
 	}
 	if s.Retry.Attempts < 0 || s.Retry.InitialBackoff < 0 || s.Retry.MaxBackoff < 0 {
-		bad("retry has a negative value; write attempts ≥ 1 and positive backoffs, or 0 for the defaults")
+		bad("retry", "", "must not hold a negative value; write attempts of at least 1 and positive backoffs, or 0 for the defaults")
 	}
 	t.policy = retry.Policy{Attempts: s.Retry.Attempts, InitialBackoff: s.Retry.InitialBackoff, MaxBackoff: s.Retry.MaxBackoff, On: slices.Clone(s.Retry.On)}.Normalize()
 	t.subject = fmt.Sprintf("tool %q", s.Name)
 
-	if sample != nil {
-		hosts, err := parseHosts(s.AllowedHosts, sample)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		t.hosts = hosts
+	hosts, herrs := parseHosts(s.AllowedHosts, sample)
+	for _, fe := range herrs {
+		fe.Value = shown(fe.Value)
+		errs = append(errs, fe)
 	}
+	t.hosts = hosts
 	t.secrets = secretReplacer(s.Secrets)
 
 	if err := errors.Join(errs...); err != nil {
@@ -196,6 +206,93 @@ func compile(s Spec) (*tool, registry.Tool, error) {
 		Timeout:    s.Timeout,
 		Idempotent: t.idempotent,
 	}, nil
+}
+
+// methodList is the methods a REST tool may use, for messages.
+const methodList = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+
+// containsSecret reports whether v holds one of secrets.
+func containsSecret(v string, secrets []string) bool {
+	return slices.ContainsFunc(secrets, func(s string) bool { return s != "" && strings.Contains(v, s) })
+}
+
+// fieldErrors lists the *registry.FieldError leaves of err, a tree of
+// joined errors.
+func fieldErrors(err error) []*registry.FieldError {
+	var out []*registry.FieldError
+	switch x := err.(type) {
+	case *registry.FieldError:
+		out = append(out, x)
+	case interface{ Unwrap() []error }:
+		for _, e := range x.Unwrap() {
+			out = append(out, fieldErrors(e)...)
+		}
+	}
+	return out
+}
+
+// ValidateHeaders checks headers sent with every request of a tool (a
+// REST tool's [Spec.Headers], an OpenAPI source's headers): each name is
+// an HTTP token that the HTTP client does not set itself, unique whatever
+// its case; each value holds no control character but tab. Every problem
+// is a *[registry.FieldError] for field "headers.<name>", joined with
+// [errors.Join]; none shows a value (header values are often
+// credentials). A name given twice is a [DuplicateHeaderError] too. Nil
+// means the headers are valid.
+func ValidateHeaders(h map[string]string) error {
+	var errs []error
+	first := map[string]string{} // canonical name → the name as written
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		field := registry.FieldPath("headers", name)
+		canon := http.CanonicalHeaderKey(name)
+		switch other, dup := first[canon]; {
+		case !validHeaderName(name):
+			errs = append(errs, &registry.FieldError{Field: field, Key: true, Value: name,
+				Msg: "a header name must be an HTTP token (letters, digits and !#$%&'*+-.^_`|~), like X-Api-Key"})
+			continue
+		case reservedHeader(canon):
+			errs = append(errs, &registry.FieldError{Field: field, Key: true, Value: name,
+				Msg: "is set by the HTTP client from the request itself; remove it"})
+			continue
+		case dup:
+			errs = append(errs, (&DuplicateHeaderError{Name: name, Other: other}).FieldError())
+			continue
+		}
+		first[canon] = name
+		switch v := h[name]; {
+		case strings.ContainsAny(v, "\r\n\x00"):
+			errs = append(errs, &registry.FieldError{Field: field, Msg: "a header value must not contain CR, LF or NUL; put it on one line"})
+		case !validHeaderValue(v):
+			errs = append(errs, &registry.FieldError{Field: field, Msg: "a header value must not contain control characters other than tab; remove them"})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DuplicateHeaderError is the Err of the *[registry.FieldError] that
+// [ValidateHeaders] reports for a header name given twice, in different
+// cases. The error is reported at Name, the one that sorts after Other; a
+// caller that knows the order the names were written in can report it at
+// the later one instead, with [DuplicateHeaderError.Swapped].
+type DuplicateHeaderError struct {
+	// Name is the name the error is reported at; Other is the same
+	// header's other spelling.
+	Name, Other string
+}
+
+func (e *DuplicateHeaderError) Error() string {
+	return fmt.Sprintf("header %q duplicates %q", e.Name, e.Other)
+}
+
+// FieldError returns the problem as reported at Name.
+func (e *DuplicateHeaderError) FieldError() *registry.FieldError {
+	return &registry.FieldError{Field: registry.FieldPath("headers", e.Name), Key: true, Err: e,
+		Msg: fmt.Sprintf("duplicate header, also set as %q (header names ignore case); keep one", e.Other)}
+}
+
+// Swapped returns the problem as reported at Other.
+func (e *DuplicateHeaderError) Swapped() *registry.FieldError {
+	return (&DuplicateHeaderError{Name: e.Other, Other: e.Name}).FieldError()
 }
 
 // deriveSchema returns the input schema of a spec without one: every
@@ -238,25 +335,30 @@ type hostEntry struct {
 }
 
 // parseHosts returns the allowed hosts: the entries, or when there are
-// none the host and effective port of the tool's URL, which must be
-// allowed.
-func parseHosts(entries []string, target *url.URL) (hostSet, error) {
+// none the host and effective port of the tool's URL (target; nil when the
+// URL is invalid), which must be allowed. Each problem is for field
+// "allowed_hosts[i]" (Value the entry) or "allowed_hosts".
+func parseHosts(entries []string, target *url.URL) (hostSet, []*registry.FieldError) {
 	var hs hostSet
-	var errs []error
-	for _, e := range entries {
-		u, err := url.Parse("//" + e)
-		if err != nil || u.Host != e || e == "" || u.User != nil {
-			errs = append(errs, fmt.Errorf("allowed host %q is not a host or host:port; write e.g. api.example.com or api.example.com:8443", e))
+	var errs []*registry.FieldError
+	for i, e := range entries {
+		if !validHost(e) {
+			errs = append(errs, &registry.FieldError{Field: fmt.Sprintf("allowed_hosts[%d]", i), Value: e,
+				Msg: "must be a host or host:port with no scheme or path, like api.example.com or 127.0.0.1:9000"})
 			continue
 		}
+		u, _ := url.Parse("//" + e)
 		hs = append(hs, hostEntry{host: strings.ToLower(u.Hostname()), port: u.Port()})
 	}
-	if len(entries) == 0 {
+	switch {
+	case target == nil:
+	case len(entries) == 0:
 		hs = hostSet{{host: strings.ToLower(target.Hostname()), port: effectivePort(target)}}
-	} else if len(errs) == 0 && !hs.allows(target) {
-		errs = append(errs, fmt.Errorf("the url's host %q is not in allowed_hosts; add it", target.Host))
+	case len(errs) == 0 && !hs.allows(target):
+		errs = append(errs, &registry.FieldError{Field: "allowed_hosts",
+			Msg: "does not allow the host (and port) of url, where every call goes; add it, like api.example.com or 127.0.0.1:9000"})
 	}
-	return hs, errors.Join(errs...)
+	return hs, errs
 }
 
 // allows reports whether u's host and port are in hs.

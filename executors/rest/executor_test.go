@@ -991,49 +991,6 @@ func TestAddDefinition(t *testing.T) {
 	}
 }
 
-func TestAddErrors(t *testing.T) {
-	base := Spec{Name: "t", Source: "rest:t", URL: "https://api.example.com/x"}
-	with := func(f func(*Spec)) Spec { s := base; f(&s); return s }
-	tests := []struct {
-		name string
-		spec Spec
-		want []string // each part of the error
-	}{
-		{"no name", with(func(s *Spec) { s.Name = "" }), []string{"name is empty"}},
-		{"no source", with(func(s *Spec) { s.Source = "" }), []string{`write "rest:<name>"`}},
-		{"placeholder in host", with(func(s *Spec) { s.URL = "https://{tenant}.example.com/x" }), []string{"{tenant}", "write the host literally"}},
-		{"bad method", with(func(s *Spec) { s.Method = "FETCH" }), []string{`method "FETCH"`, "write one of GET"}},
-		{"trace refused", with(func(s *Spec) { s.Method = "TRACE" }), []string{"write one of GET"}},
-		{"unknown scheme", with(func(s *Spec) { s.URL = "ftp://h/x" }), []string{`unknown scheme "ftp"`, "https://"}},
-		{"header name invalid", with(func(s *Spec) { s.Headers = map[string]string{"X Bad": "1"} }), []string{`header name "X Bad" is invalid`}},
-		{"placeholder header name", with(func(s *Spec) { s.Headers = map[string]string{"{h}": "1"} }), []string{"placeholders go in values"}},
-		{"reserved header", with(func(s *Spec) { s.Headers = map[string]string{"host": "evil"} }), []string{`header "host" is set by the HTTP client`}},
-		{"duplicate header", with(func(s *Spec) { s.Headers = map[string]string{"X-A": "1", "x-a": "2"} }), []string{"given twice"}},
-		{"CR in header value", with(func(s *Spec) { s.Headers = map[string]string{"X-A": "a\rb"} }), []string{"control character"}},
-		{"body not JSON", with(func(s *Spec) { s.Method = "POST"; s.Body = json.RawMessage(`{name: 1}`) }), []string{"body is not JSON", "write a JSON value"}},
-		{"bad brace in body", with(func(s *Spec) { s.Body = json.RawMessage(`{"a":"{b"}`) }), []string{"body.a", "{{ or }}"}},
-		{"host not allowed", with(func(s *Spec) { s.AllowedHosts = []string{"other.example.com"} }), []string{`"api.example.com" is not in allowed_hosts`}},
-		{"bad allowed host", with(func(s *Spec) { s.AllowedHosts = []string{"https://x/"} }), []string{"not a host or host:port"}},
-		{"negative max bytes", with(func(s *Spec) { s.MaxResponseBytes = -1 }), []string{"max_response_bytes"}},
-		{"schema not an object", with(func(s *Spec) { s.InputSchema = json.RawMessage(`[1]`) }), []string{"input schema is not a JSON object"}},
-		{"negative retry", with(func(s *Spec) { s.Retry.Attempts = -1 }), []string{"retry has a negative value"}},
-		{"every problem", with(func(s *Spec) { s.Method = "FETCH"; s.URL = "gopher://h/" }), []string{"method", "scheme"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := New(nil).Add(tc.spec)
-			if err == nil {
-				t.Fatal("Add = nil error, want one")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Add error %q does not contain %q", err, w)
-				}
-			}
-		})
-	}
-}
-
 func TestConcurrentCalls(t *testing.T) {
 	srv := startServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/toolgate/toolgate/registry"
 )
 
 // A template is text with {arg} placeholders, compiled once by Add.
@@ -31,7 +33,25 @@ const maxPlaceholder = 64
 // errBraces is wrapped by parseTemplate's errors, with the fix to make.
 var errBraces = errors.New(`write {name} for an argument and {{ or }} for a literal brace`)
 
-// parseTemplate compiles s.
+// templateError is a template that does not compile. Its text says what is
+// wrong and what to write instead, and never shows the template: it may
+// hold a secret (a header value from the environment).
+type templateError struct{ msg string }
+
+func (e *templateError) Error() string { return e.msg }
+
+// Unwrap returns errBraces.
+func (e *templateError) Unwrap() error { return errBraces }
+
+// The problems parseTemplate reports; urlProblem uses the same words.
+const (
+	msgUnclosed    = "has an unclosed {; close the placeholder, like {id}, or write {{ for a literal brace"
+	msgEmptyName   = "has an empty placeholder {}; name the argument, like {id}"
+	msgUnmatched   = "has a } that closes no placeholder; write }} for a literal brace"
+	msgBadArgument = "has a placeholder whose name is not 1 to 64 characters from A-Z a-z 0-9 _ . -; name the argument, like {id}, or write {{ and }} for literal braces"
+)
+
+// parseTemplate compiles s. Its error is a *templateError.
 func parseTemplate(s string) (template, error) {
 	var t template
 	var lit strings.Builder
@@ -51,11 +71,14 @@ func parseTemplate(s string) (template, error) {
 			}
 			end := strings.IndexByte(s[i+1:], '}')
 			if end < 0 {
-				return template{}, fmt.Errorf("unclosed { at offset %d: %w", i, errBraces)
+				return template{}, &templateError{msgUnclosed}
 			}
 			name := s[i+1 : i+1+end]
-			if !validPlaceholder(name) {
-				return template{}, fmt.Errorf("placeholder {%s} at offset %d: a name is 1 to %d of A-Z a-z 0-9 _ . -; %w", name, i, maxPlaceholder, errBraces)
+			switch {
+			case name == "":
+				return template{}, &templateError{msgEmptyName}
+			case !validPlaceholder(name):
+				return template{}, &templateError{msgBadArgument}
 			}
 			flush()
 			t.parts = append(t.parts, tmplPart{arg: name})
@@ -66,7 +89,7 @@ func parseTemplate(s string) (template, error) {
 				i++
 				continue
 			}
-			return template{}, fmt.Errorf("unmatched } at offset %d: %w", i, errBraces)
+			return template{}, &templateError{msgUnmatched}
 		default:
 			lit.WriteByte(c)
 		}
@@ -204,48 +227,39 @@ type queryParam struct {
 }
 
 // parseURL compiles a URL template and the Spec.Query map. Every problem
-// is reported.
+// is reported, each a *[registry.FieldError] for field "url" or
+// "query.<key>" whose Msg says what to write instead; none shows the URL
+// (Value is left empty), which may have come from the environment.
 func parseURL(raw string, query map[string]string) (urlTemplate, *url.URL, error) {
 	var u urlTemplate
 	var errs []error
-	rest := raw
-	if i := strings.IndexByte(rest, '#'); i >= 0 {
-		errs = append(errs, fmt.Errorf("url %q has a fragment (#…), which is never sent to the server; remove it", raw))
-		rest = rest[:i]
+	bad := func(msg string) { errs = append(errs, &registry.FieldError{Field: "url", Msg: msg}) }
+	params, qerrs := queryParams(query)
+	switch msg := urlProblem(raw); {
+	case raw == "":
+		bad("is required; write an absolute URL, like http://127.0.0.1:9000/items/{id}")
+	case msg != "":
+		bad(msg)
 	}
-	schemeEnd := strings.Index(rest, "://")
-	if schemeEnd < 0 {
-		return u, nil, errors.Join(append(errs, fmt.Errorf("url %q is not absolute; write it as http://host/path or https://host/path", raw))...)
+	errs = append(errs, qerrs...)
+	if len(errs) > 0 {
+		return u, nil, errors.Join(errs...)
 	}
-	authEnd := len(rest)
-	if i := strings.IndexAny(rest[schemeEnd+3:], "/?"); i >= 0 {
+
+	// urlProblem has checked the scheme and authority: neither holds a
+	// brace, and there is no fragment.
+	authEnd := len(raw)
+	schemeEnd := strings.Index(raw, "://")
+	if i := strings.IndexAny(raw[schemeEnd+3:], "/?"); i >= 0 {
 		authEnd = schemeEnd + 3 + i
 	}
-	originT, err := parseTemplate(rest[:authEnd])
-	if err != nil {
-		return u, nil, errors.Join(append(errs, fmt.Errorf("url %q: %w", raw, err))...)
-	}
-	if originT.hasArgs() {
-		errs = append(errs, fmt.Errorf("url %q: placeholder {%s} in the scheme, host or port; only path segments and query values may hold placeholders, so write the host literally (and list other hosts in allowed_hosts)", raw, originT.args()[0]))
-	}
-	u.origin = originT.literal("")
-	origin, err := url.Parse(u.origin)
-	switch {
-	case err != nil:
-		errs = append(errs, fmt.Errorf("url %q: %v", raw, stripURLErr(err)))
-	case origin.Scheme != "http" && origin.Scheme != "https":
-		errs = append(errs, fmt.Errorf("url %q: unknown scheme %q; write http:// or https://", raw, origin.Scheme))
-	case origin.Host == "":
-		errs = append(errs, fmt.Errorf("url %q has no host; write it as %s://host/path", raw, origin.Scheme))
-	}
-	rest = rest[authEnd:]
-
-	pathPart, queryPart, hasQuery := strings.Cut(rest, "?")
+	u.origin = raw[:authEnd]
+	pathPart, queryPart, hasQuery := strings.Cut(raw[authEnd:], "?")
 	if pathPart != "" {
-		for i, seg := range strings.Split(pathPart[1:], "/") {
+		for seg := range strings.SplitSeq(pathPart[1:], "/") {
 			t, err := parseTemplate(seg)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("url %q: path segment %d: %w", raw, i+1, err))
+				bad(err.Error())
 				continue
 			}
 			u.segments = append(u.segments, t)
@@ -258,48 +272,164 @@ func parseURL(raw string, query map[string]string) (urlTemplate, *url.URL, error
 			}
 			k, v, _ := strings.Cut(pair, "=")
 			if strings.ContainsAny(k, "{}") {
-				errs = append(errs, fmt.Errorf("url %q: query key %q: placeholders are allowed in query values only", raw, k))
+				bad("has a placeholder in a query key; placeholders are allowed in query values only, like ?q={q}")
 				continue
 			}
 			key, err := url.QueryUnescape(k)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("url %q: query key %q: %v", raw, k, err))
+				bad("has a query key with an invalid %-escape; escape a literal % as %25")
 				continue
 			}
 			t, err := parseTemplate(v)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("url %q: query value of %q: %w", raw, key, err))
+				bad(err.Error())
 				continue
 			}
 			for i, p := range t.parts {
 				if p.arg == "" {
 					if t.parts[i].lit, err = url.QueryUnescape(p.lit); err != nil {
-						errs = append(errs, fmt.Errorf("url %q: query value of %q: %v; escape a literal %% as %%25", raw, key, err))
+						bad("has a query value with an invalid %-escape; escape a literal % as %25")
 					}
 				}
 			}
 			u.query = append(u.query, queryParam{key: key, value: t})
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(query)) {
-		t, err := parseTemplate(query[k])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("query %q: %w", k, err))
-			continue
-		}
-		u.query = append(u.query, queryParam{key: k, value: t})
-	}
 	if len(errs) > 0 {
 		return u, nil, errors.Join(errs...)
 	}
+	u.query = append(u.query, params...)
 
 	// The URL with every placeholder filled must parse, so that the only
 	// thing left to go wrong per call is the arguments.
 	sample, err := url.Parse(u.origin + u.pathWith("x"))
 	if err != nil {
-		return u, nil, fmt.Errorf("url %q: %v", raw, stripURLErr(err))
+		bad(msgNotURL)
+		return u, nil, errors.Join(errs...)
 	}
 	return u, sample, nil
+}
+
+// queryParams compiles the Spec.Query map, sorted by key. Every problem is
+// a *[registry.FieldError] for "query.<key>".
+func queryParams(query map[string]string) ([]queryParam, []error) {
+	var params []queryParam
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(query)) {
+		field := registry.FieldPath("query", k)
+		if k == "" {
+			errs = append(errs, &registry.FieldError{Field: field, Key: true, Msg: "a query key must not be empty; name the parameter"})
+			continue
+		}
+		t, err := parseTemplate(query[k])
+		if err != nil {
+			errs = append(errs, &registry.FieldError{Field: field, Msg: err.Error()})
+			continue
+		}
+		params = append(params, queryParam{key: k, value: t})
+	}
+	return params, errs
+}
+
+const (
+	msgPlaceholderOrigin = "placeholders like {name} are allowed only in the path and query, not in the scheme, host or port; write them out, like http://127.0.0.1:9000/items/{id}"
+	msgNotURL            = "is not a valid URL; write scheme://host[:port]/path, like http://127.0.0.1:9000/items/{id}"
+)
+
+// urlProblem says what is wrong with a REST tool's URL template, or "" if
+// nothing. The message never quotes the URL, which may have come from the
+// environment.
+func urlProblem(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		head := raw
+		if i := strings.IndexAny(raw, "/?#"); i >= 0 {
+			head = raw[:i]
+		}
+		if strings.ContainsAny(head, "{}") {
+			return msgPlaceholderOrigin
+		}
+		return "must be an absolute http or https URL, like http://127.0.0.1:9000/items/{id}"
+	}
+	authority, tail := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, tail = rest[:i], rest[i:]
+	}
+	if strings.ContainsAny(scheme, "{}") || strings.ContainsAny(authority, "{}") {
+		return msgPlaceholderOrigin
+	}
+	if !httpScheme(scheme) {
+		return "the scheme must be http or https"
+	}
+	if strings.Contains(tail, "#") {
+		return "must not have a #fragment (it is never sent); remove it"
+	}
+	filled, msg := fillPlaceholders(tail)
+	if msg != "" {
+		return msg
+	}
+	u, err := url.Parse(scheme + "://" + authority + filled)
+	switch {
+	case err != nil:
+		return msgNotURL
+	case u.Hostname() == "":
+		return "must name a host, like http://127.0.0.1:9000/items/{id}"
+	case strings.HasSuffix(u.Host, ":") || u.Port() != "" && !validPort(u.Port()):
+		return "the port must be a number from 0 to 65535"
+	}
+	return ""
+}
+
+// fillPlaceholders replaces each {name} placeholder in s with "x" and each
+// escaped brace ({{ or }}) with its percent-encoding, so that the result
+// parses as a URL. msg says what is wrong with the placeholder syntax.
+func fillPlaceholders(s string) (filled, msg string) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '{' && i+1 < len(s) && s[i+1] == '{':
+			b.WriteString("%7B")
+			i++
+		case c == '}' && i+1 < len(s) && s[i+1] == '}':
+			b.WriteString("%7D")
+			i++
+		case c == '{':
+			end := strings.IndexAny(s[i+1:], "{}")
+			if end < 0 || s[i+1+end] == '{' {
+				return "", msgUnclosed
+			}
+			if end == 0 {
+				return "", msgEmptyName
+			}
+			b.WriteByte('x')
+			i += end + 1
+		case c == '}':
+			return "", msgUnmatched
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), ""
+}
+
+func httpScheme(s string) bool { return strings.EqualFold(s, "http") || strings.EqualFold(s, "https") }
+
+func validPort(p string) bool {
+	_, err := strconv.ParseUint(p, 10, 16)
+	return err == nil
+}
+
+// validHost reports whether h is a host or host:port, with no scheme,
+// user info, path, query or fragment.
+func validHost(h string) bool {
+	if h == "" || strings.ContainsAny(h, "/?#@{} ") {
+		return false
+	}
+	u, err := url.Parse("http://" + h)
+	if err != nil || u.Host != h || u.Hostname() == "" || strings.HasSuffix(h, ":") {
+		return false
+	}
+	return u.Port() == "" || validPort(u.Port())
 }
 
 // pathWith returns the path with every placeholder replaced by sub.
@@ -443,18 +573,21 @@ type bodyMember struct {
 	val *bodyNode
 }
 
-// parseBody compiles a JSON body template.
+// parseBody compiles a JSON body template. Every problem is a
+// *[registry.FieldError] for field "body" or a path within it
+// ("body.user.name", "body.tags[0]").
 func parseBody(raw json.RawMessage) (*bodyNode, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("body is not JSON (%v); write a JSON value, with \"{arg}\" strings where arguments go", err)
+		// The decoder's message quotes the text; it is left out.
+		return nil, &registry.FieldError{Field: "body", Msg: `is not JSON; write a JSON value, with "{arg}" strings where arguments go`}
 	}
 	if dec.More() {
-		return nil, errors.New(`body holds more than one JSON value; write one value, with "{arg}" strings where arguments go`)
+		return nil, &registry.FieldError{Field: "body", Msg: `holds more than one JSON value; write one value, with "{arg}" strings where arguments go`}
 	}
-	return compileBody(v, "")
+	return compileBody(v, "body")
 }
 
 func compileBody(v any, path string) (*bodyNode, error) {
@@ -462,7 +595,7 @@ func compileBody(v any, path string) (*bodyNode, error) {
 	case string:
 		t, err := parseTemplate(v)
 		if err != nil {
-			return nil, fmt.Errorf("body%s: %w", path, err)
+			return nil, &registry.FieldError{Field: path, Msg: err.Error()}
 		}
 		if name, ok := t.whole(); ok {
 			return &bodyNode{kind: bodyArg, arg: name}, nil
@@ -472,7 +605,7 @@ func compileBody(v any, path string) (*bodyNode, error) {
 		n := &bodyNode{kind: bodyObject}
 		var errs []error
 		for _, k := range slices.Sorted(maps.Keys(v)) {
-			c, err := compileBody(v[k], path+"."+k)
+			c, err := compileBody(v[k], registry.FieldPath(path, k))
 			if err != nil {
 				errs = append(errs, err)
 				continue

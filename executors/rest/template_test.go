@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/registry"
 )
 
 func TestParseTemplate(t *testing.T) {
@@ -127,30 +129,102 @@ func TestExpandURL(t *testing.T) {
 
 func TestParseURLErrors(t *testing.T) {
 	tests := []struct {
-		name string
-		url  string
-		want string // part of the advice
+		name  string
+		url   string
+		field string
+		want  string // part of the advice
 	}{
-		{"placeholder in host", "https://{host}/x", "write the host literally"},
-		{"placeholder in port", "https://h:{port}/x", "write the host literally"},
-		{"placeholder in scheme", "{scheme}://h/x", "write the host literally"},
-		{"placeholder in userinfo", "https://{user}@h/x", "write the host literally"},
-		{"unknown scheme", "ftp://h/x", "write http:// or https://"},
-		{"relative", "/x/y", "is not absolute"},
-		{"no host", "https:///x", "has no host"},
-		{"fragment", "https://h/x#frag", "remove it"},
-		{"placeholder in query key", "https://h/x?{k}=1", "query values only"},
-		{"bad brace", "https://h/x/{a", "{{ or }}"},
-		{"bad escape in path", "https://h/x/%zz", "invalid URL escape"},
+		{"placeholder in host", "https://{host}/x", "url", "not in the scheme, host or port; write them out"},
+		{"placeholder in port", "https://h:{port}/x", "url", "not in the scheme, host or port; write them out"},
+		{"placeholder in scheme", "{scheme}://h/x", "url", "not in the scheme, host or port; write them out"},
+		{"placeholder in userinfo", "https://{user}@h/x", "url", "not in the scheme, host or port; write them out"},
+		{"unknown scheme", "ftp://h/x", "url", "the scheme must be http or https"},
+		{"relative", "/x/y", "url", "must be an absolute http or https URL"},
+		{"empty", "", "url", "is required; write an absolute URL"},
+		{"no host", "https:///x", "url", "must name a host"},
+		{"fragment", "https://h/x#frag", "url", "remove it"},
+		{"placeholder in query key", "https://h/x?{k}=1", "url", "query values only"},
+		{"bad brace", "https://h/x/{a", "url", "or write {{ for a literal brace"},
+		{"bad placeholder name", "https://h/x/{a b}", "url", "name the argument, like {id}"},
+		{"bad escape in path", "https://h/x/%zz", "url", "is not a valid URL"},
+		{"bad escape in query", "https://h/x?q=%zz", "url", "escape a literal % as %25"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := parseURL(tc.url, nil)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("parseURL(%q) = %v, want an error containing %q", tc.url, err, tc.want)
+			fe, ok := errors.AsType[*registry.FieldError](err)
+			if !ok || fe.Field != tc.field || !strings.Contains(fe.Msg, tc.want) {
+				t.Errorf("parseURL(%q) = %v, want a %s problem containing %q", tc.url, err, tc.field, tc.want)
+			}
+			if ok && fe.Value != "" {
+				t.Errorf("parseURL(%q) problem shows the URL (Value %q)", tc.url, fe.Value)
 			}
 		})
 	}
+}
+
+// TestURLProblem moved here from config with the rule it tests.
+func TestURLProblem(t *testing.T) {
+	tests := []struct {
+		url    string
+		wantOK bool
+	}{
+		{"http://h/", true},
+		{"HTTPS://h:443/a/{b}/c?d={e}&f=g", true},
+		{"http://[::1]:8080/{x}", true},
+		{"http://h/{{literal}}", true},
+		{"http://h/{{{x}}}", true},
+		{"http://h", true},
+		{"http://h?q={x}", true},
+		{"", false},
+		{"h/x", false},
+		{"http://h:/x", false},
+		{"http://h/{a{b}}", false},
+		{"http://h/}}}", false},
+		{"http://{x}.h/", false},
+		{"http://u:{p}@h/", false},
+		{"mailto:x@h", false},
+		{"http://h/x#{y}", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.url, func(t *testing.T) {
+			if msg := urlProblem(tc.url); (msg == "") != tc.wantOK {
+				t.Errorf("urlProblem(%q) = %q, want ok %v", tc.url, msg, tc.wantOK)
+			}
+		})
+	}
+}
+
+// FuzzURLProblem moved here from config with the rule it tests; it also
+// checks that parseURL compiles every URL urlProblem accepts, or says why
+// not at the url field.
+func FuzzURLProblem(f *testing.F) {
+	for _, s := range []string{"http://h/{x}?q={y}", "http://{h}/", "http://h/{{", "}}", "{", "https://u@h:1/a#b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if urlProblem(raw) != "" {
+			return
+		}
+		// An accepted URL has no placeholder before its path.
+		scheme, rest, ok := strings.Cut(raw, "://")
+		if !ok {
+			t.Fatalf("urlProblem(%q) accepted a URL without a scheme", raw)
+		}
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			rest = rest[:i]
+		}
+		if strings.ContainsAny(scheme+rest, "{}") {
+			t.Fatalf("urlProblem(%q) accepted a placeholder in the scheme or host", raw)
+		}
+		if _, sample, err := parseURL(raw, nil); err != nil {
+			if fe, ok := errors.AsType[*registry.FieldError](err); !ok || fe.Field != "url" {
+				t.Fatalf("parseURL(%q) = %v, want url problems", raw, err)
+			}
+		} else if sample == nil || sample.Host == "" {
+			t.Fatalf("parseURL(%q) accepted a URL with no host", raw)
+		}
+	})
 }
 
 func TestBodyTemplate(t *testing.T) {
