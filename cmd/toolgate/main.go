@@ -1,15 +1,3 @@
-// Command toolgate is an MCP gateway: one MCP endpoint in front of
-// stateless and per-thread stateful Go tools (and, later, REST APIs and
-// other MCP servers).
-//
-//	toolgate serve    [--config FILE] [--listen ADDR]   streamable HTTP + SSE
-//	toolgate stdio    [--config FILE]                   for Claude Desktop
-//	toolgate validate [--config FILE]
-//	toolgate tools    [--config FILE] [--json]
-//	toolgate call     [--config FILE] [--thread ID] NAME [JSON]
-//	toolgate version
-//
-// Every command also takes --log-level and --log-format. Logs go to stderr.
 package main
 
 import (

@@ -1,0 +1,21 @@
+// Command toolgate is an MCP gateway: one MCP endpoint in front of
+// stateless and per-thread stateful Go tools, REST APIs and other MCP
+// servers.
+//
+//	toolgate serve    [--config FILE] [--listen ADDR]   streamable HTTP + SSE
+//	toolgate stdio    [--config FILE]                   for Claude Desktop
+//	toolgate validate [--config FILE]
+//	toolgate tools    [--config FILE] [--json]
+//	toolgate call     [--config FILE] [--thread ID] NAME [JSON]
+//	toolgate version
+//
+// Every command also takes --log-level and --log-format. Logs go to stderr.
+//
+// The command owns what belongs to a process: flags and subcommands, the
+// slog handler, signal handling ([signal.NotifyContext]) and the
+// [http.Server] with its timeouts and graceful Shutdown. It holds no logic
+// worth testing on its own: main only calls run(ctx, args, stdin, stdout,
+// stderr), which the tests drive directly, and the rest lives in the
+// packages it wires together. Of toolgate's packages it imports builtin,
+// config, gateway and registry; nothing imports it.
+package main
