@@ -159,9 +159,9 @@ func Specs(src Source) ([]rest.Spec, []Warning, error) {
 	fail := func(err error) ([]rest.Spec, []Warning, error) {
 		return nil, nil, &Error{Source: src.Name, Location: src.Location, Err: err}
 	}
-	// Both are *registry.FieldError (fields name, include[i], exclude[i])
-	// inside the *Error, so the gateway can place them in the config file.
-	if err := errors.Join(registry.ValidatePrefix(src.Name), src.Filter.Validate()); err != nil {
+	// *registry.FieldErrors inside the *Error, so the gateway can place
+	// them in the config file.
+	if err := src.Validate(); err != nil {
 		return fail(err)
 	}
 
@@ -204,6 +204,44 @@ func Specs(src Source) ([]rest.Spec, []Warning, error) {
 		}
 	}
 	return b.specs, b.warnings, nil
+}
+
+// Validate reports every problem with src's own settings, without reading
+// the document: its Name ([registry.ValidatePrefix]), Filter's globs,
+// BaseURL and Headers (as [rest.ValidateHeaders] checks a REST tool's).
+// Each is a *[registry.FieldError] for the configuration key ("name",
+// "include[0]", "base_url", "headers.X-Key"), joined with [errors.Join];
+// none shows a header value. Nil means src is valid. [Specs] runs it
+// first.
+func (src Source) Validate() error {
+	var errs []error
+	switch {
+	case src.Name == "":
+		errs = append(errs, &registry.FieldError{Field: "name", Err: registry.ErrInvalidPrefix,
+			Msg: "is required; name the source, like petstore (its tools are named petstore" + registry.Separator + "<operationId>)"})
+	case registry.ValidatePrefix(src.Name) != nil:
+		errs = append(errs, &registry.FieldError{Field: "name", Value: src.shown(src.Name), Err: registry.ErrInvalidPrefix,
+			Msg: fmt.Sprintf("must be 1 to %d characters from A-Z a-z 0-9 _ . - with no %s, like petstore", registry.MaxPrefixLen, registry.Separator)})
+	}
+	errs = append(errs, src.Filter.Validate())
+	if src.BaseURL != "" {
+		if msg := baseURLProblem(src.BaseURL); msg != "" {
+			errs = append(errs, &registry.FieldError{Field: "base_url", Value: src.shown(src.BaseURL), Msg: msg})
+		}
+	}
+	errs = append(errs, rest.ValidateHeaders(src.Headers))
+	return errors.Join(errs...)
+}
+
+// shown returns v, or "" when it holds one of src.Secrets and must not be
+// shown.
+func (src Source) shown(v string) string {
+	for _, s := range src.Secrets {
+		if s != "" && strings.Contains(v, s) {
+			return ""
+		}
+	}
+	return v
 }
 
 // oapiDocBase returns the base URL every operation's path is appended to,
