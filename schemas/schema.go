@@ -340,12 +340,7 @@ func findRef(doc any, match func(abs string) bool) (ptr, ref string) {
 					return true
 				}
 			}
-			keys := make([]string, 0, len(v))
-			for k := range v {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				if walk(v[k], at+"/"+escapeToken(k)) {
 					return true
 				}
