@@ -482,10 +482,7 @@ func (m *Manager) Close() error {
 	m.closeOnce.Do(func() {
 		m.mu.Lock()
 		m.closed = true
-		threads := make([]*threadInstance, 0, len(m.threads))
-		for t := range m.threads {
-			threads = append(threads, t)
-		}
+		threads := slices.Collect(maps.Keys(m.threads))
 		m.mu.Unlock()
 
 		m.cancel()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -67,7 +68,7 @@ func startProcess(u *upstream, thread string, c *conn) (*process, error) {
 	}
 	cmd := exec.Command(u.cfg.Command, args...)
 	env := append(os.Environ(), InstanceDirVar+"="+dir)
-	for _, k := range slices.Sorted(mapsKeys(u.cfg.Env)) {
+	for _, k := range slices.Sorted(maps.Keys(u.cfg.Env)) {
 		env = append(env, k+"="+withDir.Replace(u.cfg.Env[k]))
 	}
 	cmd.Env = env
@@ -156,16 +157,6 @@ func startProcess(u *upstream, thread string, c *conn) (*process, error) {
 		u.logStderr(errR, thread)
 	}()
 	return p, nil
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // exitReason describes the process's exit, or "" while it runs.
