@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,9 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 	type pending struct {
 		spec rest.Spec
 		path string // config path of the definition, for its errors
+		// fromDoc marks a spec made from an OpenAPI document: its
+		// problems are the document's, placed at the source's spec.
+		fromDoc bool
 	}
 	var specs []pending
 	errs := nameErrors(cfg)
@@ -49,7 +54,6 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 			InputSchema:      t.InputSchema,
 			Idempotent:       t.Idempotent,
 			Timeout:          t.Timeout.D(),
-			Retry:            retrySpec(cfg, t.Retry),
 			MaxResponseBytes: t.MaxResponseBytes,
 			AllowedHosts:     t.AllowedHosts,
 			Secrets:          secrets,
@@ -57,23 +61,29 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 	}
 	for i, o := range cfg.OpenAPI {
 		path := fmt.Sprintf("openapi[%d]", i)
-		doc, err := g.readSpec(o.Spec)
-		if err != nil {
-			errs = append(errs, cfg.Locate(config.Problem{Path: path + ".spec", Msg: err.Error()}))
-			continue
-		}
-		got, warnings, err := openapi.Specs(openapi.Source{
+		src := openapi.Source{
 			Name:             o.Name,
-			Spec:             doc,
 			Location:         o.Spec,
 			BaseURL:          o.BaseURL,
 			Filter:           registry.Filter{Include: o.Include, Exclude: o.Exclude},
 			Headers:          o.Headers,
 			Timeout:          o.Timeout.D(),
-			Retry:            retrySpec(cfg, o.Retry),
 			MaxResponseBytes: o.MaxResponseBytes,
 			Secrets:          secrets,
-		})
+		}
+		// The source's own settings first: a document is not fetched for
+		// a source that cannot be used.
+		if err := src.Validate(); err != nil {
+			errs = append(errs, configErrors(cfg, path, err)...)
+			continue
+		}
+		doc, err := g.readSpec(o.Spec)
+		if err != nil {
+			errs = append(errs, cfg.Locate(config.Problem{Path: path + ".spec", Msg: err.Error()}))
+			continue
+		}
+		src.Spec = doc
+		got, warnings, err := openapi.Specs(src)
 		for _, w := range warnings {
 			g.logger.Warn("openapi operation skipped", "source", o.Name, "operation", w.Operation, "reason", w.Msg)
 		}
@@ -82,13 +92,17 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 			continue
 		}
 		for _, s := range got {
-			specs = append(specs, pending{path: path, spec: s})
+			specs = append(specs, pending{path: path, spec: s, fromDoc: true})
 		}
 	}
 	var bound []executors.Bound
 	for _, p := range specs {
 		t, exec, err := g.rest.Add(p.spec)
-		if err != nil {
+		switch {
+		case err != nil && p.fromDoc:
+			errs = append(errs, documentErrors(cfg, p.path+".spec", p.spec.Name, err)...)
+			continue
+		case err != nil:
 			errs = append(errs, configErrors(cfg, p.path, err)...)
 			continue
 		}
@@ -98,9 +112,59 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 		g.metrics.circuitState(backend, g.res.backends.Get(backend).State())
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, joinPositioned(errs)
 	}
 	return bound, nil
+}
+
+// joinPositioned joins errs (*config.PosError values) sorted by their
+// position in the file, as config reports its own problems; problems at
+// the same place keep their order.
+func joinPositioned(errs []error) error {
+	slices.SortStableFunc(errs, func(a, b error) int {
+		pa, _ := errors.AsType[*config.PosError](a)
+		pb, _ := errors.AsType[*config.PosError](b)
+		if pa == nil || pb == nil {
+			return cmp.Compare(boolInt(pa == nil), boolInt(pb == nil))
+		}
+		return cmp.Or(cmp.Compare(pa.Line, pb.Line), cmp.Compare(pa.Col, pb.Col))
+	})
+	return errors.Join(errs...)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// documentErrors places the problems the REST executor found in the spec
+// of tool, made from an OpenAPI document, at path (the source's spec):
+// they are the document's, not the file's.
+func documentErrors(cfg *config.Config, path, tool string, err error) []error {
+	var out []error
+	for _, e := range leafErrors(err) {
+		p := config.Problem{Path: path, Msg: fmt.Sprintf("the document's operation for tool %q: %v", tool, e)}
+		if fe, ok := e.(*registry.FieldError); ok {
+			p.Msg = fmt.Sprintf("the document's operation for tool %q: %s %s", tool, fe.Field, fe.Msg)
+			p.Got = fe.Value
+		}
+		out = append(out, cfg.Locate(p))
+	}
+	return out
+}
+
+// leafErrors flattens a tree of errors joined with errors.Join.
+func leafErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, leafErrors(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // configErrors places each problem in err (a tree of errors joined with
@@ -114,11 +178,8 @@ func configErrors(cfg *config.Config, path string, err error) []error {
 	walk = func(e, top error) {
 		switch x := e.(type) {
 		case *registry.FieldError:
-			p := path
-			if x.Field != "" {
-				p += "." + x.Field
-			}
-			out = append(out, cfg.Locate(config.Problem{Path: p, Key: x.Key, Got: x.Value, Msg: x.Msg}))
+			x = inFileOrder(cfg, path, x)
+			out = append(out, cfg.Locate(config.Problem{Path: joinPath(path, x.Field), Key: x.Key, Got: x.Value, Msg: x.Msg}))
 		case interface{ Unwrap() []error }:
 			for _, c := range x.Unwrap() {
 				walk(c, c)
@@ -137,11 +198,38 @@ func configErrors(cfg *config.Config, path string, err error) []error {
 	return out
 }
 
-// nameErrors checks that the names the rest, openapi and upstreams
-// sections give tools and prefixes are unique and do not clash: a rest
-// tool may be neither a source's prefix nor a name under it
-// (registry.UnderPrefix). Each name's own form is checked by its owner
-// (registry through the REST executor, openapi and mcpup).
+func joinPath(path, field string) string {
+	if field == "" {
+		return path
+	}
+	return path + "." + field
+}
+
+// inFileOrder returns fe, or for a header written twice in different
+// cases the same problem reported at the spelling written last: the
+// owner sees only a map, the file knows the order.
+func inFileOrder(cfg *config.Config, path string, fe *registry.FieldError) *registry.FieldError {
+	d, ok := errors.AsType[*rest.DuplicateHeaderError](fe.Err)
+	if !ok {
+		return fe
+	}
+	// The field's parent ("headers") is the same for both spellings.
+	parent := strings.TrimSuffix(fe.Field, registry.FieldPath("", d.Name))
+	other := d.Swapped()
+	other.Field = parent + registry.FieldPath("", d.Other)
+	at := cfg.Locate(config.Problem{Path: joinPath(path, fe.Field), Key: true})
+	otherAt := cfg.Locate(config.Problem{Path: joinPath(path, other.Field), Key: true})
+	if cmp.Or(cmp.Compare(otherAt.Line, at.Line), cmp.Compare(otherAt.Col, at.Col)) > 0 {
+		return other
+	}
+	return fe
+}
+
+// nameErrors checks that the names the rest and openapi sections give
+// tools and prefixes are unique and do not clash: a rest tool may be
+// neither a source's prefix nor a name under it (registry.UnderPrefix).
+// Each name's own form is checked by its owner (registry through the REST
+// executor, openapi); [upstreamNameErrors] checks the upstreams'.
 func nameErrors(cfg *config.Config) []error {
 	var errs []error
 	fail := func(path, got, format string, args ...any) {
@@ -149,8 +237,8 @@ func nameErrors(cfg *config.Config) []error {
 	}
 	sources := map[string]int{}
 	for i, o := range cfg.OpenAPI {
-		if o.Name == "" {
-			continue
+		if registry.ValidatePrefix(o.Name) != nil {
+			continue // openapi reports it
 		}
 		if j, dup := sources[o.Name]; dup {
 			fail(fmt.Sprintf("openapi[%d].name", i), o.Name, "duplicate source name, already used by openapi[%d]; rename one", j)
@@ -161,8 +249,8 @@ func nameErrors(cfg *config.Config) []error {
 	names := map[string]int{}
 	for i, t := range cfg.Rest {
 		path := fmt.Sprintf("rest[%d].name", i)
-		if t.Name == "" {
-			continue
+		if registry.ValidateName(t.Name) != nil {
+			continue // the REST executor reports it
 		}
 		if j, dup := names[t.Name]; dup {
 			fail(path, t.Name, "duplicate tool name, already used by rest[%d]; rename one", j)
@@ -170,35 +258,25 @@ func nameErrors(cfg *config.Config) []error {
 		}
 		names[t.Name] = i
 		for j, o := range cfg.OpenAPI {
-			if registry.UnderPrefix(t.Name, o.Name) {
-				fail(path, t.Name, "clashes with openapi[%d], whose tools are named %s<operationId>; rename the tool or the source", j, registry.Prefixed(o.Name, ""))
-				break
-			}
-		}
-	}
-	ups := map[string]int{}
-	for i, u := range cfg.Upstreams {
-		path := fmt.Sprintf("upstreams[%d].name", i)
-		if u.Name == "" {
-			continue
-		}
-		if j, dup := ups[u.Name]; dup {
-			fail(path, u.Name, "duplicate upstream name, already used by upstreams[%d]; rename one", j)
-			continue
-		}
-		ups[u.Name] = i
-		if j, clash := sources[u.Name]; clash {
-			fail(path, u.Name, "clashes with openapi[%d] of the same name (both prefix tool names with %s); rename one", j, registry.Prefixed(u.Name, ""))
-			continue
-		}
-		for j, t := range cfg.Rest {
-			if registry.UnderPrefix(t.Name, u.Name) {
-				fail(path, u.Name, "clashes with rest[%d] (%s), as this upstream's tools are named %s<tool>; rename the upstream or the tool", j, registry.QuoteValue(t.Name), registry.Prefixed(u.Name, ""))
+			if registry.ValidatePrefix(o.Name) == nil && registry.UnderPrefix(t.Name, o.Name) {
+				fail(path, t.Name, "clashes with openapi[%d], whose tools are named %s<operationId>; rename the tool or the source", j, registry.Prefixed(shownName(cfg, o.Name, "<its name>"), ""))
 				break
 			}
 		}
 	}
 	return errs
+}
+
+// shownName returns name for a message about another value, or instead
+// when name holds a value that came from the environment: those are never
+// shown, and [config.Config.Locate] hides only the value it places.
+func shownName(cfg *config.Config, name, instead string) string {
+	for _, s := range cfg.Secrets() {
+		if s != "" && strings.Contains(name, s) {
+			return instead
+		}
+	}
+	return name
 }
 
 // minSecretLen is the shortest value from the environment that REST tools

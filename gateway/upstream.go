@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -45,8 +44,9 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 		}
 		ups = append(ups, up)
 	}
+	errs = append(errs, upstreamNameErrors(cfg)...)
 	if len(errs) > 0 {
-		return errors.Join(errs...)
+		return joinPositioned(errs)
 	}
 	m, err := mcpup.New(ups, &mcpup.Options{
 		Logger: g.logger,
@@ -62,6 +62,46 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 	}
 	g.up = m
 	return nil
+}
+
+// upstreamNameErrors checks that the upstreams' names are unique and
+// clear of the openapi sources' and the rest tools' names: an upstream's
+// tools are named <name>__<tool>. Each name's own form is checked by
+// mcpup.
+func upstreamNameErrors(cfg *config.Config) []error {
+	var errs []error
+	fail := func(path, got, format string, args ...any) {
+		errs = append(errs, cfg.Locate(config.Problem{Path: path, Got: got, Msg: fmt.Sprintf(format, args...)}))
+	}
+	sources := map[string]int{}
+	for i, o := range cfg.OpenAPI {
+		if _, dup := sources[o.Name]; !dup && registry.ValidatePrefix(o.Name) == nil {
+			sources[o.Name] = i
+		}
+	}
+	ups := map[string]int{}
+	for i, u := range cfg.Upstreams {
+		path := fmt.Sprintf("upstreams[%d].name", i)
+		if registry.ValidatePrefix(u.Name) != nil {
+			continue // mcpup reports it
+		}
+		if j, dup := ups[u.Name]; dup {
+			fail(path, u.Name, "duplicate upstream name, already used by upstreams[%d]; rename one", j)
+			continue
+		}
+		ups[u.Name] = i
+		if j, clash := sources[u.Name]; clash {
+			fail(path, u.Name, "clashes with openapi[%d] of the same name (both prefix tool names with %s); rename one", j, registry.Prefixed(shownName(cfg, u.Name, "<this name>"), ""))
+			continue
+		}
+		for j, t := range cfg.Rest {
+			if registry.UnderPrefix(t.Name, u.Name) {
+				fail(path, u.Name, "clashes with rest[%d] (%s), as this upstream's tools are named %s<tool>; rename the upstream or the tool", j, shownName(cfg, registry.QuoteValue(t.Name), "its name"), registry.Prefixed(shownName(cfg, u.Name, "<this name>"), ""))
+				break
+			}
+		}
+	}
+	return errs
 }
 
 // StartUpstreams starts connecting to the configured upstream MCP servers
