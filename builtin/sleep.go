@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
 )
 
 func sleepTool() registry.Tool {
@@ -44,6 +45,11 @@ func sleepTool() registry.Tool {
 	}
 }
 
+// sleepMaxMS is the longest sleep allowed, in milliseconds. The schema says
+// so too; the check stays for embedders that call the function directly
+// with Go integers, which no schema has seen.
+const sleepMaxMS = 60000
+
 // sleepArgs are sleep's arguments.
 type sleepArgs struct {
 	MS int64 `json:"ms"`
@@ -56,6 +62,9 @@ func sleep(ctx context.Context, args map[string]any) (executors.Result, error) {
 	a, err := decode[sleepArgs]("sleep", args)
 	if err != nil {
 		return executors.Result{}, err
+	}
+	if a.MS < 0 || a.MS > sleepMaxMS {
+		return executors.Result{}, retry.Errorf(retry.Validation, "sleep: argument \"ms\" must be 0 to %d", sleepMaxMS)
 	}
 	if err := ctx.Err(); err != nil {
 		return executors.Result{}, err
