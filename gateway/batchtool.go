@@ -9,9 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -65,9 +64,16 @@ type batchResult struct {
 	Failed  int            `json:"failed"`
 }
 
-// addBatchTool registers toolgate_batch. The tool is listed and validated
-// like any other, but execute runs it itself (runBatch): it never reaches
-// the dispatcher.
+// batchSource is the source of toolgate_batch, which marks it re-entrant
+// (routes.go).
+const batchSource = "toolgate"
+
+// batchTimeout bounds a whole toolgate_batch, as a backstop only: each of
+// its calls runs under its own tool's deadline.
+const batchTimeout = 24 * time.Hour
+
+// addBatchTool registers toolgate_batch: a tool listed and validated like
+// any other whose executor runs each of its calls through the pipeline.
 func (g *Gateway) addBatchTool() error {
 	t := registry.Tool{
 		Name:  BatchToolName,
@@ -75,30 +81,48 @@ func (g *Gateway) addBatchTool() error {
 		Description: "Runs several tool calls at once and returns every outcome, in the order given: " +
 			"each with its status (ok or error), error class, duration and content. One failure never hides the others. " +
 			"Use it for independent calls; calls that depend on each other's results must be made one after another.",
-		Source:      "toolgate",
+		Kind:        registry.Stateless,
+		Source:      batchSource,
 		InputSchema: batchToolSchema,
+		Timeout:     batchTimeout,
 	}
-	err := g.RegisterStateless(t, func(context.Context, map[string]any) (executors.Result, error) {
-		return executors.Result{}, retry.Errorf(retry.Internal, "%s is run by the gateway, not dispatched", BatchToolName)
-	})
-	if err != nil {
-		return err
-	}
-	g.batchTool, _ = g.reg.Get(BatchToolName)
-	return nil
+	return g.register(executors.Bound{Tool: t, Exec: batchExec{g}})
 }
 
-// runBatch runs the calls of one toolgate_batch (its arguments have passed
-// the schema) in thread, each through the whole pipeline, at most
-// max_parallel at once, and waits for all of them. progress, when not nil,
-// is told as each call finishes.
-func (g *Gateway) runBatch(ctx context.Context, args map[string]any, sessThread, thread string, progress func(float64, float64, string)) (executors.Result, error) {
-	calls, _ := args["calls"].([]any)
-	limit := len(calls)
-	if v, ok := args["max_parallel"]; ok {
-		if n, ok := intArg(v); ok && n >= 1 {
-			limit = min(limit, n)
-		}
+// batchArgs are toolgate_batch's arguments, once they passed its schema.
+type batchArgs struct {
+	Calls []struct {
+		Tool      string          `json:"tool"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"calls"`
+	MaxParallel int `json:"max_parallel"`
+}
+
+// batchExec runs toolgate_batch. It is re-entrant: the pipeline gives it
+// the batch's Call in its context, and each call of the batch goes through
+// the whole pipeline in the batch's thread, session and principal.
+type batchExec struct{ g *Gateway }
+
+// Execute runs the calls of one toolgate_batch, at most max_parallel at
+// once, and waits for all of them. Progress, when asked for, is reported
+// as each call finishes.
+func (b batchExec) Execute(ctx context.Context, ec executors.Call) (executors.Result, error) {
+	g := b.g
+	outer, ok := callFrom(ctx)
+	if !ok {
+		return executors.Result{}, retry.Errorf(retry.Internal, "%s ran outside the pipeline", BatchToolName)
+	}
+	raw, err := json.Marshal(ec.Args)
+	if err != nil {
+		return executors.Result{}, retry.Wrap(retry.Internal, "reading the batch", err)
+	}
+	var args batchArgs
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return executors.Result{}, retry.Wrap(retry.Internal, "reading the batch", err)
+	}
+	limit := len(args.Calls)
+	if args.MaxParallel >= 1 {
+		limit = min(limit, args.MaxParallel)
 	}
 	// The calls share the batch's per-session (or per-thread) slots: more
 	// at once would only wait in the queue, or fail as rate_limited when
@@ -106,11 +130,11 @@ func (g *Gateway) runBatch(ctx context.Context, args map[string]any, sessThread,
 	if per := g.cfg.Defaults.MaxParallelPerSession; per >= 1 {
 		limit = min(limit, per)
 	}
-	outcomes := make([]batchOutcome, len(calls))
+	outcomes := make([]batchOutcome, len(args.Calls))
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
 	var done atomic.Int64
-	for i, c := range calls {
+	for i, c := range args.Calls {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -119,20 +143,18 @@ func (g *Gateway) runBatch(ctx context.Context, args map[string]any, sessThread,
 			// goroutine's stack recovers. It fails this call alone.
 			defer func() {
 				if p := recover(); p != nil {
-					m, _ := c.(map[string]any)
-					name, _ := m["tool"].(string)
-					g.logger.Error("batch call panicked", "tool", name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					g.logger.Error("batch call panicked", "tool", c.Tool, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 					if !settled {
-						outcomes[i] = outcome(name, start, errorResult(retry.Errorf(retry.Internal,
+						outcomes[i] = outcome(c.Tool, start, errorResult(retry.Errorf(retry.Internal,
 							"the call failed unexpectedly (panic) inside %s; the gateway logged the details", BatchToolName)))
 					}
 				}
 			}()
-			outcomes[i] = g.batchCall(ctx, c.(map[string]any), sessThread, thread)
+			outcomes[i] = g.batchCall(ctx, outer, c.Tool, c.Arguments)
 			settled = true
-			if progress != nil {
+			if ec.Progress != nil {
 				n := done.Add(1)
-				progress(float64(n), float64(len(calls)), fmt.Sprintf("%s: %s", outcomes[i].Tool, outcomes[i].Status))
+				ec.Progress(float64(n), float64(len(args.Calls)), fmt.Sprintf("%s: %s", outcomes[i].Tool, outcomes[i].Status))
 			}
 		})
 	}
@@ -145,71 +167,51 @@ func (g *Gateway) runBatch(ctx context.Context, args map[string]any, sessThread,
 			res.Failed++
 		}
 	}
-	b, err := json.Marshal(res)
+	out, err := json.Marshal(res)
 	if err != nil {
 		return executors.Result{}, retry.Wrap(retry.Internal, "encoding the batch result", err)
 	}
 	return executors.Result{
-		Content:    []executors.Content{{Type: executors.TextContent, Text: string(b)}},
-		Structured: json.RawMessage(b),
+		Content:    []executors.Content{{Type: executors.TextContent, Text: string(out)}},
+		Structured: json.RawMessage(out),
 	}, nil
 }
 
-// batchCall runs one call of a batch and describes its outcome.
-func (g *Gateway) batchCall(ctx context.Context, c map[string]any, sessThread, thread string) batchOutcome {
-	name, _ := c["tool"].(string)
+// batchCall runs one call of the batch outer through the pipeline and
+// describes its outcome.
+func (g *Gateway) batchCall(ctx context.Context, outer *Call, name string, args json.RawMessage) batchOutcome {
 	start := time.Now()
-	var res *mcp.CallToolResult
-	t, err := g.reg.Resolve(name, g.cfg.Guards.NameRepair)
-	switch {
-	case err != nil:
-		g.metrics.unknownTools.Inc()
-		res = errorResult(retry.Wrap(retry.NotFound, "", err))
-	case t == g.batchTool:
-		res = errorResult(retry.Errorf(retry.Validation, "%s cannot run inside %s; list its calls in the outer batch", BatchToolName, BatchToolName))
-	default:
-		name = t.Name
-		args := c["arguments"]
-		var raw json.RawMessage
-		if args != nil {
-			raw, _ = json.Marshal(args) // it came from JSON
-		}
-		res = g.run(ctx, t, args, raw, nil, sessThread, thread, nil)
+	r, err := g.lookup(name)
+	if err != nil {
+		return outcome(name, start, errorResult(retry.Wrap(retry.NotFound, "", err)))
 	}
-	return outcome(name, start, res)
+	if r.reentrant {
+		return outcome(r.tool.Name, start, errorResult(retry.Errorf(retry.Validation,
+			"%s cannot run inside %s; list its calls in the outer batch", BatchToolName, BatchToolName)))
+	}
+	c := &Call{route: r, Raw: args, Meta: nil, Principal: outer.Principal, Session: outer.Session, Thread: outer.Thread}
+	if string(args) == "null" {
+		c.Raw = nil
+	}
+	res, err := g.handle(ctx, c)
+	if err != nil {
+		res = errorResult(err)
+	}
+	return outcome(r.tool.Name, start, res)
 }
 
 // outcome describes the result res of a call of tool name that started at
 // start.
-func outcome(name string, start time.Time, res *mcp.CallToolResult) batchOutcome {
+func outcome(name string, start time.Time, res *Result) batchOutcome {
 	o := batchOutcome{Tool: name, Status: "ok", DurationMS: float64(time.Since(start).Microseconds()) / 1000}
 	if res.IsError {
-		o.Status, o.Class = "error", string(retry.Execution)
-		if res.Meta != nil {
-			if cl, ok := res.Meta.AdditionalFields[ErrorClassMetaKey].(string); ok {
-				o.Class = cl
-			}
+		o.Status, o.Class = "error", string(res.Class)
+		if cl, ok := res.Meta[ErrorClassMetaKey].(string); ok {
+			o.Class = cl
+		} else if o.Class == "" {
+			o.Class = string(retry.Execution)
 		}
 	}
-	o.Content, _ = json.Marshal(res.Content)
-	if res.StructuredContent != nil {
-		o.StructuredContent, _ = json.Marshal(res.StructuredContent)
-	}
+	o.Content, o.StructuredContent, _ = mcpfront.ContentJSON((*executors.Result)(res))
 	return o
-}
-
-// intArg reads an integer argument decoded from JSON.
-func intArg(v any) (int, bool) {
-	switch n := v.(type) {
-	case float64:
-		if n == float64(int(n)) {
-			return int(n), true
-		}
-	case json.Number:
-		i, err := n.Int64()
-		return int(i), err == nil
-	case int:
-		return n, true
-	}
-	return 0, false
 }

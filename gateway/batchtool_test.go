@@ -25,7 +25,7 @@ func batchOf(t *testing.T, g *Gateway, args string, meta map[string]any) batchRe
 		t.Fatalf("%s = isError %q", BatchToolName, resultText(t, res))
 	}
 	var out batchResult
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Structured)
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("structuredContent %s: %v", b, err)
 	}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway"
@@ -49,15 +47,11 @@ func newBenchGateway(b *testing.B) *gateway.Gateway {
 }
 
 // resultText returns the text of a result's single text block, or "".
-func resultText(res *mcp.CallToolResult) string {
-	if res == nil || len(res.Content) != 1 {
+func resultText(res *gateway.Result) string {
+	if res == nil || len(res.Content) != 1 || res.Content[0].Type != executors.TextContent {
 		return ""
 	}
-	tc, ok := mcp.AsTextContent(res.Content[0])
-	if !ok {
-		return ""
-	}
-	return tc.Text
+	return res.Content[0].Text
 }
 
 // BenchmarkPipeline measures one in-process call of a stateless tool

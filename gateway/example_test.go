@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-
-	"github.com/mark3labs/mcp-go/mcp"
+	"strings"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
 )
 
 func ExampleGateway_RegisterStateless() {
@@ -29,7 +29,7 @@ func ExampleGateway_RegisterStateless() {
 		return
 	}
 	res, _ := g.Call(context.Background(), "greet", json.RawMessage(`{"name":"Ada"}`), nil)
-	fmt.Println(res.Content[0].(mcp.TextContent).Text)
+	fmt.Println(res.Text())
 	// Output: hello Ada
 }
 
@@ -55,10 +55,58 @@ func ExampleGateway_RegisterStateful() {
 	thread := map[string]any{gateway.ThreadMetaKey: "demo"}
 	for _, note := range []string{"a", "b"} {
 		res, _ := g.Call(context.Background(), "notes", json.RawMessage(`{"add":"`+note+`"}`), thread)
-		b, _ := json.Marshal(res.StructuredContent)
+		b, _ := json.Marshal(res.Structured)
 		fmt.Println(string(b))
 	}
 	// Output:
 	// {"count":1}
 	// {"count":2}
+}
+
+// Middleware added with Use runs around the dispatch of every call, once
+// the call is resolved, validated and in its thread: here one refuses
+// calls whose text names a secret and another upper-cases every result.
+func ExampleGateway_Use() {
+	cfg, _ := config.Default(nil)
+	g, _ := gateway.New(cfg)
+	defer g.Close()
+	_ = g.RegisterStateless(registry.Tool{
+		Name:        "echo",
+		Description: "Echoes its text",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+	}, func(ctx context.Context, args map[string]any) (executors.Result, error) {
+		return executors.Text(args["text"].(string)), nil
+	})
+	g.Use(
+		func(next gateway.Handler) gateway.Handler {
+			return func(ctx context.Context, c *gateway.Call) (*gateway.Result, error) {
+				if text, _ := c.Args["text"].(string); strings.Contains(text, "password") {
+					return &gateway.Result{
+						Content: []gateway.Content{{Type: executors.TextContent, Text: "refused: the text names a secret"}},
+						IsError: true,
+						Class:   retry.Validation,
+					}, nil
+				}
+				return next(ctx, c)
+			}
+		},
+		func(next gateway.Handler) gateway.Handler {
+			return func(ctx context.Context, c *gateway.Call) (*gateway.Result, error) {
+				res, err := next(ctx, c)
+				if err == nil && !res.IsError {
+					for i := range res.Content {
+						res.Content[i].Text = strings.ToUpper(res.Content[i].Text)
+					}
+				}
+				return res, err
+			}
+		},
+	)
+	for _, text := range []string{"hello", "my password is x"} {
+		res, _ := g.Call(context.Background(), "echo", json.RawMessage(`{"text":"`+text+`"}`), nil)
+		fmt.Println(res.IsError, res.Class, res.Text())
+	}
+	// Output:
+	// false  HELLO
+	// true validation refused: the text names a secret
 }

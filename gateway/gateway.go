@@ -1,31 +1,22 @@
-// Package gateway is toolgate's composition root and MCP front end. It
-// builds the registry, executors and thread pool from a [config.Config],
-// serves them as one MCP endpoint (streamable HTTP and legacy SSE through
-// [Gateway.Handler], stdio through [Gateway.ServeStdio]), owns the call
-// pipeline, the session → thread mapping and the Prometheus registry, and is
-// the public API for programs that embed toolgate.
-//
-// gateway runs no HTTP calls to tools, spawns no processes and validates no
-// schemas itself: executors and schemas do that. mcp-go's server types appear
-// only here.
 package gateway
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/executors/rest"
+	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/threadctx"
 )
@@ -49,10 +40,11 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 func WithVersion(v string) Option { return func(o *options) { o.version = v } }
 
 // Gateway is one toolgate instance: a registry of tools, the executors that
-// run them and the MCP server that exposes them. Build it with [New], add
-// tools with [Gateway.RegisterStateless] and [Gateway.RegisterStateful]
-// (before or while serving), serve it, and call [Gateway.Shutdown] or
-// [Gateway.Close] when done. Its methods are safe for concurrent use.
+// run them, the call pipeline and the MCP front that exposes them. Build it
+// with [New], add tools with [Gateway.RegisterStateless] and
+// [Gateway.RegisterStateful] (before or while serving), serve it, and call
+// [Gateway.Shutdown] or [Gateway.Close] when done. Its methods are safe for
+// concurrent use.
 type Gateway struct {
 	cfg     *config.Config
 	logger  *slog.Logger
@@ -60,7 +52,6 @@ type Gateway struct {
 
 	reg         *registry.Registry
 	dispatcher  *executors.Dispatcher
-	stateless   *executors.Stateless
 	stateful    *executors.Stateful
 	rest        *rest.Executor
 	up          *mcpup.Manager // nil without upstreams
@@ -69,10 +60,17 @@ type Gateway struct {
 	metrics     *metrics
 	limiter     *limiter
 	res         *resilience
-	batchTool   *registry.Tool // toolgate_batch, or nil when off
-	mcp         *server.MCPServer
+	front       *mcpfront.Front
 	unsubscribe func()
 	regMu       sync.Mutex // serialises Register* and Unregister
+
+	execMu sync.Mutex
+	execs  map[string]executors.Executor // guarded by execMu: each tool's executor, by tool name (routes.go)
+	routes atomic.Pointer[map[string]*route]
+
+	useMu sync.Mutex   // serialises Use
+	use   []Middleware // guarded by useMu
+	chain atomic.Pointer[Handler]
 
 	// root is cancelled by Close; it bounds background work such as
 	// fetching OpenAPI documents.
@@ -81,14 +79,14 @@ type Gateway struct {
 	calls      tracker
 	oneShot    atomic.Uint64 // numbers one-call threads
 	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
-	clients    sync.Map      // live MCP session ID → *clientSession, its mcp-go session (batch.go)
 
 	httpOnce  sync.Once
 	router    http.Handler // built by Handler
-	mu        sync.Mutex   // guards httpParts
-	httpParts *httpParts   // built by Handler; closed by Close
 	closeOnce sync.Once
 }
+
+// instructions are sent to clients in the initialize result.
+const instructions = "toolgate gateway: every tool behind one endpoint. Tool failures come back as isError results whose text starts with an error class (validation, not_found, timeout, ...); fix validation errors and retry transient ones."
 
 // New builds a gateway from cfg. cfg must have been loaded by package config
 // (defaults filled, validated). New starts no listener; the returned
@@ -104,14 +102,15 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, reg: registry.New()}
+	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, reg: registry.New(), execs: map[string]executors.Executor{}}
+	g.routes.Store(&map[string]*route{})
+	g.chain.Store(new(g.buildChain(nil)))
 	g.root, g.rootCancel = context.WithCancelCause(context.Background())
 	g.pool = threadctx.NewPool(&threadctx.Options{
 		IdleTTL:      cfg.Threads.IdleTTL.D(),
 		MaxInstances: cfg.Threads.MaxInstances,
 		Logger:       g.logger,
 	})
-	g.stateless = executors.NewStateless()
 	g.stateful = executors.NewStateful(g.pool)
 	g.limiter = newLimiter(cfg.Defaults.MaxParallel, cfg.Defaults.MaxParallelPerSession, cfg.Defaults.MaxQueue)
 	g.metrics = newMetrics(g.pool, g.reg, g.limiter)
@@ -119,7 +118,6 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{
 		DefaultTimeout: cfg.Defaults.Timeout.D(),
 		Logger:         g.logger,
-		Plan:           g.res.plan,
 		OnRetry:        g.metrics.retry,
 	})
 	g.rest = rest.New(&rest.Options{
@@ -127,33 +125,26 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		OnResponse: g.metrics.httpResponse,
 		OnRetry:    g.metrics.retry,
 	})
-	g.dispatcher.Handle(registry.Stateless, g.stateless)
-	g.dispatcher.Handle(registry.Stateful, g.stateful)
-	g.dispatcher.Handle(registry.REST, g.rest)
-
-	hooks := &server.Hooks{}
-	hooks.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
-		g.clientStarted(ctx, s)
-		g.sessionStarted(s.SessionID())
+	s := cfg.Server
+	g.front = mcpfront.New(frontBackend{g}, mcpfront.Options{
+		Name: "toolgate", Version: g.version, Instructions: instructions,
+		Logger:  g.logger,
+		MCPPath: s.MCPPath, SSE: s.SSE, SessionIdleTTL: s.SessionIdleTTL.D(),
+		MaxBodyBytes: s.MaxBodyBytes, AllowedOrigins: s.AllowedOrigins,
 	})
-	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
-		g.sessionEnded(s.SessionID())
-		g.clientEnded(s)
-	})
-	g.mcp = server.NewMCPServer("toolgate", g.version,
-		server.WithToolCapabilities(true),
-		server.WithHooks(hooks),
-		server.WithRecovery(),
-		server.WithInstructions("toolgate gateway: every tool behind one endpoint. Tool failures come back as isError results whose text starts with an error class (validation, not_found, timeout, ...); fix validation errors and retry transient ones."),
-	)
 	g.unsubscribe = g.reg.Subscribe(g.syncTools)
-	if err := g.addRESTTools(cfg); err != nil {
+	// Every problem of the file at once: REST and OpenAPI sources, then
+	// upstreams.
+	bounds, restErr := g.restTools(cfg)
+	if err := joinProblems(restErr, g.buildUpstreams(cfg)); err != nil {
 		g.Close()
 		return nil, err
 	}
-	if err := g.buildUpstreams(cfg); err != nil {
-		g.Close()
-		return nil, err
+	if len(bounds) > 0 {
+		if err := g.register(bounds...); err != nil {
+			g.Close()
+			return nil, err
+		}
 	}
 	if cfg.BatchTool {
 		if err := g.addBatchTool(); err != nil {
@@ -162,6 +153,50 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		}
 	}
 	return g, nil
+}
+
+// joinProblems joins the problems of errs, each an error or a join of
+// them, into one flat join in file order, so a caller prints one
+// file:line:col problem per line.
+func joinProblems(errs ...error) error {
+	var all []error
+	for _, err := range errs {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			all = append(all, j.Unwrap()...)
+		} else if err != nil {
+			all = append(all, err)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b error) int {
+		pa, _ := errors.AsType[*config.PosError](a)
+		pb, _ := errors.AsType[*config.PosError](b)
+		if pa == nil || pb == nil {
+			return 0
+		}
+		return cmp.Or(cmp.Compare(pa.Line, pb.Line), cmp.Compare(pa.Col, pb.Col))
+	})
+	return errors.Join(all...)
+}
+
+// Use adds middleware around the dispatch of every call, after the call
+// has been resolved, validated and given its thread: the first added is
+// the outermost. Calls that start after Use returns go through it.
+func (g *Gateway) Use(mw ...Middleware) {
+	g.useMu.Lock()
+	defer g.useMu.Unlock()
+	g.use = append(g.use, mw...)
+	g.chain.Store(new(g.buildChain(g.use)))
+}
+
+// Call runs one call through the whole pipeline, as if a client had sent
+// it: name resolution (with repair when enabled), validation, dispatch.
+// args is the JSON arguments object (nil or empty means {}). meta is the
+// request's _meta (it may name a thread with [ThreadMetaKey]); without a
+// thread the call runs in a fresh one-call thread. An unknown tool is
+// returned as an error wrapping registry.ErrNotFound; every other failure is
+// a result with IsError set.
+func (g *Gateway) Call(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (*Result, error) {
+	return g.handle(ctx, &Call{Name: name, Raw: args, Meta: meta})
 }
 
 // RegisterStateless adds a stateless tool implemented by fn. t.Kind is set
@@ -175,7 +210,7 @@ func (g *Gateway) RegisterStateless(t registry.Tool, fn executors.StatelessFunc)
 	if t.Source == "" {
 		t.Source = "embedder"
 	}
-	return g.register(t, func() { g.stateless.Set(t.Name, fn) }, func() { g.stateless.Delete(t.Name) })
+	return g.register(executors.Bound{Tool: t, Exec: fn})
 }
 
 // RegisterStateful adds a stateful tool whose per-thread instances f
@@ -188,21 +223,29 @@ func (g *Gateway) RegisterStateful(t registry.Tool, f executors.Factory) error {
 	if t.Source == "" {
 		t.Source = "embedder"
 	}
-	return g.register(t, func() { g.stateful.Set(t.Name, f) }, func() { g.stateful.Delete(t.Name) })
+	return g.register(executors.Bound{Tool: t, Exec: g.stateful.Bind(t.Name, f)})
 }
 
-// register adds t to the registry with its implementation installed first
-// (set), so no client can see the tool before it can run. A rejected tool
+// register adds tools to the registry with their executors set first, so
+// no client can see a tool before it can run; all or none. A rejected tool
 // leaves an existing tool of that name untouched.
-func (g *Gateway) register(t registry.Tool, set, unset func()) error {
+func (g *Gateway) register(bs ...executors.Bound) error {
 	g.regMu.Lock()
 	defer g.regMu.Unlock()
-	if _, taken := g.reg.Get(t.Name); taken {
-		return g.reg.Add(t) // fails, with the error naming both sources
+	tools := make([]registry.Tool, len(bs))
+	for i, b := range bs {
+		tools[i] = b.Tool
+		if _, taken := g.reg.Get(b.Tool.Name); taken {
+			return g.reg.Add(tools[:i+1]...) // fails, with the error naming both sources
+		}
 	}
-	set()
-	if err := g.reg.Add(t); err != nil {
-		unset()
+	g.setExecs(bs...)
+	if err := g.reg.Add(tools...); err != nil {
+		names := make([]string, len(tools))
+		for i, t := range tools {
+			names[i] = t.Name
+		}
+		g.dropExecs(names...)
 		return err
 	}
 	return nil
@@ -214,79 +257,12 @@ func (g *Gateway) Unregister(names ...string) []string {
 	g.regMu.Lock()
 	defer g.regMu.Unlock()
 	removed := g.reg.Remove(names...)
-	for _, n := range removed {
-		g.stateless.Delete(n)
-		g.stateful.Delete(n)
-		g.rest.Remove(n)
-	}
+	g.dropExecs(removed...)
 	return removed
 }
 
 // Tools returns the registered tools sorted by name.
 func (g *Gateway) Tools() []*registry.Tool { return g.reg.List() }
-
-// syncTools mirrors a registry change into the mcp-go server, which sends
-// notifications/tools/list_changed to every connected client.
-func (g *Gateway) syncTools(c registry.Change) {
-	if len(c.Removed) > 0 {
-		// A replaced tool (an upstream listing its tools again) is in both
-		// lists; AddTools replaces it in mcp-go in place. Deleting it
-		// first would leave a moment in which mcp-go answers its calls
-		// with "tool not found". The caches are keyed by the old *Tool.
-		if gone := removedOnly(c); len(gone) > 0 {
-			g.mcp.DeleteTools(gone...)
-		}
-		g.metrics.forget(c.Removed)
-		g.res.forget(c.Removed)
-	}
-	if len(c.Added) == 0 {
-		return
-	}
-	st := make([]server.ServerTool, 0, len(c.Added))
-	for _, t := range c.Added {
-		st = append(st, server.ServerTool{Tool: wireTool(t), Handler: g.handleToolCall})
-	}
-	g.mcp.AddTools(st...)
-}
-
-// removedOnly returns the names c removes and does not add again.
-func removedOnly(c registry.Change) []string {
-	if len(c.Added) == 0 {
-		return c.Removed
-	}
-	added := make(map[string]bool, len(c.Added))
-	for _, t := range c.Added {
-		added[t.Name] = true
-	}
-	var gone []string
-	for _, name := range c.Removed {
-		if !added[name] {
-			gone = append(gone, name)
-		}
-	}
-	return gone
-}
-
-func (g *Gateway) sessionStarted(id string) {
-	if id == "" {
-		return
-	}
-	if _, loaded := g.sessions.LoadOrStore(id, sessionThread(id)); !loaded {
-		g.metrics.sessions.Inc()
-		g.logger.Debug("session started")
-	}
-}
-
-func (g *Gateway) sessionEnded(id string) {
-	if id == "" {
-		return
-	}
-	if _, ok := g.sessions.LoadAndDelete(id); ok {
-		g.metrics.sessions.Dec()
-		g.pool.CloseThread(sessionThread(id))
-		g.logger.Debug("session ended")
-	}
-}
 
 // Shutdown stops the gateway gracefully: new calls are refused with class
 // unavailable, calls in flight may finish until ctx is done, after which
@@ -294,16 +270,23 @@ func (g *Gateway) sessionEnded(id string) {
 // are closed and every thread instance is closed. It returns ctx's error if
 // the grace period ran out.
 func (g *Gateway) Shutdown(ctx context.Context) error {
+	err := g.drain(ctx)
+	g.Close()
+	return err
+}
+
+// drain refuses new calls and waits for the calls in flight until ctx is
+// done; then it cancels them and waits briefly for their results to go
+// out. It returns ctx's error if ctx ended first.
+func (g *Gateway) drain(ctx context.Context) error {
 	err := g.calls.drain(ctx)
 	if err != nil {
 		g.logger.Warn("shutdown grace ran out; cancelling calls in flight", "in_flight", g.calls.count())
 		g.calls.cancelAll(errShutdown)
-		// Give cancelled calls a moment to deliver their results.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownCancelWait)
 		_ = g.calls.drain(wctx)
 		cancel()
 	}
-	g.Close()
 	return err
 }
 
@@ -315,12 +298,7 @@ func (g *Gateway) Close() error {
 		g.calls.startDraining()
 		g.calls.cancelAll(errShutdown)
 		g.rootCancel(errShutdown)
-		g.mu.Lock()
-		p := g.httpParts
-		g.mu.Unlock()
-		if p != nil {
-			p.close()
-		}
+		g.front.Close()
 		g.unsubscribe()
 		if g.up != nil {
 			_ = g.up.Close() // kills and reaps every upstream process
@@ -329,38 +307,4 @@ func (g *Gateway) Close() error {
 		g.rest.Close()
 	})
 	return nil
-}
-
-// libLogger is the logger handed to mcp-go.
-func (g *Gateway) libLogger() *slog.Logger {
-	return slog.New(quietHandler{g.logger.Handler(), slog.LevelWarn})
-}
-
-// mcpMeta returns the _meta additional fields of a request, or nil.
-func mcpMeta(m *mcp.Meta) map[string]any {
-	if m == nil {
-		return nil
-	}
-	return m.AdditionalFields
-}
-
-// quietHandler passes on only records at or above min. mcp-go logs every
-// request at info with its session ID (a bearer credential for the session),
-// and toolgate logs calls itself, so mcp-go gets a logger that keeps only
-// its warnings and errors.
-type quietHandler struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return quietHandler{h.Handler.WithAttrs(as), h.min}
-}
-
-func (h quietHandler) WithGroup(name string) slog.Handler {
-	return quietHandler{h.Handler.WithGroup(name), h.min}
 }

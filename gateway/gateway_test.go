@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/config"
@@ -80,22 +79,19 @@ func (c *fakeCounter) Call(context.Context, map[string]any) (executors.Result, e
 
 func (c *fakeCounter) Close() error { c.closed.Add(1); return nil }
 
-func resultText(t *testing.T, r *mcp.CallToolResult) string {
+func resultText(t *testing.T, r *Result) string {
 	t.Helper()
 	var b strings.Builder
 	for _, c := range r.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
+		if c.Type == executors.TextContent {
+			b.WriteString(c.Text)
 		}
 	}
 	return b.String()
 }
 
-func errorClass(r *mcp.CallToolResult) string {
-	if r.Meta == nil {
-		return ""
-	}
-	s, _ := r.Meta.AdditionalFields[ErrorClassMetaKey].(string)
+func errorClass(r *Result) string {
+	s, _ := r.Meta[ErrorClassMetaKey].(string)
 	return s
 }
 
@@ -163,7 +159,10 @@ func TestThreads(t *testing.T) {
 	g, fc := newGateway(t, nil)
 	call := func(meta map[string]any) float64 {
 		t.Helper()
-		res := g.run(t.Context(), mustTool(t, g, "counter"), nil, nil, meta, sessionOf(meta), "", nil)
+		res, err := g.handle(t.Context(), &Call{Name: "counter", Meta: meta, Session: sessionOf(meta)})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if res.IsError {
 			t.Fatalf("counter call failed: %v", resultText(t, res))
 		}
@@ -194,18 +193,18 @@ func TestThreads(t *testing.T) {
 		t.Errorf("one-call instances closed = %d, want 2", got)
 	}
 	// Ending session A closes its instance.
-	g.sessionStarted("A")
+	frontBackend{g}.SessionStarted("A")
 	before = fc.closed.Load()
-	g.sessionEnded("A")
+	frontBackend{g}.SessionEnded("A")
 	if got := fc.closed.Load() - before; got != 1 {
 		t.Errorf("instances closed at session end = %d, want 1", got)
 	}
 }
 
 // structuredN returns structuredContent.n, as a client would decode it.
-func structuredN(t *testing.T, res *mcp.CallToolResult) float64 {
+func structuredN(t *testing.T, res *Result) float64 {
 	t.Helper()
-	b, err := json.Marshal(res.StructuredContent)
+	b, err := json.Marshal(res.Structured)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,10 +226,8 @@ func mustTool(t *testing.T, g *Gateway, name string) *registry.Tool {
 
 // sessionOf returns the thread of the test's pretend session in meta.
 func sessionOf(meta map[string]any) string {
-	if s, _ := meta["session"].(string); s != "" {
-		return sessionThread(s)
-	}
-	return ""
+	s, _ := meta["session"].(string)
+	return s
 }
 
 func TestThreadMetaErrors(t *testing.T) {
@@ -338,7 +335,7 @@ func TestShutdownDrainsCalls(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan *mcp.CallToolResult, 1)
+	got := make(chan *Result, 1)
 	go func() {
 		res, _ := g.Call(context.Background(), "wait", nil, nil)
 		got <- res
@@ -376,7 +373,7 @@ func TestShutdownGraceRunsOut(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan *mcp.CallToolResult, 1)
+	got := make(chan *Result, 1)
 	go func() {
 		res, _ := g.Call(context.Background(), "hang", nil, nil)
 		got <- res

@@ -1,76 +1,14 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
-
-// eventsPerSession bounds the event store (see eventStore).
-const eventsPerSession = 256
-
-// httpParts are the mcp-go HTTP transports behind [Gateway.Handler].
-type httpParts struct {
-	streamable *server.StreamableHTTPServer
-	sse        *server.SSEServer // nil when server.sse is false
-	streams    sync.Map          // SSE session ID → *sseStream
-	bodies     sync.Pool         // *body, reused request bodies
-	sweeper    *idleSweeper      // ends idle streamable HTTP sessions; nil when the TTL is 0 (sessions.go)
-	sseBatches batchRuns         // SSE batches in flight (batch.go)
-}
-
-// body holds one request body read by toolgate and replays it to mcp-go,
-// which copies what it reads; it goes back to the pool once mcp-go's
-// handler returns.
-type body struct {
-	buf bytes.Buffer
-	rd  bytes.Reader
-}
-
-func (b *body) Read(p []byte) (int, error) { return b.rd.Read(p) }
-func (b *body) Close() error               { return nil }
-
-// maxPooledBody is the largest buffer kept for reuse.
-const maxPooledBody = 64 << 10
-
-func (p *httpParts) getBody() *body {
-	if b, ok := p.bodies.Get().(*body); ok {
-		return b
-	}
-	return &body{}
-}
-
-func (p *httpParts) putBody(b *body) {
-	if b.buf.Cap() > maxPooledBody {
-		return
-	}
-	b.buf.Reset()
-	b.rd.Reset(nil)
-	p.bodies.Put(b)
-}
-
-func (p *httpParts) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	p.sweeper.close()
-	_ = p.streamable.Shutdown(ctx)
-	if p.sse != nil {
-		p.sse.CloseSessions()
-	}
-	p.sseBatches.wait()
-}
 
 // Handler returns the gateway's HTTP handler: MCP over streamable HTTP at
 // server.mcp_path, legacy SSE at /sse and /message (when server.sse is on),
@@ -79,59 +17,18 @@ func (p *httpParts) close() {
 // unless their origin is in server.allowed_origins. The same handler is
 // returned on every call.
 func (g *Gateway) Handler() http.Handler {
-	g.httpOnce.Do(g.buildHTTP)
-	return g.router
-}
-
-func (g *Gateway) buildHTTP() {
-	s := g.cfg.Server
-	ttl := s.SessionIdleTTL.D()
-	heartbeat := min(25*time.Second, ttl/3)
-	p := &httpParts{
-		streamable: server.NewStreamableHTTPServer(g.mcp,
-			server.WithStateful(true),
-			// Serve only the 2025 revisions: a 2026-07-28 client would get
-			// no session, so no thread, no session end and no list_changed
-			// (MCPGO.md pitfall 3).
-			server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
-				mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105),
-			// toolgate ends idle sessions itself (sessions.go), so that
-			// batches count as activity.
-			server.WithSessionIdleTTL(0),
-			server.WithHeartbeatInterval(heartbeat),
-			server.WithEventStore(newEventStore(eventsPerSession)),
-			server.WithStreamableHTTPLogger(g.libLogger()),
-		),
-	}
-	if s.SSE {
-		p.sse = server.NewSSEServer(g.mcp, server.WithKeepAlive(true), server.WithUseFullURLForMessageEndpoint(false),
-			server.WithSSEContextFunc(learnSession))
-	}
-	g.mu.Lock()
-	if ttl > 0 && g.root.Err() == nil { // not after Close, which would not stop it
-		p.sweeper = g.startSweeper(p, ttl)
-	}
-	g.httpParts = p
-	g.mu.Unlock()
-
-	cop := http.NewCrossOriginProtection()
-	for _, o := range s.AllowedOrigins {
-		// Validated by config; an error here cannot happen.
-		_ = cop.AddTrustedOrigin(o)
-	}
-	r := chi.NewRouter()
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
+	g.httpOnce.Do(func() {
+		r := chi.NewRouter()
+		r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = io.WriteString(w, "ok\n")
+		})
+		r.Get("/readyz", g.serveReady)
+		r.Handle("/metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg}))
+		g.front.Mount(r)
+		g.router = r
 	})
-	r.Get("/readyz", g.serveReady)
-	r.Handle("/metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg}))
-	r.Handle(s.MCPPath, cop.Handler(g.streamableHandler(p)))
-	if p.sse != nil {
-		r.Handle("/sse", cop.Handler(g.sseHandler(p)))
-		r.Handle("/message", cop.Handler(g.messageHandler(p)))
-	}
-	g.router = r
+	return g.router
 }
 
 func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
@@ -157,235 +54,13 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// readBody reads a request body, up to server.max_body_bytes, into b. On
-// failure it has written the response (413 for an oversized body) and
-// returns false.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, b *body) bool {
-	limit := g.cfg.Server.MaxBodyBytes
-	var err error
-	if r.ContentLength > limit {
-		err = &http.MaxBytesError{Limit: limit}
-	} else {
-		if r.ContentLength > 0 {
-			b.buf.Grow(int(r.ContentLength))
-		}
-		_, err = b.buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	}
-	if err == nil {
-		return true
-	}
-	code, msg := http.StatusBadRequest, "reading the request body failed"
-	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		code = http.StatusRequestEntityTooLarge
-		msg = fmt.Sprintf("request body exceeds %d bytes (server.max_body_bytes); send a smaller request or raise the limit", limit)
-	}
-	writeJSON(w, code, jsonRPCError(mcp.INVALID_REQUEST, msg))
-	return false
-}
-
-// replay hands msg to the next handler as the request body.
-func replay(r *http.Request, b *body, msg []byte) {
-	b.rd.Reset(msg)
-	r.Body = b
-	r.ContentLength = int64(len(msg))
-}
-
-func writeJSON(w http.ResponseWriter, code int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(body)
-}
-
-// streamableHandler caps POST bodies and runs preflight on requests of
-// established sessions; requests without a live session go to mcp-go
-// untouched so that it answers them as the transport spec says.
-func (g *Gateway) streamableHandler(p *httpParts) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sid := r.Header.Get(server.HeaderKeySessionID)
-		if r.Method != http.MethodPost {
-			g.serveStream(w, r, p, sid)
-			return
-		}
-		b := p.getBody()
-		defer p.putBody(b)
-		if !g.readBody(w, r, b) {
-			return
-		}
-		msg := b.buf.Bytes()
-		if isBatch(msg) {
-			g.serveHTTPBatch(w, r, p, msg)
-			return
-		}
-		if sid == "" {
-			if needsSession(msg) {
-				writeMissingSession(w)
-				return
-			}
-			// Normally an initialize; mcp-go's register hook records the
-			// session it creates (sessions.go).
-			replay(r, b, msg)
-			p.streamable.ServeHTTP(w, r)
-			return
-		}
-		c := g.liveClient(sid)
-		if !c.begin() {
-			writeUnknownSession(w) // expired just now
-			return
-		}
-		defer c.end()
-		if c != nil {
-			var reply []byte
-			if reply, msg = g.preflight(msg); reply != nil {
-				writeJSON(w, http.StatusOK, reply)
-				return
-			}
-		}
-		replay(r, b, msg)
-		p.streamable.ServeHTTP(w, r)
-	})
-}
-
-// writeMissingSession answers a message sent without a session that needs
-// one. mcp-go answers 404 here, which tells a client its session expired;
-// the transport spec asks for 400 when the header is missing altogether.
-func writeMissingSession(w http.ResponseWriter) {
-	writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
-		"missing Mcp-Session-Id header: send initialize first and repeat the session ID it returns on every request"))
-}
-
-// needsSession reports whether a POSTed message may only be sent within a
-// session: every single message except initialize (and the 2026-07-28
-// discovery probe, which mcp-go answers). Garbage is left to mcp-go;
-// batches never get here (batch.go).
-func needsSession(body []byte) bool {
-	var m struct {
-		Method string `json:"method"`
-	}
-	if json.Unmarshal(body, &m) != nil || m.Method == "" {
-		return false
-	}
-	return m.Method != string(mcp.MethodInitialize) && m.Method != "server/discover"
-}
-
-// sseHandler serves the legacy SSE stream through an sseStream, which lets
-// preflight send its replies on the stream as mcp-go would.
-func (g *Gateway) sseHandler(p *httpParts) http.Handler {
-	h := p.sse.SSEHandler()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, ok := w.(http.Flusher)
-		if !ok {
-			h.ServeHTTP(w, r)
-			return
-		}
-		s := &sseStream{w: w, f: f, parts: p}
-		defer s.done()
-		h.ServeHTTP(s, r)
-	})
-}
-
-func (g *Gateway) messageHandler(p *httpParts) http.Handler {
-	h := p.sse.MessageHandler()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			h.ServeHTTP(w, r)
-			return
-		}
-		b := p.getBody()
-		defer p.putBody(b)
-		if !g.readBody(w, r, b) {
-			return
-		}
-		msg := b.buf.Bytes()
-		if v, live := p.streams.Load(r.URL.Query().Get("sessionId")); live {
-			s := v.(*sseStream)
-			if isBatch(msg) {
-				g.serveSSEBatch(w, p, s, msg)
-				return
-			}
-			r = s.watch(r)
-			var reply []byte
-			if reply, msg = g.preflight(msg); reply != nil {
-				w.WriteHeader(http.StatusAccepted)
-				s.send(reply)
-				return
-			}
-		}
-		replay(r, b, msg)
-		h.ServeHTTP(w, r)
-	})
-}
-
-// sseStream wraps the ResponseWriter of one SSE stream. It learns the
-// session ID from the endpoint event mcp-go writes first, and serialises
-// mcp-go's writes with preflight's. mcp-go writes each event in one Write.
-type sseStream struct {
-	parts *httpParts
-
-	mu     sync.Mutex // guards w, f, id and closed
-	w      http.ResponseWriter
-	f      http.Flusher
-	id     string
-	closed bool
-
-	session sessionSlot // the stream's mcp-go session, learned from its first message (batch.go)
-}
-
-func (s *sseStream) Header() http.Header         { return s.w.Header() }
-func (s *sseStream) WriteHeader(code int)        { s.w.WriteHeader(code) }
-func (s *sseStream) Unwrap() http.ResponseWriter { return s.w }
-
-func (s *sseStream) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.id == "" {
-		if id := endpointSessionID(b); id != "" {
-			s.id = id
-			s.parts.streams.Store(id, s)
-		}
-	}
-	return s.w.Write(b)
-}
-
-func (s *sseStream) Flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.f.Flush()
-}
-
-func (s *sseStream) send(msg []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
-	}
-	_, _ = fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", msg)
-	s.f.Flush()
-}
-
-func (s *sseStream) done() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	if s.id != "" {
-		s.parts.streams.Delete(s.id)
-	}
-}
-
-// endpointSessionID extracts the session ID from mcp-go's first SSE event,
-// "event: endpoint\ndata: /message?sessionId=ID\r\n\r\n".
-func endpointSessionID(b []byte) string {
-	const key = "sessionId="
-	s := string(b)
-	if !strings.HasPrefix(s, "event: endpoint") {
-		return ""
-	}
-	i := strings.Index(s, key)
-	if i < 0 {
-		return ""
-	}
-	s = s[i+len(key):]
-	if j := strings.IndexAny(s, "&\r\n"); j >= 0 {
-		s = s[:j]
-	}
-	return s
+// ServeStdio serves MCP over newline-delimited JSON-RPC on in and out, as
+// Claude Desktop expects when it launches `toolgate stdio`. Nothing but
+// protocol messages is written to out. The whole process is one session and
+// one thread. ServeStdio returns when in reaches EOF (calls in flight are
+// then cancelled, as the client has gone) or, after a graceful drain of up
+// to server.shutdown_grace, when ctx is done. Only one ServeStdio may run
+// per process (an mcp-go limit). The caller still calls Close.
+func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	return g.front.ServeStdio(ctx, in, out)
 }

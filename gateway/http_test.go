@@ -234,7 +234,7 @@ func TestSSETransport(t *testing.T) {
 		return c.CallTool(ctx, req)
 	}
 	res, err := call("echo", map[string]any{"text": "over sse"})
-	if err != nil || resultText(t, res) != "over sse" {
+	if err != nil || mcpText(res) != "over sse" {
 		t.Fatalf("echo over SSE = %v, %v", res, err)
 	}
 	if _, err := call("ecoh", nil); err == nil || !strings.Contains(err.Error(), `unknown tool "ecoh"`) || !strings.Contains(err.Error(), "echo") {
@@ -331,7 +331,7 @@ func TestCallsInOneSessionRunConcurrently(t *testing.T) {
 				results <- "error: " + err.Error()
 				return
 			}
-			results <- resultText(t, res)
+			results <- mcpText(res)
 		}()
 	}
 	got := map[string]bool{<-results: true, <-results: true}
@@ -359,4 +359,15 @@ func streamableClient(ctx context.Context, t *testing.T, url string) *client.Cli
 		t.Fatal(err)
 	}
 	return c
+}
+
+// mcpText returns the text of an MCP client's result.
+func mcpText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/registry"
@@ -109,7 +107,7 @@ func waitWaiting(t *testing.T, g *Gateway, global, keys int) {
 }
 
 type callResult struct {
-	res *mcp.CallToolResult
+	res *Result
 	err error
 }
 
@@ -128,7 +126,7 @@ func goCall(ctx context.Context, g *Gateway, tool string, meta map[string]any) <
 	return ch
 }
 
-func recv(t *testing.T, ch <-chan callResult) *mcp.CallToolResult {
+func recv(t *testing.T, ch <-chan callResult) *Result {
 	t.Helper()
 	select {
 	case r := <-ch:

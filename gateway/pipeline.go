@@ -9,17 +9,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/schemas"
-	"github.com/toolgate/toolgate/threadctx"
 )
 
 // ThreadMetaKey is the _meta key by which a call names its thread
@@ -31,6 +25,10 @@ const ThreadMetaKey = "toolgate/thread"
 // [retry.Class].
 const ErrorClassMetaKey = "toolgate/error_class"
 
+// RetryAfterMetaKey is the _meta key of an error result that says, in
+// milliseconds, when calling again may succeed.
+const RetryAfterMetaKey = "toolgate/retry_after_ms"
+
 const (
 	maxThreadIDLen     = 256
 	shutdownCancelWait = 2 * time.Second
@@ -40,184 +38,128 @@ const (
 // stopping.
 var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the call finished; call again once it is back")
 
-// The call pipeline. Its steps, in order:
+// The call pipeline is one chain of steps, each a small function with one
+// job, built once by buildChain and run for every call, whichever way it
+// arrives (an MCP transport, [Gateway.Call], a call of toolgate_batch):
 //
-//  1. resolve   exact name, else case/separator repair, else JSON-RPC -32602
-//     with suggestions (preflight.go, before mcp-go sees the request)
-//  2. permit    (inbound auth; a later issue)
-//  3. validate  arguments against the input schema; violations are an
-//     isError result listing every one, and the tool is never called
-//  4. guard     (loop guard; a later issue)
-//  5. dispatch  thread resolved, a slot under the concurrency limits
-//     (limit.go), executor by kind, timeout, retries (executors)
-//  6. map       toolgate's Result → MCP result (wire.go)
-//  7. record    metrics and one log line per call
+//	resolve   the tool by name, with repair (skipped for calls the MCP
+//	          front resolved: it answers unknown names itself)
+//	record    metrics and one log line per call; calls in flight
+//	track     refuse calls while shutting down; cancel them when the
+//	          shutdown grace runs out
+//	validate  arguments against the tool's input schema; violations are a
+//	          validation result listing each, and the tool is never called
+//	thread    the thread the call runs in, decided once
+//	(use)     middleware added with [Gateway.Use]
+//	limit     a slot under the concurrency limits (limit.go)
+//	dispatch  the tool's executor, bound at registration, under its
+//	          deadline and retry plan (executors.Dispatcher)
+//	map       the executor's result or error → [Result]
+//
+// Permission, the loop guard and configured hooks are steps the issues
+// that add them put between thread and dispatch.
 
-// handleToolCall is the mcp-go handler of every tool. It always returns a
-// result and a nil error: a non-nil error would become a JSON-RPC internal
-// error, and tool failures must reach the model as results.
-func (g *Gateway) handleToolCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	t, ok := g.reg.Get(req.Params.Name)
-	if !ok {
-		// Removed between mcp-go's lookup and ours.
-		return errorResult(retry.Errorf(retry.NotFound, "tool %q was just removed; call tools/list", req.Params.Name)), nil
+// step is one link of the chain.
+type step func(next Handler) Handler
+
+// buildChain composes the steps around dispatch.
+func (g *Gateway) buildChain(use []Middleware) Handler {
+	h := g.limit(g.dispatch)
+	for i := len(use) - 1; i >= 0; i-- {
+		h = use[i](h)
 	}
-	sessThread := ""
-	if s := server.ClientSessionFromContext(ctx); s != nil {
-		if v, ok := g.sessions.Load(s.SessionID()); ok {
-			sessThread = v.(string)
-		} else if id := s.SessionID(); id != "" {
-			sessThread = sessionThread(id)
-		}
+	steps := []step{g.resolve, g.record, g.track, g.validate, g.thread}
+	for i := len(steps) - 1; i >= 0; i-- {
+		h = steps[i](h)
 	}
-	return g.run(ctx, t, req.Params.Arguments, req.Params.RawArguments, mcpMeta(req.Params.Meta), sessThread, "", g.progress(ctx, req.Params.Meta)), nil
+	return h
 }
 
-// progress returns the function that reports a call's progress to its
-// client, or nil when the client asked for none (no progressToken).
-func (g *Gateway) progress(ctx context.Context, meta *mcp.Meta) func(progress, total float64, message string) {
-	if meta == nil || meta.ProgressToken == nil {
-		return nil
-	}
-	token := meta.ProgressToken
-	return func(progress, total float64, message string) {
-		params := map[string]any{"progressToken": token, "progress": progress}
-		if total > 0 {
-			params["total"] = total
+// handle runs c through the chain.
+func (g *Gateway) handle(ctx context.Context, c *Call) (*Result, error) {
+	return (*g.chain.Load())(ctx, c)
+}
+
+// resolve finds the call's tool unless the front already did.
+func (g *Gateway) resolve(next Handler) Handler {
+	return func(ctx context.Context, c *Call) (*Result, error) {
+		if c.route == nil {
+			r, err := g.lookup(c.Name)
+			if err != nil {
+				return nil, err
+			}
+			c.route = r
 		}
-		if message != "" {
-			params["message"] = message
-		}
-		// Best effort: mcp-go drops a notification when the session's queue
-		// is full, and reports it through OnError hooks.
-		_ = g.mcp.SendNotificationToClient(ctx, "notifications/progress", params)
+		c.Tool = c.route.tool
+		return next(ctx, c)
 	}
 }
 
-// Call runs one call through the whole pipeline, as if a client had sent
-// it: name resolution (with repair when enabled), validation, dispatch.
-// args is the JSON arguments object (nil or empty means {}). meta is the
-// request's _meta (it may name a thread with [ThreadMetaKey]); without a
-// thread the call runs in a fresh one-call thread. An unknown tool is
-// returned as an error wrapping registry.ErrNotFound; every other failure is
-// an isError result.
-func (g *Gateway) Call(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (*mcp.CallToolResult, error) {
-	t, err := g.reg.Resolve(name, g.cfg.Guards.NameRepair)
-	if err != nil {
-		g.metrics.unknownTools.Inc()
-		return nil, err
-	}
-	var decoded any
-	if len(args) > 0 {
-		if err := json.Unmarshal(args, &decoded); err != nil {
-			return errorResult(retry.Errorf(retry.Validation, "arguments are not valid JSON: %v", err)), nil
+// record counts the call, times it and logs it.
+func (g *Gateway) record(next Handler) Handler {
+	return func(ctx context.Context, c *Call) (*Result, error) {
+		start := time.Now()
+		g.metrics.inFlight.Inc()
+		defer g.metrics.inFlight.Dec()
+		res, err := next(ctx, c)
+		d := time.Since(start)
+		outcome, class := "ok", ""
+		switch {
+		case err != nil:
+			outcome, class = "error", string(retry.Classify(err))
+		case res.IsError:
+			outcome, class = "error", string(res.Class)
+			if class == "" {
+				class = string(retry.Execution)
+			}
 		}
-	}
-	return g.run(ctx, t, decoded, args, meta, "", "", nil), nil
-}
-
-// run is pipeline steps 3 to 7 for a resolved tool. sessThread is the
-// thread of the caller's session, or "" without one; thread, when not
-// empty, is the thread to run in (see execute).
-func (g *Gateway) run(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, sessThread, thread string, progress func(float64, float64, string)) *mcp.CallToolResult {
-	start := time.Now()
-	g.metrics.inFlight.Inc()
-	defer g.metrics.inFlight.Dec()
-	// The call's context is cancelled with errShutdown, through the
-	// tracker, when the shutdown grace runs out.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	id, ok := g.calls.enter(cancel)
-	if !ok {
-		err := retry.Errorf(retry.Unavailable, "toolgate is shutting down and takes no new calls; call again once it is back")
-		g.record(ctx, t, "", start, executors.Result{}, err)
-		return errorResult(err)
-	}
-	defer g.calls.leave(id)
-
-	res, thread, err := g.execute(ctx, t, args, raw, meta, sessThread, thread, progress)
-	g.record(ctx, t, thread, start, res, err)
-	if err != nil {
-		return errorResult(err)
-	}
-	return wireResult(res)
-}
-
-// execute is pipeline steps 3 to 5. thread, when not empty, is the thread
-// the call runs in, already resolved (the calls of a toolgate_batch run in
-// the batch's); otherwise meta and sessThread decide.
-func (g *Gateway) execute(ctx context.Context, t *registry.Tool, args any, raw json.RawMessage, meta map[string]any, sessThread, thread string, progress func(float64, float64, string)) (executors.Result, string, error) {
-	argMap, err := checkArgs(t, args)
-	if err != nil {
-		return executors.Result{}, "", err
-	}
-	explicit := thread != ""
-	if !explicit {
-		var oneShot bool
-		if thread, oneShot, err = g.thread(meta, sessThread); err != nil {
-			return executors.Result{}, "", err
+		g.metrics.observe(c.Tool, outcome, class, d)
+		if g.logger.Enabled(ctx, slog.LevelInfo) {
+			g.logger.LogAttrs(ctx, slog.LevelInfo, "tool call",
+				slog.String("tool", c.Tool.Name), slog.String("kind", string(c.Tool.Kind)), slog.String("thread", threadLabel(c.Thread)),
+				slog.Duration("duration", d), slog.String("outcome", outcome), slog.String("class", class))
 		}
-		explicit = !oneShot
-		if oneShot {
-			defer g.pool.CloseThread(thread)
+		return res, err
+	}
+}
+
+// track registers the call with the shutdown tracker, which cancels its
+// context with errShutdown when the shutdown grace runs out.
+func (g *Gateway) track(next Handler) Handler {
+	return func(ctx context.Context, c *Call) (*Result, error) {
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		id, ok := g.calls.enter(cancel)
+		if !ok {
+			return errorResult(retry.Errorf(retry.Unavailable, "toolgate is shutting down and takes no new calls; call again once it is back")), nil
 		}
+		defer g.calls.leave(id)
+		return next(ctx, c)
 	}
-	if g.logger.Enabled(ctx, slog.LevelDebug) {
-		g.logger.Debug("tool call arguments", "tool", t.Name, "thread", threadLabel(thread), "arguments", string(raw))
-	}
-	if t == g.batchTool {
-		// The batch takes no slot itself: its calls take theirs.
-		res, err := g.runBatch(ctx, argMap, sessThread, thread, progress)
-		return res, thread, err
-	}
-	// A session's calls share its per-session slots; so do the calls of an
-	// explicit thread, wherever they come from. One-call threads only
-	// count against the global limit.
-	key := sessThread
-	if key == "" && explicit {
-		key = thread
-	}
-	slot, waited, err := g.limiter.acquire(ctx, key)
-	if err != nil {
-		return executors.Result{}, thread, queueError(ctx, t, err)
-	}
-	defer g.limiter.release(key, slot)
-	g.metrics.queueWait.Observe(waited.Seconds())
-	res, err := g.dispatcher.Dispatch(threadctx.WithThread(ctx, thread), executors.Call{Tool: t, Args: argMap, Raw: raw, Thread: thread, Progress: progress})
-	return res, thread, err
 }
 
-// queueError classifies a failure to get a slot: the limiter's own
-// rate_limited error, or ctx ending while the call waited.
-func queueError(ctx context.Context, t *registry.Tool, err error) error {
-	if _, ok := errors.AsType[*retry.Error](err); ok {
-		return err
+// validate checks that the arguments are an object that passes the tool's
+// input schema. Absent or null arguments are {}.
+func (g *Gateway) validate(next Handler) Handler {
+	return func(ctx context.Context, c *Call) (*Result, error) {
+		if !c.decoded && len(c.Raw) > 0 {
+			if err := json.Unmarshal(c.Raw, &c.input); err != nil {
+				return errorResult(retry.Errorf(retry.Validation, "arguments are not valid JSON: %v", err)), nil
+			}
+		}
+		switch a := c.input.(type) {
+		case nil:
+			c.Args = map[string]any{}
+		case map[string]any:
+			c.Args = a
+		default:
+			return errorResult(retry.Errorf(retry.Validation, "arguments must be a JSON object, got %s; send {} for no arguments", jsonKind(c.input))), nil
+		}
+		if vs := c.Tool.Validate(c.Args); len(vs) > 0 {
+			return errorResult(retry.Errorf(retry.Validation, "%s", schemas.Format(vs))), nil
+		}
+		return next(ctx, c)
 	}
-	if cause, ok := errors.AsType[*retry.Error](context.Cause(ctx)); ok {
-		return cause // toolgate shutting down
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return retry.Errorf(retry.Timeout, "the client's deadline passed while the call to %q waited for a free slot (defaults.max_parallel)", t.Name)
-	}
-	return retry.Errorf(retry.Cancelled, "the call to %q was cancelled by the client while it waited for a free slot", t.Name)
-}
-
-// checkArgs is pipeline step 3: the arguments must be an object that passes
-// the tool's input schema. Absent or null arguments are {}.
-func checkArgs(t *registry.Tool, args any) (map[string]any, error) {
-	var m map[string]any
-	switch a := args.(type) {
-	case nil:
-		m = map[string]any{}
-	case map[string]any:
-		m = a
-	default:
-		return nil, retry.Errorf(retry.Validation, "arguments must be a JSON object, got %s; send {} for no arguments", jsonKind(args))
-	}
-	if vs := t.Validate(m); len(vs) > 0 {
-		return nil, retry.Errorf(retry.Validation, "%s", schemas.Format(vs))
-	}
-	return m, nil
 }
 
 func jsonKind(v any) string {
@@ -234,12 +176,29 @@ func jsonKind(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// thread picks the thread of a call: the explicit _meta thread, else the
-// MCP session's, else a fresh one-call thread (oneShot). Explicit and
-// session threads live in separate namespaces, so naming a thread can never
-// reach into another session's instances.
-func (g *Gateway) thread(meta map[string]any, sessThread string) (id string, oneShot bool, err error) {
-	if v, ok := meta[ThreadMetaKey]; ok && v != nil {
+// thread decides the call's thread, unless it came with one: the explicit
+// _meta thread, else the MCP session's, else a fresh one-call thread whose
+// instances are closed when the call ends. Explicit and session threads
+// live in separate namespaces, so naming a thread can never reach into
+// another session's instances.
+func (g *Gateway) thread(next Handler) Handler {
+	return func(ctx context.Context, c *Call) (*Result, error) {
+		if c.Thread == "" {
+			thread, oneShot, err := g.threadOf(c)
+			if err != nil {
+				return errorResult(err), nil
+			}
+			c.Thread, c.oneShot = thread, oneShot
+			if oneShot {
+				defer g.pool.CloseThread(thread)
+			}
+		}
+		return next(ctx, c)
+	}
+}
+
+func (g *Gateway) threadOf(c *Call) (id string, oneShot bool, err error) {
+	if v, ok := c.Meta[ThreadMetaKey]; ok && v != nil {
 		s, isStr := v.(string)
 		switch {
 		case !isStr:
@@ -252,10 +211,21 @@ func (g *Gateway) thread(meta map[string]any, sessThread string) (id string, one
 			return "t:" + s, false, nil
 		}
 	}
-	if sessThread != "" {
-		return sessThread, false, nil
+	if t := g.sessionThread(c.Session); t != "" {
+		return t, false, nil
 	}
 	return "c:" + strconv.FormatUint(g.oneShot.Add(1), 10), true, nil
+}
+
+// sessionThread is the thread of session id, or "" for none.
+func (g *Gateway) sessionThread(id string) string {
+	if id == "" {
+		return ""
+	}
+	if v, ok := g.sessions.Load(id); ok {
+		return v.(string)
+	}
+	return sessionThread(id)
 }
 
 func sessionThread(session string) string { return "s:" + session }
@@ -270,137 +240,85 @@ func threadLabel(thread string) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// record is pipeline step 7: metrics and one log line per call.
-func (g *Gateway) record(ctx context.Context, t *registry.Tool, thread string, start time.Time, res executors.Result, err error) {
-	d := time.Since(start)
-	outcome, class := "ok", ""
-	switch {
-	case err != nil:
-		outcome, class = "error", string(retry.Classify(err))
-	case res.IsError:
-		outcome, class = "error", string(retry.Execution)
-	}
-	g.metrics.observe(t, outcome, class, d)
-	if g.logger.Enabled(ctx, slog.LevelInfo) {
-		g.logger.LogAttrs(ctx, slog.LevelInfo, "tool call",
-			slog.String("tool", t.Name), slog.String("kind", string(t.Kind)), slog.String("thread", threadLabel(thread)),
-			slog.Duration("duration", d), slog.String("outcome", outcome), slog.String("class", class))
-	}
-}
-
-// tracker counts calls in flight so that shutdown can wait for them, and
-// holds their cancel functions so that it can stop them. Its zero value is
-// ready to use.
-type tracker struct {
-	mu       sync.Mutex
-	next     uint64                             // last call id; guarded by mu
-	calls    map[uint64]context.CancelCauseFunc // calls in flight; guarded by mu
-	stopping chan struct{}                      // closed when draining starts (no new calls); guarded by mu, made lazily
-	zero     chan struct{}                      // closed when calls empties while draining; guarded by mu
-}
-
-// stoppingLocked returns the stopping channel, making it if needed.
-func (t *tracker) stoppingLocked() chan struct{} {
-	if t.stopping == nil {
-		t.stopping = make(chan struct{})
-	}
-	return t.stopping
-}
-
-func (t *tracker) drainingLocked() bool {
-	select {
-	case <-t.stoppingLocked():
-		return true
-	default:
-		return false
+// limit runs the call in a slot under the concurrency limits. A session's
+// calls share its per-session slots; so do the calls of an explicit
+// thread, wherever they come from. One-call threads only count against the
+// global limit. A tool that re-enters the pipeline (toolgate_batch) takes
+// no slot itself: its calls take theirs.
+func (g *Gateway) limit(next Handler) Handler {
+	return func(ctx context.Context, c *Call) (*Result, error) {
+		if c.route.reentrant {
+			return next(ctx, c)
+		}
+		key := g.sessionThread(c.Session)
+		if key == "" && !c.oneShot {
+			key = c.Thread
+		}
+		slot, waited, err := g.limiter.acquire(ctx, key)
+		if err != nil {
+			return errorResult(queueError(ctx, c, err)), nil
+		}
+		defer g.limiter.release(key, slot)
+		g.metrics.queueWait.Observe(waited.Seconds())
+		return next(ctx, c)
 	}
 }
 
-// enter records a call whose context cancel cancels; ok is false when
-// draining has started and the call must be refused.
-func (t *tracker) enter(cancel context.CancelCauseFunc) (id uint64, ok bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.drainingLocked() {
-		return 0, false
+// queueError classifies a failure to get a slot: the limiter's own
+// rate_limited error, or ctx ending while the call waited.
+func queueError(ctx context.Context, c *Call, err error) error {
+	if _, ok := errors.AsType[*retry.Error](err); ok {
+		return err
 	}
-	if t.calls == nil {
-		t.calls = map[uint64]context.CancelCauseFunc{}
+	if cause, ok := errors.AsType[*retry.Error](context.Cause(ctx)); ok {
+		return cause // toolgate shutting down
 	}
-	t.next++
-	t.calls[t.next] = cancel
-	return t.next, true
+	if errors.Is(err, context.DeadlineExceeded) {
+		return retry.Errorf(retry.Timeout, "the client's deadline passed while the call to %q waited for a free slot (defaults.max_parallel)", c.Tool.Name)
+	}
+	return retry.Errorf(retry.Cancelled, "the call to %q was cancelled by the client while it waited for a free slot", c.Tool.Name)
 }
 
-func (t *tracker) leave(id uint64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.calls, id)
-	if len(t.calls) == 0 && t.zero != nil {
-		close(t.zero)
-		t.zero = nil
+// dispatch runs the call on its tool's executor and maps the outcome.
+func (g *Gateway) dispatch(ctx context.Context, c *Call) (*Result, error) {
+	if g.logger.Enabled(ctx, slog.LevelDebug) {
+		g.logger.Debug("tool call arguments", "tool", c.Tool.Name, "thread", threadLabel(c.Thread), "arguments", string(c.Raw))
 	}
+	r := c.route
+	if r.reentrant {
+		ctx = context.WithValue(ctx, callKey{}, c)
+	}
+	res, err := g.dispatcher.Dispatch(ctx, r.exec, executors.Call{
+		Tool: c.Tool, Args: c.Args, Raw: c.Raw, Thread: c.Thread, Progress: c.Progress, Retry: r.plan,
+	})
+	if err != nil {
+		return errorResult(err), nil
+	}
+	return (*Result)(&res), nil
 }
 
-func (t *tracker) count() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.calls)
+// callKey is the context key under which a re-entrant tool finds the Call
+// it runs for.
+type callKey struct{}
+
+// callFrom returns the Call a re-entrant tool's executor runs for.
+func callFrom(ctx context.Context) (*Call, bool) {
+	c, ok := ctx.Value(callKey{}).(*Call)
+	return c, ok
 }
 
-// cancelAll cancels every call in flight with cause.
-func (t *tracker) cancelAll(cause error) {
-	t.mu.Lock()
-	cancels := make([]context.CancelCauseFunc, 0, len(t.calls))
-	for _, c := range t.calls {
-		cancels = append(cancels, c)
+// errorResult turns a failure into the result the model sees: isError,
+// text starting with the error's class, and the class in Class and _meta.
+func errorResult(err error) *Result {
+	class := retry.Classify(err)
+	res := &Result{
+		Content: []Content{{Type: executors.TextContent, Text: string(class) + ": " + err.Error()}},
+		IsError: true,
+		Class:   class,
+		Meta:    map[string]any{ErrorClassMetaKey: string(class)},
 	}
-	t.mu.Unlock()
-	for _, c := range cancels {
-		c(cause)
+	if ra := retry.RetryAfterOf(err); ra > 0 {
+		res.Meta[RetryAfterMetaKey] = ra.Milliseconds()
 	}
-}
-
-func (t *tracker) isDraining() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.drainingLocked()
-}
-
-// draining returns a channel closed once draining has started.
-func (t *tracker) draining() <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.stoppingLocked()
-}
-
-func (t *tracker) startDraining() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.drainingLocked() {
-		close(t.stopping)
-	}
-}
-
-// drain refuses new calls and waits until none is in flight or ctx is done.
-func (t *tracker) drain(ctx context.Context) error {
-	t.mu.Lock()
-	if !t.drainingLocked() {
-		close(t.stopping)
-	}
-	if len(t.calls) == 0 {
-		t.mu.Unlock()
-		return nil
-	}
-	if t.zero == nil {
-		t.zero = make(chan struct{})
-	}
-	ch := t.zero
-	t.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return res
 }

@@ -13,31 +13,33 @@ const module = "github.com/toolgate/toolgate"
 
 // allowed lists, for each package, the toolgate packages it may import
 // (docs/architecture.md). Third-party imports are checked separately:
-// mcp-go's server only in gateway, its client only in executors/mcpup.
+// mcp-go's server only in the MCP front (gateway/internal/mcpfront), its
+// client only in executors/mcpup; gateway itself imports no mcp-go.
 var allowed = map[string][]string{
-	"cmd/toolgate":           {"builtin", "config", "gateway", "registry"},
-	"builtin":                {"registry", "executors", "retry"},
-	"gateway":                {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "threadctx", "retry", "schemas"},
-	"executors/mcpup":        {"executors", "registry", "threadctx", "retry"},
-	"executors":              {"registry", "threadctx", "retry"},
-	"executors/rest":         {"executors", "registry", "retry"},
-	"executors/rest/openapi": {"executors/rest", "registry"},
-	"registry":               {"schemas"},
-	"schemas":                {},
-	"threadctx":              {},
-	"retry":                  {},
-	"retry/retrytest":        {},
-	"config":                 {},
-	"bench":                  {"config", "gateway", "registry", "executors", "builtin"},
-	"tests":                  {},
+	"cmd/toolgate":              {"builtin", "config", "gateway", "registry"},
+	"builtin":                   {"registry", "executors", "retry"},
+	"gateway":                   {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "threadctx", "retry", "schemas"},
+	"gateway/internal/mcpfront": {"executors", "registry"},
+	"executors/mcpup":           {"executors", "registry", "threadctx", "retry"},
+	"executors":                 {"registry", "threadctx", "retry"},
+	"executors/rest":            {"executors", "registry", "retry"},
+	"executors/rest/openapi":    {"executors/rest", "registry"},
+	"registry":                  {"schemas"},
+	"schemas":                   {},
+	"threadctx":                 {},
+	"retry":                     {},
+	"retry/retrytest":           {},
+	"config":                    {},
+	"bench":                     {"config", "gateway", "registry", "executors", "builtin"},
+	"tests":                     {},
 }
 
 // thirdParty lists, for third-party module prefixes confined to some
 // packages, the packages allowed to import them.
 var thirdParty = map[string][]string{
-	"github.com/mark3labs/mcp-go/server":    {"gateway", "bench"},
+	"github.com/mark3labs/mcp-go/server":    {"gateway/internal/mcpfront", "bench"},
 	"github.com/mark3labs/mcp-go/client":    {"bench", "executors/mcpup"},
-	"github.com/mark3labs/mcp-go":           {"gateway", "bench", "executors/mcpup"},
+	"github.com/mark3labs/mcp-go":           {"gateway/internal/mcpfront", "bench", "executors/mcpup"},
 	"github.com/go-chi/chi":                 {"gateway"},
 	"github.com/prometheus/client_golang":   {"gateway"},
 	"github.com/santhosh-tekuri/jsonschema": {"schemas"},

@@ -1,4 +1,4 @@
-package gateway
+package mcpfront
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ func TestPreflight(t *testing.T) {
 	noRepair, _ := newGateway(t, func(c *config.Config) { c.Guards.NameRepair = false })
 	tests := []struct {
 		name      string
-		g         *Gateway
+		g         *harness
 		msg       string
 		wantReply string // substring of the reply; "" means no reply
 		wantName  string // name in the forwarded message; "" means forwarded unchanged

@@ -1,4 +1,4 @@
-package gateway
+package mcpfront
 
 import (
 	"bufio"
@@ -585,7 +585,7 @@ type stdioClient struct {
 	done  chan error
 }
 
-func newStdioClient(t *testing.T, g *Gateway) *stdioClient {
+func newStdioClient(t *testing.T, g *harness) *stdioClient {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

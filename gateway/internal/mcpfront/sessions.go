@@ -1,4 +1,4 @@
-package gateway
+package mcpfront
 
 import (
 	"context"
@@ -42,11 +42,11 @@ type streamableSession interface {
 	UpgradeToSSEWhenReceiveNotification()
 }
 
-// clientStarted and clientEnded keep g.clients in step with mcp-go's
+// clientStarted and clientEnded keep f.clients in step with mcp-go's
 // registered sessions (its register and unregister hooks).
 // A session mcp-go registers while it serves a GET (one naming no or an
 // unknown session ID) counts that GET as its request in flight.
-func (g *Gateway) clientStarted(ctx context.Context, s server.ClientSession) {
+func (f *Front) clientStarted(ctx context.Context, s server.ClientSession) {
 	id := s.SessionID()
 	if id == "" {
 		return
@@ -64,7 +64,7 @@ func (g *Gateway) clientStarted(ctx context.Context, s server.ClientSession) {
 		c.begin()
 		reg.c = c // the hook runs on the GET's goroutine, within ServeHTTP
 	}
-	g.clients.Store(id, c)
+	f.clients.Store(id, c)
 }
 
 // streamReg receives the session mcp-go registers while serving a GET.
@@ -72,18 +72,18 @@ type streamReg struct{ c *clientSession }
 
 type streamRegKey struct{}
 
-func (g *Gateway) clientEnded(s server.ClientSession) {
+func (f *Front) clientEnded(s server.ClientSession) {
 	// Only s's entry: a GET may have registered a new session under the
 	// same ID meanwhile.
-	if v, ok := g.clients.Load(s.SessionID()); ok && v.(*clientSession).session == s {
-		g.clients.CompareAndDelete(s.SessionID(), v)
+	if v, ok := f.clients.Load(s.SessionID()); ok && v.(*clientSession).session == s {
+		f.clients.CompareAndDelete(s.SessionID(), v)
 	}
 }
 
 // liveClient returns live session id, or nil when mcp-go has none by that
 // ID (never had, or unregistered it).
-func (g *Gateway) liveClient(id string) *clientSession {
-	if v, ok := g.clients.Load(id); ok {
+func (f *Front) liveClient(id string) *clientSession {
+	if v, ok := f.clients.Load(id); ok {
 		return v.(*clientSession)
 	}
 	return nil
@@ -147,8 +147,8 @@ func (c *clientSession) claimIdle(now time.Time, ttl time.Duration) bool {
 // serveStream serves a request other than a POST (a GET stream, a
 // DELETE) for session sid ("" for none), counting it as activity of the
 // session, including one mcp-go registers while serving it.
-func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, p *httpParts, sid string) {
-	c := g.liveClient(sid)
+func (f *Front) serveStream(w http.ResponseWriter, r *http.Request, p *httpParts, sid string) {
+	c := f.liveClient(sid)
 	if !c.begin() {
 		writeUnknownSession(w)
 		return
@@ -176,7 +176,7 @@ type idleSweeper struct {
 	wg   sync.WaitGroup
 }
 
-func (g *Gateway) startSweeper(p *httpParts, ttl time.Duration) *idleSweeper {
+func (f *Front) startSweeper(p *httpParts, ttl time.Duration) *idleSweeper {
 	ctx, stop := context.WithCancel(context.Background())
 	sw := &idleSweeper{stop: stop}
 	sw.wg.Go(func() {
@@ -187,7 +187,7 @@ func (g *Gateway) startSweeper(p *httpParts, ttl time.Duration) *idleSweeper {
 			case <-ctx.Done():
 				return
 			case now := <-t.C:
-				g.sweepIdle(ctx, p, ttl, now)
+				f.sweepIdle(ctx, p, ttl, now)
 			}
 		}
 	})
@@ -202,10 +202,10 @@ func (sw *idleSweeper) close() {
 }
 
 // sweepIdle ends every streamable HTTP session idle for ttl at now.
-func (g *Gateway) sweepIdle(ctx context.Context, p *httpParts, ttl time.Duration, now time.Time) {
-	g.clients.Range(func(k, v any) bool {
+func (f *Front) sweepIdle(ctx context.Context, p *httpParts, ttl time.Duration, now time.Time) {
+	f.clients.Range(func(k, v any) bool {
 		if c := v.(*clientSession); c.streamable && c.claimIdle(now, ttl) {
-			g.expire(ctx, p, k.(string), c, now)
+			f.expire(ctx, p, k.(string), c, now)
 		}
 		return ctx.Err() == nil
 	})
@@ -214,9 +214,9 @@ func (g *Gateway) sweepIdle(ctx context.Context, p *httpParts, ttl time.Duration
 // expire ends session id as its client would, with a DELETE through
 // mcp-go: mcp-go forgets the session and unregisters it, which ends its
 // thread.
-func (g *Gateway) expire(ctx context.Context, p *httpParts, id string, c *clientSession, now time.Time) {
+func (f *Front) expire(ctx context.Context, p *httpParts, id string, c *clientSession, now time.Time) {
 	idle := now.Sub(time.Unix(0, c.last.Load()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, g.cfg.Server.MCPPath, http.NoBody)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, f.o.MCPPath, http.NoBody)
 	if err != nil {
 		return // unreachable: the method and path are valid
 	}
@@ -225,10 +225,10 @@ func (g *Gateway) expire(ctx context.Context, p *httpParts, id string, c *client
 	p.streamable.ServeHTTP(rec, req)
 	if rec.code != 0 && rec.code != http.StatusOK {
 		// The status only: mcp-go's message may name the session.
-		g.logger.Warn("ending an idle session failed", "status", rec.code)
+		f.logger.Warn("ending an idle session failed", "status", rec.code)
 		c.active.Store(0) // unclaimed: it serves on, and the next sweep tries again
 		return
 	}
-	g.logger.Info("session ended after being idle", "idle", idle.Round(time.Second).String(),
+	f.logger.Info("session ended after being idle", "idle", idle.Round(time.Second).String(),
 		"limit", "server.session_idle_ttl")
 }

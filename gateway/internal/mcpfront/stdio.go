@@ -1,4 +1,4 @@
-package gateway
+package mcpfront
 
 import (
 	"bufio"
@@ -24,34 +24,27 @@ const stdioWorkers = 64
 // then cancelled, as the client has gone) or, after a graceful drain of up
 // to server.shutdown_grace, when ctx is done. Only one ServeStdio may run
 // per process (an mcp-go limit). The caller still calls Close.
-func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	lw := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
-	stdio := server.NewStdioServer(g.mcp)
+	stdio := server.NewStdioServer(f.mcp)
 	server.WithWorkerPoolSize(stdioWorkers)(stdio)
-	server.WithErrorLogger(slog.NewLogLogger(g.logger.Handler(), slog.LevelWarn))(stdio)
+	server.WithErrorLogger(slog.NewLogLogger(f.logger.Handler(), slog.LevelWarn))(stdio)
 
 	listenCtx, stopListen := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopListen()
-	batches := g.newStdioBatches(listenCtx, lw, pw)
+	batches := f.newStdioBatches(listenCtx, lw, pw)
 	server.WithStdioContextFunc(batches.learn)(stdio)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		err := g.pumpStdio(in, pw, lw, batches)
+		err := f.pumpStdio(in, pw, lw, batches)
 		pw.CloseWithError(err)
 	})
 	watchDone := make(chan struct{})
 	wg.Go(func() {
 		select {
 		case <-ctx.Done():
-			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.Server.ShutdownGrace.D())
-			if err := g.calls.drain(gctx); err != nil {
-				g.calls.cancelAll(errShutdown)
-				wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownCancelWait)
-				_ = g.calls.drain(wctx)
-				wcancel()
-			}
-			cancel()
+			_ = f.b.Drain(context.WithoutCancel(ctx))
 			stopListen()
 		case <-watchDone:
 		}
@@ -72,8 +65,8 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 // pumpStdio copies messages from in to mcp-go (w), line by line, answering
 // oversized lines and unknown tools itself (on out) and handing batches to
 // batches.
-func (g *Gateway) pumpStdio(in io.Reader, w io.Writer, out *lockedWriter, batches *stdioBatches) error {
-	limit := int(g.cfg.Server.MaxBodyBytes)
+func (f *Front) pumpStdio(in io.Reader, w io.Writer, out *lockedWriter, batches *stdioBatches) error {
+	limit := int(f.o.MaxBodyBytes)
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, tooLong, err := readLine(br, limit)
@@ -87,7 +80,7 @@ func (g *Gateway) pumpStdio(in io.Reader, w io.Writer, out *lockedWriter, batche
 				return serr
 			}
 		} else if len(line) > 0 {
-			reply, fwd := g.preflight(line)
+			reply, fwd := f.preflight(line)
 			if reply != nil {
 				_, err = out.Write(append(reply, '\n'))
 			} else {

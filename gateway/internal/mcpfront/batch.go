@@ -1,4 +1,4 @@
-package gateway
+package mcpfront
 
 import (
 	"bytes"
@@ -164,11 +164,11 @@ type elementHandler func(ctx context.Context, e batchElem) []byte
 // preflight and then handle, waits for all of them, and returns their
 // replies as one JSON array in message order; nil when none has a reply.
 // Notifications and client responses never get one.
-func (g *Gateway) serveBatch(ctx context.Context, elems []batchElem, handle elementHandler) []byte {
+func (f *Front) serveBatch(ctx context.Context, elems []batchElem, handle elementHandler) []byte {
 	replies := make([][]byte, len(elems))
 	var wg sync.WaitGroup
 	for i, e := range elems {
-		wg.Go(func() { replies[i] = g.serveElement(ctx, e, handle) })
+		wg.Go(func() { replies[i] = f.serveElement(ctx, e, handle) })
 	}
 	wg.Wait()
 	var out bytes.Buffer
@@ -190,26 +190,26 @@ func (g *Gateway) serveBatch(ctx context.Context, elems []batchElem, handle elem
 	return out.Bytes()
 }
 
-func (g *Gateway) serveElement(ctx context.Context, e batchElem, handle elementHandler) (reply []byte) {
+func (f *Front) serveElement(ctx context.Context, e batchElem, handle elementHandler) (reply []byte) {
 	switch e.kind {
 	case elemNotObject:
 		return jsonRPCError(mcp.INVALID_REQUEST, fmt.Sprintf("batch message %d is not a JSON-RPC message (an object)", e.index))
 	case elemInvalid:
-		return rpcErrorReply(e.id, mcp.INVALID_REQUEST, e.problem)
+		return rpcError(e.id, mcp.INVALID_REQUEST, e.problem, nil)
 	}
 	// The element runs off the goroutine its transport would have used,
 	// which recovers panics (net/http per request; mcp-go's SSE and stdio
 	// loops per message), so it recovers as they do.
 	defer func() {
 		if v := recover(); v != nil {
-			g.logger.Error("batch message handler panicked", "panic", v, "stack", string(debug.Stack()))
+			f.logger.Error("batch message handler panicked", "panic", v, "stack", string(debug.Stack()))
 			reply = nil
 			if e.kind == elemOther && e.id != nil {
-				reply = rpcErrorReply(e.id, mcp.INTERNAL_ERROR, "internal error while handling this message")
+				reply = rpcError(e.id, mcp.INTERNAL_ERROR, "internal error while handling this message", nil)
 			}
 		}
 	}()
-	pre, fwd := g.preflight(e.msg)
+	pre, fwd := f.preflight(e.msg)
 	if pre != nil {
 		return pre
 	}
@@ -219,27 +219,6 @@ func (g *Gateway) serveElement(ctx context.Context, e batchElem, handle elementH
 		return nil
 	}
 	return reply
-}
-
-// rpcErrorReply is a JSON-RPC error response to the request with id.
-func rpcErrorReply(id json.RawMessage, code int, message string) []byte {
-	type errorObj struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	b, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   errorObj        `json:"error"`
-	}{mcp.JSONRPC_VERSION, id, errorObj{code, message}})
-	if err != nil {
-		// Unreachable: id is a valid JSON value taken from the request.
-		return jsonRPCError(code, message)
-	}
-	return b
 }
 
 // serveHTTPBatch answers a batch POSTed to the streamable HTTP endpoint.
@@ -263,7 +242,7 @@ func rpcErrorReply(id json.RawMessage, code int, message string) []byte {
 // headers: mcp-go passes them to handlers (CallToolRequest.Header) under an
 // unexported context key it sets only in its own POST handling. toolgate's
 // tool handler does not read them.
-func (g *Gateway) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *httpParts, msg []byte) {
+func (f *Front) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *httpParts, msg []byte) {
 	if p.hostRefused(w, r) {
 		return
 	}
@@ -285,7 +264,7 @@ func (g *Gateway) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *http
 	// Only a session initialized over streamable HTTP: mcp-go registers
 	// the sessions of every transport in one table, and a GET may register
 	// an ID it never issued.
-	c := g.liveClient(sid)
+	c := f.liveClient(sid)
 	version := c.streamableVersion()
 	if version == "" {
 		writeUnknownSession(w)
@@ -300,8 +279,8 @@ func (g *Gateway) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *http
 		return
 	}
 	defer c.end()
-	ctx := g.mcp.WithContext(r.Context(), c.session)
-	reply := g.serveBatch(ctx, elems, func(ctx context.Context, e batchElem) []byte {
+	ctx := f.mcp.WithContext(r.Context(), c.session)
+	reply := f.serveBatch(ctx, elems, func(ctx context.Context, e batchElem) []byte {
 		if e.kind == elemResponse {
 			if e.id == nil {
 				// Answers nothing toolgate could route it to; mcp-go
@@ -310,7 +289,7 @@ func (g *Gateway) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *http
 			}
 			return p.postElement(ctx, r, e)
 		}
-		return g.handleInSession(ctx, e)
+		return f.handleInSession(ctx, e)
 	})
 	if reply == nil {
 		w.WriteHeader(http.StatusAccepted)
@@ -408,12 +387,7 @@ func (rec *elementRecorder) reply(e batchElem) []byte {
 	if rec.code >= http.StatusInternalServerError {
 		code = mcp.INTERNAL_ERROR
 	}
-	return rpcErrorReply(e.id, code, fmt.Sprintf("HTTP %d: %s", rec.code, body))
-}
-
-func (g *Gateway) liveSession(id string) bool {
-	_, ok := g.sessions.Load(id)
-	return ok
+	return rpcError(e.id, code, fmt.Sprintf("HTTP %d: %s", rec.code, body), nil)
 }
 
 // sessionSlot learns the mcp-go session in which a transport request runs:
@@ -467,7 +441,7 @@ func (s *sseStream) watch(r *http.Request) *http.Request {
 // messages afterwards, detached from the POST; the reply array goes onto
 // the stream as one message. A batch the session may not send is refused
 // with HTTP 400 and the JSON-RPC error, as mcp-go refuses unparsable ones.
-func (g *Gateway) serveSSEBatch(w http.ResponseWriter, p *httpParts, s *sseStream, msg []byte) {
+func (f *Front) serveSSEBatch(w http.ResponseWriter, p *httpParts, s *sseStream, msg []byte) {
 	session := s.session.get()
 	elems, reject := splitBatch(msg)
 	if reject == nil {
@@ -477,10 +451,10 @@ func (g *Gateway) serveSSEBatch(w http.ResponseWriter, p *httpParts, s *sseStrea
 		writeJSON(w, http.StatusBadRequest, reject)
 		return
 	}
-	// g.root ends when the gateway closes.
-	ctx := g.mcp.WithContext(g.root, session)
+	// f.root ends when the gateway closes.
+	ctx := f.mcp.WithContext(f.root, session)
 	started := p.sseBatches.start(func() {
-		reply := g.serveBatch(ctx, elems, g.handleInSession)
+		reply := f.serveBatch(ctx, elems, f.handleInSession)
 		if reply != nil {
 			s.send(reply)
 		}
@@ -494,14 +468,14 @@ func (g *Gateway) serveSSEBatch(w http.ResponseWriter, p *httpParts, s *sseStrea
 
 // handleInSession hands a message to mcp-go in the session that ctx
 // carries, as its SSE and stdio transports do.
-func (g *Gateway) handleInSession(ctx context.Context, e batchElem) []byte {
-	resp := g.mcp.HandleMessage(ctx, e.msg)
+func (f *Front) handleInSession(ctx context.Context, e batchElem) []byte {
+	resp := f.mcp.HandleMessage(ctx, e.msg)
 	if resp == nil {
 		return nil
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {
-		return rpcErrorReply(e.id, mcp.INTERNAL_ERROR, "encoding the response failed")
+		return rpcError(e.id, mcp.INTERNAL_ERROR, "encoding the response failed", nil)
 	}
 	return b
 }
@@ -537,7 +511,7 @@ func (b *batchRuns) wait() {
 // session, whose mcp-go session learn captures when mcp-go starts
 // listening.
 type stdioBatches struct {
-	g      *Gateway
+	f      *Front
 	ctx    context.Context // ends when the client has gone; cancelled by close
 	cancel context.CancelFunc
 	out    *lockedWriter // to the client
@@ -548,9 +522,9 @@ type stdioBatches struct {
 	session server.ClientSession
 }
 
-func (g *Gateway) newStdioBatches(ctx context.Context, out *lockedWriter, fwd io.Writer) *stdioBatches {
+func (f *Front) newStdioBatches(ctx context.Context, out *lockedWriter, fwd io.Writer) *stdioBatches {
 	ctx, cancel := context.WithCancel(ctx)
-	return &stdioBatches{g: g, ctx: ctx, cancel: cancel, out: out, fwd: fwd}
+	return &stdioBatches{f: f, ctx: ctx, cancel: cancel, out: out, fwd: fwd}
 }
 
 // learn is mcp-go's stdio context function.
@@ -591,9 +565,9 @@ func (b *stdioBatches) serve(line []byte) error {
 	if len(calls) == 0 {
 		return nil
 	}
-	ctx := b.g.mcp.WithContext(b.ctx, session)
+	ctx := b.f.mcp.WithContext(b.ctx, session)
 	b.runs.start(func() {
-		if reply := b.g.serveBatch(ctx, calls, b.g.handleInSession); reply != nil {
+		if reply := b.f.serveBatch(ctx, calls, b.f.handleInSession); reply != nil {
 			// An error means the client has gone; nothing is left to tell.
 			_, _ = b.out.Write(append(reply, '\n'))
 		}

@@ -1,4 +1,4 @@
-package gateway
+package mcpfront
 
 import (
 	"bufio"
@@ -106,7 +106,7 @@ func countUntilEnd(t *testing.T, events <-chan []byte, method string) int {
 
 // addTools registers n tools, each of which makes mcp-go broadcast
 // notifications/tools/list_changed.
-func addTools(t *testing.T, g *Gateway, prefix string, n int) {
+func addTools(t *testing.T, g *harness, prefix string, n int) {
 	t.Helper()
 	for i := range n {
 		err := g.RegisterStateless(registry.Tool{Name: fmt.Sprintf("%s_%d", prefix, i)}, func(context.Context, map[string]any) (executors.Result, error) {
@@ -195,11 +195,11 @@ func TestBatchKeepsSessionNotifications(t *testing.T) {
 // the gateway's handler in process, for tests inside a synctest bubble.
 type handlerSession struct {
 	h  http.Handler
-	g  *Gateway
+	g  *harness
 	id string
 }
 
-func newHandlerSession(t *testing.T, g *Gateway) *handlerSession {
+func newHandlerSession(t *testing.T, g *harness) *handlerSession {
 	t.Helper()
 	s := &handlerSession{h: g.Handler(), g: g}
 	rec := s.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, mcp.ProtocolVersion20250326))

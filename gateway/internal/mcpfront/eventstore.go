@@ -1,4 +1,4 @@
-package gateway
+package mcpfront
 
 import (
 	"context"

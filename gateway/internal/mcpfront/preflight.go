@@ -1,4 +1,4 @@
-package gateway
+package mcpfront
 
 import (
 	"bytes"
@@ -20,16 +20,18 @@ import (
 // the name rewritten. Otherwise forward is msg unchanged. Messages that are
 // not single, well-formed tools/call requests (batches, notifications,
 // garbage) pass through for mcp-go to answer.
-func (g *Gateway) preflight(msg []byte) (reply, forward []byte) {
+func (f *Front) preflight(msg []byte) (reply, forward []byte) {
 	if !bytes.Contains(msg, []byte(`tools/call`)) {
 		return nil, msg
 	}
-	method, name, hasID, ok := scanCall(msg)
-	if ok {
+	var repaired string
+	var err error
+	method, name, hasID, scanned := scanCall(msg)
+	if scanned {
 		if !hasID || string(method) != string(mcp.MethodToolsCall) || name == nil {
 			return nil, msg
 		}
-		if _, known := g.reg.Get(string(name)); known {
+		if repaired, err = f.b.Resolve(name); err == nil && repaired == "" {
 			return nil, msg // the hot path: no allocation
 		}
 	}
@@ -46,42 +48,24 @@ func (g *Gateway) preflight(msg []byte) (reply, forward []byte) {
 		len(req.ID) == 0 || string(req.ID) == "null" || req.Params == nil || req.Params.Name == nil {
 		return nil, msg
 	}
-	t, err := g.reg.Resolve(*req.Params.Name, g.cfg.Guards.NameRepair)
+	if !scanned {
+		repaired, err = f.b.Resolve([]byte(*req.Params.Name))
+	}
 	if err == nil {
-		if t.Name == *req.Params.Name {
+		if repaired == "" {
 			return nil, msg
 		}
-		if out, ok := renameTool(msg, t.Name); ok {
-			g.logger.Debug("tool name repaired", "tool", t.Name)
+		if out, ok := renameTool(msg, repaired); ok {
+			f.logger.Debug("tool name repaired", "tool", repaired)
 			return nil, out
 		}
 		return nil, msg
 	}
-	g.metrics.unknownTools.Inc()
-	return unknownToolReply(req.ID, err), nil
-}
-
-// unknownToolReply is the JSON-RPC error for a call of an unknown tool.
-func unknownToolReply(id json.RawMessage, err error) []byte {
 	suggestions := []string{}
 	if nf, ok := errors.AsType[*registry.NotFoundError](err); ok && nf.Suggestions != nil {
 		suggestions = nf.Suggestions
 	}
-	type errorObj struct {
-		Code    int            `json:"code"`
-		Message string         `json:"message"`
-		Data    map[string]any `json:"data"`
-	}
-	b, mErr := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   errorObj        `json:"error"`
-	}{mcp.JSONRPC_VERSION, id, errorObj{mcp.INVALID_PARAMS, err.Error(), map[string]any{"suggestions": suggestions}}})
-	if mErr != nil {
-		// Unreachable: every field marshals.
-		return []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"unknown tool"}}`)
-	}
-	return b
+	return rpcError(req.ID, mcp.INVALID_PARAMS, err.Error(), map[string]any{"suggestions": suggestions}), nil
 }
 
 // renameTool returns msg with params.name set to name, every other field
@@ -104,12 +88,30 @@ func renameTool(msg []byte, name string) ([]byte, bool) {
 	return out, err == nil
 }
 
-// jsonRPCError is a JSON-RPC error response with a null id, for messages
-// toolgate rejects before it can read their id.
-func jsonRPCError(code int, message string) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"jsonrpc": mcp.JSONRPC_VERSION, "id": nil,
-		"error": map[string]any{"code": code, "message": message},
-	})
+// rpcError is the JSON-RPC error response to the request with id (null
+// when id is nil: a message toolgate rejects before it can read its id)
+// with code, message and, when not nil, data.
+func rpcError(id json.RawMessage, code int, message string, data any) []byte {
+	type errorObj struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    any    `json:"data,omitempty"`
+	}
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   errorObj        `json:"error"`
+	}{mcp.JSONRPC_VERSION, id, errorObj{code, message, data}})
+	if err != nil {
+		// Unreachable: id is nil or a valid JSON value taken from the
+		// request, and data is built by toolgate.
+		return []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
+	}
 	return b
 }
+
+// jsonRPCError is the JSON-RPC error response with a null id.
+func jsonRPCError(code int, message string) []byte { return rpcError(nil, code, message, nil) }

@@ -1,4 +1,4 @@
-package gateway
+package mcpfront
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func TestBatchRefusesOtherSessions(t *testing.T) {
 func TestIdleExpiry(t *testing.T) {
 	const ttl = 8 * time.Second // swept every ttl/4
 	idle := ttl + sweepInterval(ttl) + time.Second
-	setup := func(t *testing.T) (*Gateway, *handlerSession) {
+	setup := func(t *testing.T) (*harness, *handlerSession) {
 		g, _ := newGateway(t, func(c *config.Config) { c.Server.SessionIdleTTL = config.Duration(ttl) })
 		return g, newHandlerSession(t, g)
 	}
@@ -169,7 +169,7 @@ func TestIdleExpiry(t *testing.T) {
 
 // openStream opens session sid's GET stream on g's handler; the returned
 // function closes it and waits for the handler to return.
-func openStream(t *testing.T, g *Gateway, sid string) (closeStream func()) {
+func openStream(t *testing.T, g *harness, sid string) (closeStream func()) {
 	ctx, cancel := context.WithCancel(t.Context())
 	req := httptest.NewRequestWithContext(ctx, http.MethodGet, g.cfg.Server.MCPPath, nil)
 	req.Header.Set("Accept", "text/event-stream")

@@ -1,4 +1,4 @@
-package gateway
+package mcpfront
 
 // scanCall reads, without allocating, what preflight needs from one
 // JSON-RPC message: whether it is a request (it has a non-null id) for

@@ -1,4 +1,4 @@
-package gateway
+package mcpfront
 
 import (
 	"encoding/base64"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/retry"
 )
 
 var objectSchema = json.RawMessage(`{"type":"object"}`)
@@ -38,8 +37,8 @@ func wireTool(t *registry.Tool) mcp.Tool {
 	}
 }
 
-// wireResult maps a successful execution to an MCP result (pipeline step 6).
-func wireResult(r executors.Result) *mcp.CallToolResult {
+// wireResult maps a result to mcp-go's type.
+func wireResult(r *executors.Result) *mcp.CallToolResult {
 	if r.Passthrough != nil {
 		return passthroughResult(r)
 	}
@@ -55,7 +54,7 @@ func wireResult(r executors.Result) *mcp.CallToolResult {
 
 // passthroughResult forwards an upstream server's result unchanged, with
 // r.Meta merged into its _meta.
-func passthroughResult(r executors.Result) *mcp.CallToolResult {
+func passthroughResult(r *executors.Result) *mcp.CallToolResult {
 	var out mcp.CallToolResult
 	if err := json.Unmarshal(r.Passthrough, &out); err != nil {
 		// mcp-go cannot represent it (an unknown content type, say): give
@@ -95,14 +94,23 @@ func wireContent(c executors.Content) mcp.Content {
 	}
 }
 
-// errorResult turns a failure into the isError result the model sees: the
-// text starts with the error's class, and _meta carries the class.
-func errorResult(err error) *mcp.CallToolResult {
-	class := retry.Classify(err)
-	res := mcp.NewToolResultError(string(class) + ": " + err.Error())
-	res.Meta = &mcp.Meta{AdditionalFields: map[string]any{ErrorClassMetaKey: string(class)}}
-	if ra := retry.RetryAfterOf(err); ra > 0 {
-		res.Meta.AdditionalFields["toolgate/retry_after_ms"] = ra.Milliseconds()
+// EncodeResult returns r as the JSON of an MCP CallToolResult, as a
+// client receives it.
+func EncodeResult(r *executors.Result) ([]byte, error) {
+	return json.Marshal(wireResult(r))
+}
+
+// ContentJSON returns r's content array and structured content (nil when
+// it has none) as MCP JSON.
+func ContentJSON(r *executors.Result) (content, structured json.RawMessage, err error) {
+	w := wireResult(r)
+	if content, err = json.Marshal(w.Content); err != nil {
+		return nil, nil, err
 	}
-	return res
+	if w.StructuredContent != nil {
+		if structured, err = json.Marshal(w.StructuredContent); err != nil {
+			return nil, nil, err
+		}
+	}
+	return content, structured, nil
 }

@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// Call is one tool call on its way through the pipeline. The pipeline
+// fills it in step by step; a [Middleware] sees it complete (resolved,
+// validated, in its thread) and may read every field. Steps and
+// middleware must not keep it beyond the call.
+type Call struct {
+	// Name is the tool name as the caller wrote it. Calls that arrive
+	// over MCP are resolved by the transport and leave it empty.
+	Name string
+	// Tool is the resolved tool; set by the resolve step.
+	Tool *registry.Tool
+	// Args are the arguments object; set by the validate step once it has
+	// passed the tool's input schema (an empty, non-nil map for a call
+	// without arguments).
+	Args map[string]any
+	// Raw are the arguments' JSON bytes as the caller sent them, or nil.
+	// Proxying executors forward them unchanged.
+	Raw json.RawMessage
+	// Meta is the request's _meta (it may name a thread with
+	// [ThreadMetaKey]), or nil.
+	Meta map[string]any
+	// Principal is who makes the call as authentication established it;
+	// empty while no authentication is configured.
+	Principal string
+	// Session is the ID of the MCP session the call arrived in; empty for
+	// calls from [Gateway.Call] and from clients without sessions.
+	Session string
+	// Thread is the thread the call runs in; set by the thread step (or
+	// before the chain, by toolgate_batch for its calls), never changed
+	// after.
+	Thread string
+	// Progress, when not nil, reports progress to the calling client.
+	Progress func(progress, total float64, message string)
+
+	input   any    // the arguments as decoded, before validation
+	decoded bool   // input holds Raw decoded (or Raw was empty)
+	route   *route // the resolved tool with its executor and retry plan
+	oneShot bool   // Thread is a one-call thread, closed when the call ends
+}
+
+// Result is what a call returns: content parts, structured content, and,
+// for a failure, IsError with its [retry.Class] in Class. Meta holds the
+// result's _meta ([ErrorClassMetaKey], [executors.AttemptsMetaKey], ...).
+// Passthrough, when not nil, is an upstream MCP server's result as it
+// sent it, forwarded unchanged (Content and Structured are then empty).
+// Its MarshalJSON gives the MCP CallToolResult a client would receive.
+type Result executors.Result
+
+// Content is one content part of a [Result].
+type Content = executors.Content
+
+// MarshalJSON encodes r as the JSON of an MCP CallToolResult.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	return mcpfront.EncodeResult((*executors.Result)(r))
+}
+
+// Text returns the text of r's text parts, one per line.
+func (r *Result) Text() string {
+	var s string
+	for _, c := range r.Content {
+		if c.Type == executors.TextContent {
+			if s != "" {
+				s += "\n"
+			}
+			s += c.Text
+		}
+	}
+	return s
+}
+
+// Handler runs a call and returns its result. A tool failure is a result
+// with IsError set; the error is non-nil only when the call could not be
+// made at all: its tool does not exist (an error wrapping
+// registry.ErrNotFound).
+type Handler func(ctx context.Context, c *Call) (*Result, error)
+
+// Middleware wraps the dispatch of calls ([Gateway.Use]): it may inspect
+// or change the call (its Args, Meta), answer it without calling next, or
+// inspect and change the result next returns.
+type Middleware func(next Handler) Handler

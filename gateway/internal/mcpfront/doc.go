@@ -1,0 +1,54 @@
+// Package mcpfront is toolgate's MCP front: everything between a client's
+// bytes and the gateway's call pipeline. It owns the mcp-go server and the
+// tools registered in it, the HTTP routing of the MCP endpoints
+// (streamable HTTP, legacy SSE), streamable HTTP sessions and their idle
+// expiry, JSON-RPC batches, the preflight that answers unknown tools (and
+// its allocation-free scanner), the stdio pump, the bounded event store and
+// the mapping of toolgate's results to MCP's. It talks to the gateway
+// through [Backend] (resolve a name, a session began or ended, drain) and
+// [Tool] (run a call), and knows nothing else of it.
+//
+// This is the one package that depends on how mcp-go is built inside, so
+// an mcp-go upgrade touches only it (and executors/mcpup, the client side).
+// It relies on these facts of mcp-go v1.2.1, each pinned by a test:
+//
+//  1. mcp-go has no JSON-RPC batches: it answers an array with -32700
+//     (TestMCPGoInternals/1); batch.go splits batches itself.
+//  2. mcp-go answers a tools/call of an unknown tool with -32602 and no
+//     data, and a handler cannot choose a JSON-RPC code
+//     (TestMCPGoInternals/2); preflight.go answers unknown tools with
+//     suggestions before mcp-go sees the call.
+//  3. Its streamable HTTP session type is unexported and is told apart by
+//     its UpgradeToSSEWhenReceiveNotification method
+//     (TestMCPGoInternals/3); sessions.go expires only those.
+//  4. Its streamable handler runs the DNS-rebinding Host check first and
+//     answers a HEAD with 200 and nothing else (TestMCPGoInternals/4);
+//     batch.go takes the Host verdict for a batch from a HEAD.
+//  5. Its SSE handler writes the endpoint event, carrying the session ID,
+//     first and in one Write (TestMCPGoInternals/5); http.go's sseStream
+//     learns the session from it and interleaves its own replies.
+//  6. CallToolRequest keeps the arguments' raw bytes
+//     (TestMCPGoInternals/6); proxied calls forward them.
+//  7. Its streamable POST handling starts a forwarder that drops session
+//     notifications it cannot stream (TestBatchKeepsSessionNotifications);
+//     batches therefore run through HandleMessage in the session.
+//  8. It counts as session activity only its own POST and GET handling, and
+//     a DELETE with Mcp-Session-Id ends a session as a client would
+//     (TestIdleExpiry); toolgate expires idle sessions itself.
+//  9. It registers a session for a GET naming an unknown ID, calling the
+//     register hook on the GET's goroutine, and registers an initialized
+//     session with its protocol version already set (TestIdleExpiry,
+//     TestBatchAfterReinitialize).
+//  10. AddTools replaces a tool of the same name in place
+//     (TestRelistKeepsTools); [Front.SetTools] never deletes a tool it
+//     re-adds.
+//  11. Without an event store it loses progress notifications under
+//     concurrency (mark3labs/mcp-go PR #969), and its own store grows
+//     until the session ends (TestEventStoreIsBounded).
+//  12. Its stdio server runs 5 calls at once unless told otherwise, its
+//     session is the process-wide "stdio", and it writes each message in
+//     one Write (TestBatchStdio).
+//
+// mcpfront must not import gateway, chi or prometheus; only the gateway
+// (and its tests) import it.
+package mcpfront

@@ -1,0 +1,254 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// Backend is what the front needs from the gateway behind it. Its methods
+// are called concurrently, from any transport's goroutines.
+type Backend interface {
+	// Resolve says how the tool name of a tools/call resolves: repaired is
+	// "" when name is registered as it is, or the registered name it
+	// repairs to; otherwise err is a *registry.NotFoundError (wrapping
+	// registry.ErrNotFound) whose text and suggestions the client gets.
+	// Resolving a registered name must not allocate: it runs for every
+	// call.
+	Resolve(name []byte) (repaired string, err error)
+	// SessionStarted and SessionEnded are told of every MCP session mcp-go
+	// registers and unregisters, on any transport, by its ID.
+	SessionStarted(id string)
+	SessionEnded(id string)
+	// Drain refuses new calls and waits for the calls in flight, at most
+	// until ctx is done, then cancels them and waits briefly for their
+	// results to go out. stdio calls it when its context ends.
+	Drain(ctx context.Context) error
+}
+
+// Tool is a tool as the front serves it: its definition and the function
+// that runs a call of it.
+type Tool struct {
+	Def *registry.Tool
+	// Call runs one call that named Def. It never returns nil: a failure
+	// is a result with IsError set.
+	Call func(ctx context.Context, req *Request) *executors.Result
+}
+
+// Request is one tools/call as a transport received it, its tool already
+// resolved.
+type Request struct {
+	// Args are the arguments as decoded from JSON (nil when absent).
+	Args any
+	// Raw are the arguments' JSON bytes as sent, or nil.
+	Raw json.RawMessage
+	// Meta is the request's _meta beyond the progress token, or nil.
+	Meta map[string]any
+	// Session is the ID of the MCP session the call arrived in; "" when
+	// there is none (a 2026-07-28 client).
+	Session string
+	// Progress reports progress to the client; nil when the client asked
+	// for none (no progressToken).
+	Progress func(progress, total float64, message string)
+}
+
+// Options configure a [Front]. Every field is required unless its doc
+// says otherwise.
+type Options struct {
+	// Name, Version and Instructions are reported to clients in the
+	// initialize result.
+	Name, Version, Instructions string
+	// Logger receives toolgate's own transport messages and mcp-go's
+	// warnings and errors (mcp-go's info lines carry session IDs). Nil
+	// discards.
+	Logger *slog.Logger
+	// MCPPath is where streamable HTTP is served.
+	MCPPath string
+	// SSE serves the legacy SSE transport at /sse and /message.
+	SSE bool
+	// SessionIdleTTL ends streamable HTTP sessions idle that long; 0
+	// keeps them until the client ends them.
+	SessionIdleTTL time.Duration
+	// MaxBodyBytes caps a request body and a stdio line.
+	MaxBodyBytes int64
+	// AllowedOrigins are the browser origins allowed besides same-origin
+	// requests.
+	AllowedOrigins []string
+}
+
+// Front serves MCP for a [Backend]: it owns the mcp-go server, its HTTP,
+// SSE and stdio transports and everything that works around how mcp-go
+// v1.2.1 is built (see the package doc). Build it with [New]; its methods
+// are safe for concurrent use; [Front.Close] stops it.
+type Front struct {
+	b      Backend
+	o      Options
+	logger *slog.Logger
+	mcp    *server.MCPServer
+
+	// root ends with Close; it bounds work no request owns (SSE batches).
+	root       context.Context
+	rootCancel context.CancelFunc
+	clients    sync.Map // live mcp-go session ID → *clientSession (sessions.go)
+
+	mu        sync.Mutex // guards httpParts and closed
+	httpParts *httpParts // built by Mount; closed by Close
+	closed    bool
+}
+
+// New returns a front serving b. It starts nothing: mount it with
+// [Front.Mount] or serve stdio with [Front.ServeStdio].
+func New(b Backend, o Options) *Front {
+	f := &Front{b: b, o: o, logger: o.Logger}
+	if f.logger == nil {
+		f.logger = slog.New(slog.DiscardHandler)
+	}
+	f.root, f.rootCancel = context.WithCancel(context.Background())
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
+		f.clientStarted(ctx, s)
+		if id := s.SessionID(); id != "" {
+			b.SessionStarted(id)
+		}
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
+		if id := s.SessionID(); id != "" {
+			b.SessionEnded(id)
+		}
+		f.clientEnded(s)
+	})
+	f.mcp = server.NewMCPServer(o.Name, o.Version,
+		server.WithToolCapabilities(true),
+		server.WithHooks(hooks),
+		server.WithRecovery(),
+		server.WithInstructions(o.Instructions),
+	)
+	return f
+}
+
+// SetTools adds (or replaces in place) the tools add and removes the tools
+// named in remove, and tells connected clients (notifications/tools/
+// list_changed). A name in both is replaced, never removed first: a call
+// in between would get mcp-go's "tool not found".
+func (f *Front) SetTools(add []Tool, remove []string) {
+	if gone := removedOnly(add, remove); len(gone) > 0 {
+		f.mcp.DeleteTools(gone...)
+	}
+	if len(add) == 0 {
+		return
+	}
+	st := make([]server.ServerTool, 0, len(add))
+	for _, t := range add {
+		st = append(st, server.ServerTool{Tool: wireTool(t.Def), Handler: f.handler(t.Call)})
+	}
+	f.mcp.AddTools(st...)
+}
+
+// removedOnly returns the names in remove that add does not add again.
+func removedOnly(add []Tool, remove []string) []string {
+	if len(add) == 0 {
+		return remove
+	}
+	added := make(map[string]bool, len(add))
+	for _, t := range add {
+		added[t.Def.Name] = true
+	}
+	var gone []string
+	for _, name := range remove {
+		if !added[name] {
+			gone = append(gone, name)
+		}
+	}
+	return gone
+}
+
+// handler is the mcp-go handler of one tool. It returns a nil error for
+// every result: mcp-go turns a handler's error into a JSON-RPC internal
+// error, and tool failures must reach the model as results.
+func (f *Front) handler(call func(context.Context, *Request) *executors.Result) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		r := Request{Args: req.Params.Arguments, Raw: req.Params.RawArguments, Progress: f.progress(ctx, req.Params.Meta)}
+		if m := req.Params.Meta; m != nil {
+			r.Meta = m.AdditionalFields
+		}
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			r.Session = s.SessionID()
+		}
+		return wireResult(call(ctx, &r)), nil
+	}
+}
+
+// progress returns the function that reports a call's progress to its
+// client, or nil when the client asked for none (no progressToken).
+func (f *Front) progress(ctx context.Context, meta *mcp.Meta) func(progress, total float64, message string) {
+	if meta == nil || meta.ProgressToken == nil {
+		return nil
+	}
+	token := meta.ProgressToken
+	return func(progress, total float64, message string) {
+		params := map[string]any{"progressToken": token, "progress": progress}
+		if total > 0 {
+			params["total"] = total
+		}
+		if message != "" {
+			params["message"] = message
+		}
+		// Best effort: mcp-go drops a notification when the session's queue
+		// is full, and reports it through OnError hooks.
+		_ = f.mcp.SendNotificationToClient(ctx, "notifications/progress", params)
+	}
+}
+
+// Mux is where [Front.Mount] puts the MCP endpoints; a chi router or an
+// http.ServeMux is one.
+type Mux interface {
+	Handle(pattern string, h http.Handler)
+}
+
+// Close ends every session and stops the front's background work (the
+// idle sweeper, SSE batches). It is safe to call more than once.
+func (f *Front) Close() {
+	f.mu.Lock()
+	p := f.httpParts
+	f.httpParts, f.closed = nil, true
+	f.mu.Unlock()
+	f.rootCancel()
+	if p != nil {
+		p.close()
+	}
+}
+
+// libLogger is the logger handed to mcp-go.
+func (f *Front) libLogger() *slog.Logger {
+	return slog.New(quietHandler{f.logger.Handler(), slog.LevelWarn})
+}
+
+// quietHandler passes on only records at or above min. mcp-go logs every
+// request at info with its session ID (a bearer credential for the session),
+// and toolgate logs calls itself, so mcp-go gets a logger that keeps only
+// its warnings and errors.
+type quietHandler struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{h.Handler.WithGroup(name), h.min}
+}
