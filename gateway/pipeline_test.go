@@ -1,0 +1,114 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors"
+)
+
+// TestUse checks where middleware sits in the chain: after resolve,
+// validate and thread (it sees the tool, validated arguments and the final
+// thread; invalid calls never reach it), first added outermost, around the
+// calls of toolgate_batch too, and able to answer or rewrite a call.
+func TestUse(t *testing.T) {
+	g, _ := newGateway(t, func(c *config.Config) { c.BatchTool = true })
+	var mu sync.Mutex
+	var seen []string // "<middleware>:<tool>:<thread>:<text arg>"
+	trace := func(name string) Middleware {
+		return func(next Handler) Handler {
+			return func(ctx context.Context, c *Call) (*Result, error) {
+				text, _ := c.Args["text"].(string)
+				mu.Lock()
+				seen = append(seen, name+":"+c.Tool.Name+":"+c.Thread+":"+text)
+				mu.Unlock()
+				return next(ctx, c)
+			}
+		}
+	}
+	g.Use(trace("outer"), trace("inner"))
+	g.Use(func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) (*Result, error) {
+			if c.Args["text"] == "refuse" {
+				return &Result{Content: []Content{{Type: executors.TextContent, Text: "refused"}}, IsError: true, Class: "validation"}, nil
+			}
+			res, err := next(ctx, c)
+			if err == nil && !res.IsError && c.Tool.Name == "echo" {
+				res.Content[0].Text += "!"
+			}
+			return res, err
+		}
+	})
+	thread := map[string]any{ThreadMetaKey: "th"}
+	call := func(tool, args string) *Result {
+		t.Helper()
+		res, err := g.Call(t.Context(), tool, json.RawMessage(args), thread)
+		if err != nil {
+			t.Fatalf("Call(%s, %s): %v", tool, args, err)
+		}
+		return res
+	}
+	reset := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		s := seen
+		seen = nil
+		return s
+	}
+
+	if res := call("ECHO", `{"text":"hi"}`); res.IsError || resultText(t, res) != "hi!" {
+		t.Errorf("echo through middleware = %q (isError %v), want hi!", resultText(t, res), res.IsError)
+	}
+	if got, want := reset(), []string{"outer:echo:t:th:hi", "inner:echo:t:th:hi"}; !slices.Equal(got, want) {
+		t.Errorf("middleware saw %q, want %q (resolved name, validated args, thread, first added outermost)", got, want)
+	}
+
+	if res := call("echo", `{"text":1}`); !res.IsError || errorClass(res) != "validation" {
+		t.Errorf("invalid call = %q, want a validation result", resultText(t, res))
+	}
+	if got := reset(); len(got) != 0 {
+		t.Errorf("middleware saw an invalid call: %q", got)
+	}
+
+	if res := call("echo", `{"text":"refuse"}`); !res.IsError || resultText(t, res) != "refused" {
+		t.Errorf("refused call = %q, want the middleware's answer", resultText(t, res))
+	}
+	reset()
+
+	res := call(BatchToolName, `{"calls":[{"tool":"echo","arguments":{"text":"a"}},{"tool":"echo","arguments":{"text":"b"}}]}`)
+	if res.IsError || !strings.Contains(resultText(t, res), `a!`) || !strings.Contains(resultText(t, res), `b!`) {
+		t.Errorf("batch = %s, want both calls rewritten by the middleware", resultText(t, res))
+	}
+	got := reset()
+	slices.Sort(got)
+	want := []string{"inner:echo:t:th:a", "inner:echo:t:th:b", "inner:toolgate_batch:t:th:", "outer:echo:t:th:a", "outer:echo:t:th:b", "outer:toolgate_batch:t:th:"}
+	if !slices.Equal(got, want) {
+		t.Errorf("middleware saw %q, want the batch and each of its calls, all in the batch's thread: %q", got, want)
+	}
+}
+
+// TestBatchInheritsSession checks that the calls of toolgate_batch run in
+// the batch's session thread, so a stateful tool called in a batch shares
+// the session's instance.
+func TestBatchInheritsSession(t *testing.T) {
+	g, _ := newGateway(t, func(c *config.Config) { c.BatchTool = true })
+	frontBackend{g}.SessionStarted("S")
+	run := func(c *Call) *Result {
+		t.Helper()
+		res, err := g.handle(t.Context(), c)
+		if err != nil || res.IsError {
+			t.Fatalf("call %s = %v, %v", c.Name, res, err)
+		}
+		return res
+	}
+	run(&Call{Name: "counter", Session: "S"})
+	res := run(&Call{Name: BatchToolName, Session: "S", Raw: json.RawMessage(`{"calls":[{"tool":"counter"}]}`)})
+	if !strings.Contains(resultText(t, res), `\"n\":2`) && !strings.Contains(resultText(t, res), `"n":2`) {
+		t.Errorf("batch in session S = %s, want the counter's second call (n 2) in the session's instance", resultText(t, res))
+	}
+}
