@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"reflect"
 	"slices"
@@ -524,19 +525,8 @@ func (d *decoder) decodeStruct(path string, n ast.Node, v reflect.Value, p pos, 
 		d.errorf(p, path, "expected a mapping with keys %s, got %s", fields.names(), got)
 		return
 	}
-	seen := map[string]pos{}
-	for _, mv := range m.Values {
-		key, keyNode, ok := d.key(path, mv)
-		if !ok {
-			continue
-		}
-		kp := nodePos(keyNode)
-		cp := childPath(path, key)
-		if first, dup := seen[key]; dup {
-			d.errorf(kp, cp, "duplicate key; it is already set at line %d", first.line)
-			continue
-		}
-		seen[key] = kp
+	for k, mv := range d.keys(path, m) {
+		key, kp, cp := k.key, k.pos, k.path
 		idx, ok := fields.index(key)
 		if !ok {
 			d.errorf(kp, cp, "unknown key; valid keys: %s", fields.names())
@@ -549,6 +539,35 @@ func (d *decoder) decodeStruct(path string, n ast.Node, v reflect.Value, p pos, 
 			d.setAt(cp, kp)
 		}
 		d.decode(cp, mv.Value, valuePos(mv, kp), fv, depth+1)
+	}
+}
+
+// mapKey is a key of a mapping: its text, its position and its path.
+type mapKey struct {
+	key, path string
+	pos       pos
+}
+
+// keys yields the keys of m at path with their entries, each key once: a
+// key that is not a scalar, or one set again, is reported and skipped.
+func (d *decoder) keys(path string, m *ast.MappingNode) iter.Seq2[mapKey, *ast.MappingValueNode] {
+	return func(yield func(mapKey, *ast.MappingValueNode) bool) {
+		seen := map[string]pos{}
+		for _, mv := range m.Values {
+			key, keyNode, ok := d.key(path, mv)
+			if !ok {
+				continue
+			}
+			k := mapKey{key: key, path: childPath(path, key), pos: nodePos(keyNode)}
+			if first, dup := seen[key]; dup {
+				d.errorf(k.pos, k.path, "duplicate key; it is already set at line %d", first.line)
+				continue
+			}
+			seen[key] = k.pos
+			if !yield(k, mv) {
+				return
+			}
+		}
 	}
 }
 
@@ -620,19 +639,8 @@ func (d *decoder) decodeMap(path string, n ast.Node, v reflect.Value, p pos, dep
 		return
 	case *ast.MappingNode:
 		out := reflect.MakeMapWithSize(v.Type(), len(x.Values))
-		seen := map[string]pos{}
-		for _, mv := range x.Values {
-			key, keyNode, ok := d.key(path, mv)
-			if !ok {
-				continue
-			}
-			kp := nodePos(keyNode)
-			cp := childPath(path, key)
-			if first, dup := seen[key]; dup {
-				d.errorf(kp, cp, "duplicate key; it is already set at line %d", first.line)
-				continue
-			}
-			seen[key] = kp
+		for k, mv := range d.keys(path, x) {
+			key, kp, cp := k.key, k.pos, k.path
 			d.keyAt[cp] = kp
 			el := reflect.New(v.Type().Elem()).Elem()
 			d.decode(cp, mv.Value, valuePos(mv, kp), el, depth+1)
