@@ -14,6 +14,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/toolgate/toolgate/internal/keypath"
 )
 
 // maxDepth bounds how deeply the decoder descends, whatever the input.
@@ -107,29 +109,8 @@ func parentPath(path string) string {
 	return ""
 }
 
-// childPath appends key to path, quoting keys that are not plain words so
-// that a path always fits on one line.
-func childPath(path, key string) string {
-	if !plainKey(key) {
-		key = strconv.Quote(key)
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func plainKey(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, r := range k {
-		if r != '_' && r != '-' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
-}
+// childPath appends key to path in the one key-path syntax.
+func childPath(path, key string) string { return keypath.Child(path, key) }
 
 // syntaxError turns a parser error into a positioned error.
 func (d *decoder) syntaxError(err error) error {

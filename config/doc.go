@@ -18,5 +18,6 @@
 // configuration. config only checks the fields: loading starts no process
 // and opens no connection.
 //
-// config must not import any toolgate package.
+// config imports no toolgate package but internal/keypath, the one
+// key-path syntax it shares with the owners of the rules it positions.
 package config

@@ -4,7 +4,8 @@
 // notifications/tools/list_changed).
 //
 // It knows nothing about how a tool runs and does no I/O. It imports only
-// the standard library and toolgate's schemas package; it must not import
+// the standard library, toolgate's schemas package and internal/keypath
+// (the configuration key-path syntax); it must not import
 // executors, gateway, config or any third-party package.
 //
 // # Names

@@ -3,6 +3,8 @@ package registry
 import (
 	"strconv"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/keypath"
 )
 
 // FieldError is a problem with one field of a tool source's definition (a
@@ -66,24 +68,4 @@ func QuoteValue(s string) string {
 // FieldPath appends key to path as the configuration file's key paths do:
 // "headers.X-Key"; a key that is not a plain word (letters, digits, _ and
 // -) is quoted, `headers."Bad Header"`, so a path stays on one line.
-func FieldPath(path, key string) string {
-	if !plainKey(key) {
-		key = strconv.Quote(key)
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func plainKey(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, r := range k {
-		if r != '_' && r != '-' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
-}
+func FieldPath(path, key string) string { return keypath.Child(path, key) }
