@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/executors/rest/openapi"
+	"github.com/toolgate/toolgate/internal/httpheader"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -206,17 +207,18 @@ func joinPath(path, field string) string {
 }
 
 // inFileOrder returns fe, or for a header written twice in different
-// cases the same problem reported at the spelling written last: the
-// owner sees only a map, the file knows the order.
+// cases (a REST tool's, an OpenAPI source's or an upstream's headers) the
+// same problem reported at the spelling written last: the owner sees only
+// a map, the file knows the order.
 func inFileOrder(cfg *config.Config, path string, fe *registry.FieldError) *registry.FieldError {
-	d, ok := errors.AsType[*rest.DuplicateHeaderError](fe.Err)
+	d, ok := errors.AsType[*httpheader.DuplicateError](fe.Err)
 	if !ok {
 		return fe
 	}
 	// The field's parent ("headers") is the same for both spellings.
 	parent := strings.TrimSuffix(fe.Field, registry.FieldPath("", d.Name))
-	other := d.Swapped()
-	other.Field = parent + registry.FieldPath("", d.Other)
+	sw := d.Swapped()
+	other := &registry.FieldError{Field: parent + registry.FieldPath("", sw.Name), Key: sw.Key, Value: sw.Value, Msg: sw.Msg, Err: sw.Err}
 	at := cfg.Locate(config.Problem{Path: joinPath(path, fe.Field), Key: true})
 	otherAt := cfg.Locate(config.Problem{Path: joinPath(path, other.Field), Key: true})
 	if cmp.Or(cmp.Compare(otherAt.Line, at.Line), cmp.Compare(otherAt.Col, at.Col)) > 0 {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/httpheader"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -30,18 +31,6 @@ func methodIdempotent(method string) (idempotent, known bool) {
 		return false, true
 	}
 	return false, false
-}
-
-// reservedHeader reports the headers net/http sets from the request
-// itself (canonical names): a value in the spec would be ignored or would
-// break the framing.
-func reservedHeader(canon string) bool {
-	switch canon {
-	case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
-		"Proxy-Connection", "Te", "Trailer", "Upgrade":
-		return true
-	}
-	return false
 }
 
 // tool is a compiled Spec. It is immutable once built.
@@ -232,67 +221,18 @@ func fieldErrors(err error) []*registry.FieldError {
 }
 
 // ValidateHeaders checks headers sent with every request of a tool (a
-// REST tool's [Spec.Headers], an OpenAPI source's headers): each name is
-// an HTTP token that the HTTP client does not set itself, unique whatever
-// its case; each value holds no control character but tab. Every problem
-// is a *[registry.FieldError] for field "headers.<name>", joined with
-// [errors.Join]; none shows a value (header values are often
-// credentials). A name given twice is a [DuplicateHeaderError] too. Nil
-// means the headers are valid.
+// REST tool's [Spec.Headers], an OpenAPI source's headers) by
+// [httpheader.Check]'s rule. Every problem is a *[registry.FieldError] for
+// field "headers.<name>", joined with [errors.Join]; none shows a value
+// (header values are often credentials). A name given twice has a
+// *[httpheader.DuplicateError] as its Err. Nil means the headers are
+// valid.
 func ValidateHeaders(h map[string]string) error {
 	var errs []error
-	first := map[string]string{} // canonical name → the name as written
-	for _, name := range slices.Sorted(maps.Keys(h)) {
-		field := registry.FieldPath("headers", name)
-		canon := http.CanonicalHeaderKey(name)
-		switch other, dup := first[canon]; {
-		case !validHeaderName(name):
-			errs = append(errs, &registry.FieldError{Field: field, Key: true, Value: name,
-				Msg: "a header name must be an HTTP token (letters, digits and !#$%&'*+-.^_`|~), like X-Api-Key"})
-			continue
-		case reservedHeader(canon):
-			errs = append(errs, &registry.FieldError{Field: field, Key: true, Value: name,
-				Msg: "is set by the HTTP client from the request itself; remove it"})
-			continue
-		case dup:
-			errs = append(errs, (&DuplicateHeaderError{Name: name, Other: other}).FieldError())
-			continue
-		}
-		first[canon] = name
-		switch v := h[name]; {
-		case strings.ContainsAny(v, "\r\n\x00"):
-			errs = append(errs, &registry.FieldError{Field: field, Msg: "a header value must not contain CR, LF or NUL; put it on one line"})
-		case !validHeaderValue(v):
-			errs = append(errs, &registry.FieldError{Field: field, Msg: "a header value must not contain control characters other than tab; remove them"})
-		}
+	for _, p := range httpheader.Check(h) {
+		errs = append(errs, &registry.FieldError{Field: registry.FieldPath("headers", p.Name), Key: p.Key, Value: p.Value, Msg: p.Msg, Err: p.Err})
 	}
 	return errors.Join(errs...)
-}
-
-// DuplicateHeaderError is the Err of the *[registry.FieldError] that
-// [ValidateHeaders] reports for a header name given twice, in different
-// cases. The error is reported at Name, the one that sorts after Other; a
-// caller that knows the order the names were written in can report it at
-// the later one instead, with [DuplicateHeaderError.Swapped].
-type DuplicateHeaderError struct {
-	// Name is the name the error is reported at; Other is the same
-	// header's other spelling.
-	Name, Other string
-}
-
-func (e *DuplicateHeaderError) Error() string {
-	return fmt.Sprintf("header %q duplicates %q", e.Name, e.Other)
-}
-
-// FieldError returns the problem as reported at Name.
-func (e *DuplicateHeaderError) FieldError() *registry.FieldError {
-	return &registry.FieldError{Field: registry.FieldPath("headers", e.Name), Key: true, Err: e,
-		Msg: fmt.Sprintf("duplicate header, also set as %q (header names ignore case); keep one", e.Other)}
-}
-
-// Swapped returns the problem as reported at Other.
-func (e *DuplicateHeaderError) Swapped() *registry.FieldError {
-	return (&DuplicateHeaderError{Name: e.Other, Other: e.Name}).FieldError()
 }
 
 // deriveSchema returns the input schema of a spec without one: every

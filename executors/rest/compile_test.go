@@ -2,7 +2,6 @@ package rest
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -161,47 +160,4 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func TestValidateHeaders(t *testing.T) {
-	tests := []struct {
-		name string
-		in   map[string]string
-		want []problem
-	}{
-		{"valid", map[string]string{"X-Api-Key": "k", "Accept": "application/json", "X-Tab": "a\tb"}, nil},
-		{"every problem", map[string]string{"Bad Header": "x", "X-Ok": "line\nbreak", "accept": "a", "Accept": "b", "Content-Length": "1"}, []problem{
-			{field: `headers."Bad Header"`, key: true, value: "Bad Header", msg: "a header name must be an HTTP token (letters, digits and !#$%&'*+-.^_`|~), like X-Api-Key"},
-			{field: "headers.Content-Length", key: true, value: "Content-Length", msg: "is set by the HTTP client from the request itself; remove it"},
-			{field: "headers.X-Ok", msg: "a header value must not contain CR, LF or NUL; put it on one line"},
-			{field: "headers.accept", key: true, msg: `duplicate header, also set as "Accept" (header names ignore case); keep one`},
-		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			err := ValidateHeaders(tc.in)
-			got, plain := problems(err, tc.want)
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(problem{})); diff != "" {
-				t.Errorf("ValidateHeaders(%q) (-want +got):\n%s", tc.in, diff)
-			}
-			if len(plain) > 0 {
-				t.Errorf("ValidateHeaders(%q) = %v, want only FieldErrors", tc.in, plain)
-			}
-		})
-	}
-}
-
-func TestDuplicateHeaderError(t *testing.T) {
-	err := ValidateHeaders(map[string]string{"x-key": "1", "X-Key": "2"})
-	d, ok := errors.AsType[*DuplicateHeaderError](err)
-	if !ok {
-		t.Fatalf("ValidateHeaders = %v, want a *DuplicateHeaderError", err)
-	}
-	if got, want := *d, (DuplicateHeaderError{Name: "x-key", Other: "X-Key"}); got != want {
-		t.Errorf("DuplicateHeaderError = %+v, want %+v", got, want)
-	}
-	sw := d.Swapped()
-	if sw.Field != "headers.X-Key" || !sw.Key || !strings.Contains(sw.Msg, `also set as "x-key"`) {
-		t.Errorf("Swapped() = %+v, want the problem at headers.X-Key", sw)
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/httpheader"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -271,7 +272,7 @@ func (t *tool) request(ctx context.Context, args map[string]any) (*retryablehttp
 		if !ok {
 			continue // an optional header whose argument is absent
 		}
-		if !validHeaderValue(v) {
+		if !httpheader.ValidValue(v) {
 			return nil, invalid(&controlCharError{header: h.name})
 		}
 		header[h.name] = []string{v}

@@ -520,34 +520,6 @@ func (e *controlCharError) Error() string {
 	return fmt.Sprintf("the value of header %q contains a control character (CR, LF, NUL or another); pass the argument without line breaks or control characters", e.header)
 }
 
-// validHeaderValue reports whether v has no control character but HTAB:
-// CR or LF would split the header, and Go's transport refuses the rest.
-func validHeaderValue(v string) bool {
-	for i := range len(v) {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderName reports whether name is an RFC 9110 token.
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := range len(name) {
-		c := name[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
-			continue
-		}
-		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
-			return false
-		}
-	}
-	return true
-}
-
 // bodyNode is one value of a compiled JSON body template.
 type bodyNode struct {
 	kind bodyKind
