@@ -331,6 +331,24 @@ func TestConfigCheckUpstreams(t *testing.T) {
 				`t.yaml:2:69: upstreams[0].headers.X-Key: a header value must not contain CR, LF or NUL; put it on one line (value came from ${KEY})`,
 			},
 		},
+		{
+			"upstream header names: a duplicate at the spelling written last, a name the client sets refused",
+			yamlLines(
+				"upstreams:",
+				"  - name: r",
+				"    transport: sse",
+				"    url: http://h/sse",
+				"    headers:",
+				"      x-key: a",
+				"      X-Key: b",
+				"      Host: h",
+			),
+			nil,
+			[]string{
+				`t.yaml:7:7: upstreams[0].headers.X-Key: duplicate header, also set as "x-key" (header names ignore case); keep one`,
+				`t.yaml:8:7: upstreams[0].headers.Host: is set by the HTTP client from the request itself; remove it; got "Host"`,
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/httpheader"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/threadctx"
@@ -336,46 +337,16 @@ func hasNUL(s string) bool {
 	return strings.ContainsRune(strings.ReplaceAll(s, InstanceDirRef, ""), 0)
 }
 
-// headerProblems checks the headers sent to an HTTP upstream: names are
-// HTTP tokens, unique whatever their case; values hold no CR, LF or NUL.
-// Values are never shown.
+// headerProblems checks the headers sent to an HTTP upstream by
+// [httpheader.Check]'s rule, each problem a *[registry.FieldError] for
+// field "headers.<name>" (a name given twice has a
+// *[httpheader.DuplicateError] as its Err). Values are never shown.
 func headerProblems(h map[string]string) []error {
 	var errs []error
-	first := map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(h)) {
-		field := registry.FieldPath("headers", name)
-		switch other, dup := first[strings.ToLower(name)]; {
-		case !validToken(name):
-			errs = append(errs, &registry.FieldError{Field: field, Key: true, Value: name,
-				Msg: "a header name must be an HTTP token (letters, digits and !#$%&'*+-.^_`|~), like X-Api-Key"})
-			continue
-		case dup:
-			errs = append(errs, &registry.FieldError{Field: field, Key: true,
-				Msg: fmt.Sprintf("duplicate header, also set as %q (header names ignore case); keep one", other)})
-			continue
-		}
-		first[strings.ToLower(name)] = name
-		if strings.ContainsAny(h[name], "\r\n\x00") {
-			errs = append(errs, &registry.FieldError{Field: field, Msg: "a header value must not contain CR, LF or NUL; put it on one line"})
-		}
+	for _, p := range httpheader.Check(h) {
+		errs = append(errs, &registry.FieldError{Field: registry.FieldPath("headers", p.Name), Key: p.Key, Value: p.Value, Msg: p.Msg, Err: p.Err})
 	}
 	return errs
-}
-
-// validToken reports whether s is an HTTP token (RFC 9110 section 5.6.2),
-// the syntax of a header name.
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
-			continue
-		}
-		return false
-	}
-	return true
 }
 
 // urlProblem says what is wrong with an sse or streamable-http endpoint,
