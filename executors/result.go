@@ -52,7 +52,8 @@ type Result struct {
 	Meta map[string]any
 	// Passthrough, when not nil, is a complete MCP CallToolResult as an
 	// upstream MCP server sent it; gateway forwards it unchanged (with Meta
-	// merged into its _meta) and ignores Content, Structured and IsError.
+	// merged into its _meta) and ignores Content and Structured. IsError
+	// must say what the passed-through result's isError says.
 	Passthrough json.RawMessage
 }
 

@@ -276,7 +276,13 @@ func (c *conn) call(ctx context.Context, orig string, call executors.Call) (exec
 	if len(res) == 0 || res[0] != '{' {
 		return executors.Result{}, retry.Errorf(retry.Execution, "calling upstream %q tool %q: the upstream sent no result object", name, orig)
 	}
-	return executors.Result{Passthrough: resp.Result}, nil
+	// isError is read (not the rest: the result is forwarded as sent) so
+	// that the pipeline counts and reports the call as the failure it is.
+	var head struct {
+		IsError bool `json:"isError"`
+	}
+	_ = json.Unmarshal(res, &head)
+	return executors.Result{Passthrough: resp.Result, IsError: head.IsError}, nil
 }
 
 // arguments returns the arguments to forward: the client's raw bytes, or

@@ -202,7 +202,11 @@ func TestResultKinds(t *testing.T) {
 		t.Errorf("image data = %q (%v)", data, err)
 	}
 
-	fail := decodeResult(t, mustCall(t, m, "t", "fs__fail", ""))
+	failed := mustCall(t, m, "t", "fs__fail", "")
+	if !failed.IsError {
+		t.Error("Result.IsError = false for an upstream's isError result; the pipeline counts and reports it as a success")
+	}
+	fail := decodeResult(t, failed)
 	if !fail.IsError || fail.Content[0].Text != "it failed" {
 		t.Errorf("isError result = %+v, want isError with the upstream's text", fail)
 	}
