@@ -14,8 +14,8 @@ import (
 // validated, in its thread) and may read every field. Steps and
 // middleware must not keep it beyond the call.
 type Call struct {
-	// Name is the tool name as the caller wrote it. Calls that arrive
-	// over MCP are resolved by the transport and leave it empty.
+	// Name is the tool name as the caller wrote it (for a call from an MCP
+	// client, as the front resolved it, repair included).
 	Name string
 	// Tool is the resolved tool; set by the resolve step.
 	Tool *registry.Tool

@@ -120,7 +120,7 @@ func (g *Gateway) syncTools(c registry.Change) {
 // serveFront returns the function the MCP front calls for r's tool.
 func (g *Gateway) serveFront(r *route) func(context.Context, *mcpfront.Request) *executors.Result {
 	return func(ctx context.Context, req *mcpfront.Request) *executors.Result {
-		c := &Call{route: r, input: req.Args, decoded: true, Raw: req.Raw, Meta: req.Meta, Session: req.Session, Progress: req.Progress}
+		c := &Call{Name: r.tool.Name, route: r, input: req.Args, decoded: true, Raw: req.Raw, Meta: req.Meta, Session: req.Session, Progress: req.Progress}
 		res, err := g.handle(ctx, c)
 		if err != nil {
 			res = errorResult(err)
