@@ -14,7 +14,6 @@ import (
 
 	"github.com/toolgate/toolgate/internal/httpheader"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/retry"
 )
 
 // DefaultMaxResponseBytes is the response body kept when
@@ -42,8 +41,7 @@ type tool struct {
 	body       *bodyNode     // nil: no body
 	jsonCT     bool          // set Content-Type: application/json
 	idempotent bool
-	policy     retry.Policy // normalized
-	subject    string       // names the tool in retry messages
+	subject    string // names the tool in retry messages
 	maxBytes   int64
 	hosts      hostSet
 	secrets    *strings.Replacer // nil: no secrets
@@ -162,10 +160,6 @@ func compile(s Spec) (*tool, registry.Tool, error) {
 	if s.Timeout < 0 {
 		bad("timeout", s.Timeout.String(), "must be positive, like 30s, or 0 for the default")
 	}
-	if s.Retry.Attempts < 0 || s.Retry.InitialBackoff < 0 || s.Retry.MaxBackoff < 0 {
-		bad("retry", "", "must not hold a negative value; write attempts of at least 1 and positive backoffs, or 0 for the defaults")
-	}
-	t.policy = retry.Policy{Attempts: s.Retry.Attempts, InitialBackoff: s.Retry.InitialBackoff, MaxBackoff: s.Retry.MaxBackoff, On: slices.Clone(s.Retry.On)}.Normalize()
 	t.subject = fmt.Sprintf("tool %q", s.Name)
 
 	hosts, herrs := parseHosts(s.AllowedHosts, sample)

@@ -83,7 +83,6 @@ func TestAddErrors(t *testing.T) {
 		{"negative max bytes", with(func(s *Spec) { s.MaxResponseBytes = -1 }), []problem{{field: "max_response_bytes", value: "-1", msg: "must be a positive number of bytes"}}, ""},
 		{"negative timeout", with(func(s *Spec) { s.Timeout = -1 }), []problem{{field: "timeout", value: "-1ns", msg: "must be positive"}}, ""},
 		{"schema not an object", with(func(s *Spec) { s.InputSchema = json.RawMessage(`[1]`) }), []problem{{field: "input_schema", msg: "must be a JSON object"}}, ""},
-		{"negative retry", with(func(s *Spec) { s.Retry.Attempts = -1 }), []problem{{field: "retry", msg: "must not hold a negative value"}}, ""},
 		{"every problem", with(func(s *Spec) {
 			s.Name, s.Method, s.URL = "", "FETCH", "gopher://h/"
 			s.Headers = map[string]string{"Bad Header": "x"}

@@ -3,8 +3,6 @@ package rest
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/toolgate/toolgate/retry"
 )
 
 // Spec describes one REST tool.
@@ -50,13 +48,6 @@ type Spec struct {
 	// Timeout bounds one call, all attempts included; zero means the
 	// dispatcher's default.
 	Timeout time.Duration
-	// Retry is checked by [Executor.Add] (no negative values) and otherwise
-	// ignored: a call is retried as its [executors.Call.Retry] says, the
-	// one plan gateway builds per tool (policy by the tool's Source).
-	//
-	// Deprecated: set the policy in the call's retry.Plan. Retry goes when
-	// nothing sets it any more.
-	Retry RetrySpec
 	// MaxResponseBytes caps the response body kept; zero means 1 MiB.
 	MaxResponseBytes int64
 	// AllowedHosts are the hosts (host or host:port) the call and its
@@ -65,15 +56,4 @@ type Spec struct {
 	// Secrets are values (from the environment) that must never appear in
 	// results, errors or logs; the executor replaces them with "[redacted]".
 	Secrets []string
-}
-
-// RetrySpec is the type of the ignored [Spec.Retry].
-//
-// Deprecated: use [retry.Policy], in the call's retry.Plan.
-type RetrySpec struct {
-	Attempts       int
-	InitialBackoff time.Duration
-	MaxBackoff     time.Duration
-	// On lists the failure classes retried; empty means [retry.DefaultOn].
-	On []retry.Class
 }

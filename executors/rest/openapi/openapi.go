@@ -49,10 +49,10 @@ type Source struct {
 	// escaped, not taken as placeholders); an operation's own header
 	// parameter of the same name wins.
 	Headers map[string]string
-	// Timeout, Retry, MaxResponseBytes and Secrets are copied into every
-	// Spec; see [rest.Spec] for their meaning.
+	// Timeout, MaxResponseBytes and Secrets are copied into every Spec;
+	// see [rest.Spec] for their meaning. (A source's retry policy is not
+	// the Spec's: it reaches each call in its retry.Plan.)
 	Timeout          time.Duration
-	Retry            rest.RetrySpec
 	MaxResponseBytes int64
 	Secrets          []string
 }
@@ -507,7 +507,6 @@ func (b *oapiBuilder) convert(p string, item *openapi3.PathItem, method string, 
 		Body:             body,
 		InputSchema:      raw,
 		Timeout:          b.src.Timeout,
-		Retry:            b.src.Retry,
 		MaxResponseBytes: b.src.MaxResponseBytes,
 		Secrets:          slices.Clone(b.src.Secrets),
 	}

@@ -44,7 +44,6 @@ type specView struct {
 	Body                                   string
 	InputSchema                            any
 	Timeout                                time.Duration
-	Retry                                  rest.RetrySpec
 	MaxResponseBytes                       int64
 	Secrets                                []string
 }
@@ -58,7 +57,7 @@ func viewOf(t *testing.T, s rest.Spec) specView {
 	return specView{
 		Name: s.Name, Description: s.Description, Source: s.Source, Method: s.Method, URL: s.URL,
 		Query: s.Query, Headers: s.Headers, Body: string(s.Body), InputSchema: schema,
-		Timeout: s.Timeout, Retry: s.Retry, MaxResponseBytes: s.MaxResponseBytes, Secrets: s.Secrets,
+		Timeout: s.Timeout, MaxResponseBytes: s.MaxResponseBytes, Secrets: s.Secrets,
 	}
 }
 
@@ -77,7 +76,6 @@ func TestFromOpenAPIPetstoreSpecs(t *testing.T) {
 	src := loadSource(t, "petstore.yaml")
 	src.Headers = map[string]string{"X-Api-Key": "k{1}", "x-request-id": "from-source"}
 	src.Timeout = 7 * time.Second
-	src.Retry = rest.RetrySpec{Attempts: 2}
 	src.MaxResponseBytes = 4096
 	src.Secrets = []string{"s3cret"}
 	specs, _, err := Specs(src)
@@ -88,7 +86,6 @@ func TestFromOpenAPIPetstoreSpecs(t *testing.T) {
 	common := func(v specView) specView {
 		v.Source = "openapi:pets"
 		v.Timeout = 7 * time.Second
-		v.Retry = rest.RetrySpec{Attempts: 2}
 		v.MaxResponseBytes = 4096
 		v.Secrets = []string{"s3cret"}
 		return v
