@@ -239,16 +239,7 @@ func (g *Gateway) register(bs ...executors.Bound) error {
 			return g.reg.Add(tools[:i+1]...) // fails, with the error naming both sources
 		}
 	}
-	g.setExecs(bs...)
-	if err := g.reg.Add(tools...); err != nil {
-		names := make([]string, len(tools))
-		for i, t := range tools {
-			names[i] = t.Name
-		}
-		g.dropExecs(names...)
-		return err
-	}
-	return nil
+	return g.bind(bs, func() error { return g.reg.Add(tools...) })
 }
 
 // Unregister removes tools by name and returns the names removed. Connected

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
 )
 
 // TestUse checks where middleware sits in the chain: after resolve,
@@ -110,5 +111,30 @@ func TestBatchInheritsSession(t *testing.T) {
 	res := run(&Call{Name: BatchToolName, Session: "S", Raw: json.RawMessage(`{"calls":[{"tool":"counter"}]}`)})
 	if !strings.Contains(resultText(t, res), `\"n\":2`) && !strings.Contains(resultText(t, res), `"n":2`) {
 		t.Errorf("batch in session S = %s, want the counter's second call (n 2) in the session's instance", resultText(t, res))
+	}
+}
+
+// TestRefusedToolKeepsExecutor checks that a tool the registry refuses
+// (an upstream listing a name an embedder's tool holds) never replaces the
+// executor of the registered tool: routes built later still run the
+// embedder's function.
+func TestRefusedToolKeepsExecutor(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	err := g.RegisterStateless(registry.Tool{Name: "fs__x"}, func(context.Context, map[string]any) (executors.Result, error) {
+		return executors.Text("embedder"), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := executors.StatelessFunc(func(context.Context, map[string]any) (executors.Result, error) {
+		return executors.Text("upstream"), nil
+	})
+	if err := g.addUpstreamTools("fs", []executors.Bound{{Tool: registry.Tool{Name: "fs__x", Kind: registry.MCP}, Exec: upstream}}); err == nil {
+		t.Fatal("an upstream took the name of an embedder's tool")
+	}
+	r := g.newRoute(mustTool(t, g, "fs__x"))
+	res, err := r.exec.Execute(t.Context(), executors.Call{Tool: r.tool, Args: map[string]any{}})
+	if err != nil || len(res.Content) != 1 || res.Content[0].Text != "embedder" {
+		t.Errorf("the embedder's tool now runs %+v, %v; want its own function", res, err)
 	}
 }

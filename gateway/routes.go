@@ -24,15 +24,34 @@ type route struct {
 	reentrant bool
 }
 
-// setExecs records the executors of tools about to be added to the
-// registry. Routes are built from them when the registry reports the
-// change.
-func (g *Gateway) setExecs(bs ...executors.Bound) {
+// bind records the executors of tools and then runs add, which puts the
+// tools in the registry; routes are built from the executors when the
+// registry reports the change. If add fails, the executors recorded before
+// are restored, so a refused tool never replaces a registered tool's
+// executor. Callers hold regMu.
+func (g *Gateway) bind(bs []executors.Bound, add func() error) error {
 	g.execMu.Lock()
-	defer g.execMu.Unlock()
+	old := make(map[string]executors.Executor, len(bs))
 	for _, b := range bs {
+		if _, seen := old[b.Tool.Name]; !seen {
+			old[b.Tool.Name] = g.execs[b.Tool.Name]
+		}
 		g.execs[b.Tool.Name] = b.Exec
 	}
+	g.execMu.Unlock()
+	err := add()
+	if err != nil {
+		g.execMu.Lock()
+		for name, e := range old {
+			if e == nil {
+				delete(g.execs, name)
+			} else {
+				g.execs[name] = e
+			}
+		}
+		g.execMu.Unlock()
+	}
+	return err
 }
 
 func (g *Gateway) dropExecs(names ...string) {
@@ -50,8 +69,9 @@ func (g *Gateway) addUpstreamTools(upstream string, tools []executors.Bound) err
 	for i, b := range tools {
 		defs[i] = b.Tool
 	}
-	g.setExecs(tools...)
-	return g.reg.ReplaceSource("upstream:"+upstream, defs)
+	g.regMu.Lock()
+	defer g.regMu.Unlock()
+	return g.bind(tools, func() error { return g.reg.ReplaceSource("upstream:"+upstream, defs) })
 }
 
 // newRoute binds t, a registered tool, to its executor and retry plan.
