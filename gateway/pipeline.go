@@ -68,7 +68,13 @@ func (g *Gateway) buildChain(use []Middleware) Handler {
 	for i := len(use) - 1; i >= 0; i-- {
 		h = use[i](h)
 	}
-	steps := []step{g.resolve, g.record, g.track, g.validate, g.thread}
+	steps := []step{
+		g.resolve,
+		g.record,
+		g.track,
+		g.validate,
+		g.thread,
+	}
 	for i := len(steps) - 1; i >= 0; i-- {
 		h = steps[i](h)
 	}
