@@ -60,8 +60,9 @@ type Result executors.Result
 type Content = executors.Content
 
 // MarshalJSON encodes r as the JSON of an MCP CallToolResult.
-func (r *Result) MarshalJSON() ([]byte, error) {
-	return mcpfront.EncodeResult((*executors.Result)(r))
+func (r Result) MarshalJSON() ([]byte, error) {
+	e := executors.Result(r)
+	return mcpfront.EncodeResult(&e)
 }
 
 // Text returns the text of r's text parts, one per line.
@@ -85,6 +86,10 @@ func (r *Result) Text() string {
 type Handler func(ctx context.Context, c *Call) (*Result, error)
 
 // Middleware wraps the dispatch of calls ([Gateway.Use]): it may inspect
-// or change the call (its Args, Meta), answer it without calling next, or
-// inspect and change the result next returns.
+// or change the call's Args, answer the call without calling next, or
+// inspect and change the result next returns. Once middleware is in use,
+// executors receive Args re-encoded rather than the client's raw bytes, so
+// a change to Args reaches every kind of tool. The thread is decided
+// before middleware runs: changing Meta does not move the call to another
+// thread. A middleware error or nil result becomes an isError result.
 type Middleware func(next Handler) Handler

@@ -64,9 +64,14 @@ type step func(next Handler) Handler
 
 // buildChain composes the steps around dispatch.
 func (g *Gateway) buildChain(use []Middleware) Handler {
-	h := g.limit(g.dispatch)
+	// With middleware in place the executors get Args re-encoded, never
+	// the client's raw bytes: a middleware may have changed Args.
+	h := g.limit(g.dispatchStep(len(use) == 0))
 	for i := len(use) - 1; i >= 0; i-- {
 		h = use[i](h)
+	}
+	if len(use) > 0 {
+		h = settle(h)
 	}
 	steps := []step{
 		g.resolve,
@@ -285,8 +290,36 @@ func queueError(ctx context.Context, c *Call, err error) error {
 	return retry.Errorf(retry.Cancelled, "the call to %q was cancelled by the client while it waited for a free slot", c.Tool.Name)
 }
 
+// settle keeps the chain's promise around middleware: a tool failure is a
+// result, never an error, and there is always a result.
+func settle(next Handler) Handler {
+	return func(ctx context.Context, c *Call) (*Result, error) {
+		res, err := next(ctx, c)
+		switch {
+		case err != nil:
+			return errorResult(err), nil
+		case res == nil:
+			return errorResult(retry.Errorf(retry.Internal, "a middleware returned no result for the call to %q", c.Tool.Name)), nil
+		}
+		return res, nil
+	}
+}
+
+// dispatchStep returns the dispatch step; forwardRaw lets executors forward
+// the client's raw argument bytes (only when nothing could have changed
+// Args).
+func (g *Gateway) dispatchStep(forwardRaw bool) Handler {
+	return func(ctx context.Context, c *Call) (*Result, error) {
+		raw := c.Raw
+		if !forwardRaw {
+			raw = nil
+		}
+		return g.dispatch(ctx, c, raw)
+	}
+}
+
 // dispatch runs the call on its tool's executor and maps the outcome.
-func (g *Gateway) dispatch(ctx context.Context, c *Call) (*Result, error) {
+func (g *Gateway) dispatch(ctx context.Context, c *Call, raw json.RawMessage) (*Result, error) {
 	if g.logger.Enabled(ctx, slog.LevelDebug) {
 		g.logger.Debug("tool call arguments", "tool", c.Tool.Name, "thread", threadLabel(c.Thread), "arguments", string(c.Raw))
 	}
@@ -295,7 +328,7 @@ func (g *Gateway) dispatch(ctx context.Context, c *Call) (*Result, error) {
 		ctx = context.WithValue(ctx, callKey{}, c)
 	}
 	res, err := g.dispatcher.Dispatch(ctx, r.exec, executors.Call{
-		Tool: c.Tool, Args: c.Args, Raw: c.Raw, Thread: c.Thread, Progress: c.Progress, Retry: r.plan,
+		Tool: c.Tool, Args: c.Args, Raw: raw, Thread: c.Thread, Progress: c.Progress, Retry: r.plan,
 	})
 	if err != nil {
 		return errorResult(err), nil

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -136,5 +137,80 @@ func TestRefusedToolKeepsExecutor(t *testing.T) {
 	res, err := r.exec.Execute(t.Context(), executors.Call{Tool: r.tool, Args: map[string]any{}})
 	if err != nil || len(res.Content) != 1 || res.Content[0].Text != "embedder" {
 		t.Errorf("the embedder's tool now runs %+v, %v; want its own function", res, err)
+	}
+}
+
+// rawEcho answers with the argument bytes it would forward: Raw when set
+// (as an upstream MCP tool forwards it), else Args encoded.
+type rawEcho struct{}
+
+func (rawEcho) Execute(_ context.Context, c executors.Call) (executors.Result, error) {
+	b := c.Raw
+	if b == nil {
+		b, _ = json.Marshal(c.Args)
+	}
+	return executors.Text(string(b)), nil
+}
+
+// TestMiddlewareContract checks what middleware may rely on: a change to
+// Args reaches executors that forward raw bytes, an error or a nil result
+// becomes an isError result (Gateway.Call's error stays for unknown tools
+// only), calls inside toolgate_batch carry their Name, and a Result
+// marshals as an MCP result by value too.
+func TestMiddlewareContract(t *testing.T) {
+	g, _ := newGateway(t, func(c *config.Config) { c.BatchTool = true })
+	if err := g.register(executors.Bound{Tool: registry.Tool{Name: "raw", Kind: registry.MCP, Source: "test"}, Exec: rawEcho{}}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var names []string
+	g.Use(func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) (*Result, error) {
+			mu.Lock()
+			names = append(names, c.Name)
+			mu.Unlock()
+			switch c.Args["do"] {
+			case "rewrite":
+				c.Args["do"] = "rewritten"
+			case "fail":
+				return nil, errors.New("middleware failed")
+			case "nothing":
+				return nil, nil
+			}
+			return next(ctx, c)
+		}
+	})
+	call := func(tool, args string) *Result {
+		t.Helper()
+		res, err := g.Call(t.Context(), tool, json.RawMessage(args), nil)
+		if err != nil {
+			t.Fatalf("Call(%s, %s) error = %v, want a result", tool, args, err)
+		}
+		return res
+	}
+	if res := call("raw", `{"do":"rewrite"}`); resultText(t, res) != `{"do":"rewritten"}` {
+		t.Errorf("the executor got %s, want the arguments as the middleware left them", resultText(t, res))
+	}
+	if res := call("raw", `{"do":"fail"}`); !res.IsError || !strings.Contains(resultText(t, res), "middleware failed") {
+		t.Errorf("a middleware error = %q (isError %v), want an isError result with it", resultText(t, res), res.IsError)
+	}
+	if res := call("raw", `{"do":"nothing"}`); !res.IsError || res.Class != "internal" {
+		t.Errorf("a nil result = %q (class %q), want an internal isError result", resultText(t, res), res.Class)
+	}
+	mu.Lock()
+	names = nil
+	mu.Unlock()
+	call(BatchToolName, `{"calls":[{"tool":"RAW","arguments":{}}]}`)
+	mu.Lock()
+	got := slices.Clone(names)
+	mu.Unlock()
+	slices.Sort(got)
+	if want := []string{"RAW", BatchToolName}; !slices.Equal(got, want) {
+		t.Errorf("middleware saw names %q, want %q", got, want)
+	}
+	res := call("raw", `{"do":"x"}`)
+	b, err := json.Marshal(*res)
+	if err != nil || !strings.Contains(string(b), `"content":[{"type":"text"`) {
+		t.Errorf("json.Marshal(Result) = %s, %v; want an MCP CallToolResult", b, err)
 	}
 }
