@@ -65,7 +65,7 @@ type Gateway struct {
 	regMu       sync.Mutex // serialises Register* and Unregister
 
 	execMu sync.Mutex
-	execs  map[string]executors.Executor // guarded by execMu: each tool's executor, by tool name (routes.go)
+	execs  map[execKey]executors.Executor // guarded by execMu: each tool's executor, by source and name (routes.go)
 	routes atomic.Pointer[map[string]*route]
 
 	useMu sync.Mutex   // serialises Use
@@ -102,7 +102,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, reg: registry.New(), execs: map[string]executors.Executor{}}
+	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, reg: registry.New(), execs: map[execKey]executors.Executor{}}
 	g.routes.Store(&map[string]*route{})
 	g.chain.Store(new(g.buildChain(nil)))
 	g.root, g.rootCancel = context.WithCancelCause(context.Background())
@@ -247,8 +247,16 @@ func (g *Gateway) register(bs ...executors.Bound) error {
 func (g *Gateway) Unregister(names ...string) []string {
 	g.regMu.Lock()
 	defer g.regMu.Unlock()
+	sources := make(map[string]string, len(names))
+	for _, n := range names {
+		if t, ok := g.reg.Get(n); ok {
+			sources[n] = t.Source
+		}
+	}
 	removed := g.reg.Remove(names...)
-	g.dropExecs(removed...)
+	for _, n := range removed {
+		g.dropExecs(sources[n], n)
+	}
 	return removed
 }
 

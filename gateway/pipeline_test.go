@@ -11,7 +11,9 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
 )
 
 // TestUse checks where middleware sits in the chain: after resolve,
@@ -212,5 +214,46 @@ func TestMiddlewareContract(t *testing.T) {
 	b, err := json.Marshal(*res)
 	if err != nil || !strings.Contains(string(b), `"content":[{"type":"text"`) {
 		t.Errorf("json.Marshal(Result) = %s, %v; want an MCP CallToolResult", b, err)
+	}
+}
+
+// TestRoutesFollowTheRegistry checks that a call already routed to a tool
+// that is then removed or replaced runs what the name means now (not the
+// removed executor), and that executors of tools an upstream stops listing
+// are forgotten.
+func TestRoutesFollowTheRegistry(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	text := func(s string) executors.StatelessFunc {
+		return func(context.Context, map[string]any) (executors.Result, error) { return executors.Text(s), nil }
+	}
+	if err := g.RegisterStateless(registry.Tool{Name: "x"}, text("old")); err != nil {
+		t.Fatal(err)
+	}
+	r := (*g.routes.Load())["x"]
+	serve := g.serveFront(r) // as the front holds it
+	g.Unregister("x")
+	if res := serve(t.Context(), &mcpfront.Request{}); !res.IsError || res.Class != retry.NotFound {
+		t.Errorf("a call routed to a removed tool = %+v, want not_found", res)
+	}
+	if err := g.RegisterStateless(registry.Tool{Name: "x"}, text("new")); err != nil {
+		t.Fatal(err)
+	}
+	if res := serve(t.Context(), &mcpfront.Request{}); res.IsError || res.Content[0].Text != "new" {
+		t.Errorf("a call routed to a replaced tool = %+v, want the new tool's result", res)
+	}
+
+	up := []executors.Bound{{Tool: registry.Tool{Name: "fs__a", Kind: registry.MCP}, Exec: text("a")}, {Tool: registry.Tool{Name: "fs__b", Kind: registry.MCP}, Exec: text("b")}}
+	if err := g.addUpstreamTools("fs", up); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.addUpstreamTools("fs", up[:1]); err != nil {
+		t.Fatal(err)
+	}
+	g.execMu.Lock()
+	_, stale := g.execs[execKey{"upstream:fs", "fs__b"}]
+	_, kept := g.execs[execKey{"upstream:fs", "fs__a"}]
+	g.execMu.Unlock()
+	if stale || !kept {
+		t.Errorf("after a re-list without fs__b: executor of fs__b kept %v, of fs__a kept %v; want false, true", stale, kept)
 	}
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"maps"
+	"sync/atomic"
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
@@ -22,31 +23,40 @@ type route struct {
 	// through the pipeline (toolgate_batch): it takes no slot itself and
 	// finds its Call in its context.
 	reentrant bool
+	// gone is set when the registry removes or replaces the tool; a call
+	// that reaches a gone route looks its tool up again.
+	gone atomic.Bool
 }
+
+// execKey names an executor: by the tool's source as well as its name, so
+// that a source whose tool the registry refuses (a name another source
+// holds) can never touch the other source's executor.
+type execKey struct{ source, name string }
 
 // bind records the executors of tools and then runs add, which puts the
 // tools in the registry; routes are built from the executors when the
 // registry reports the change. If add fails, the executors recorded before
-// are restored, so a refused tool never replaces a registered tool's
-// executor. Callers hold regMu.
+// are restored. Each Bound's Tool.Source must be the source the registry
+// will record. Callers hold regMu.
 func (g *Gateway) bind(bs []executors.Bound, add func() error) error {
 	g.execMu.Lock()
-	old := make(map[string]executors.Executor, len(bs))
+	old := make(map[execKey]executors.Executor, len(bs))
 	for _, b := range bs {
-		if _, seen := old[b.Tool.Name]; !seen {
-			old[b.Tool.Name] = g.execs[b.Tool.Name]
+		k := execKey{b.Tool.Source, b.Tool.Name}
+		if _, seen := old[k]; !seen {
+			old[k] = g.execs[k]
 		}
-		g.execs[b.Tool.Name] = b.Exec
+		g.execs[k] = b.Exec
 	}
 	g.execMu.Unlock()
 	err := add()
 	if err != nil {
 		g.execMu.Lock()
-		for name, e := range old {
+		for k, e := range old {
 			if e == nil {
-				delete(g.execs, name)
+				delete(g.execs, k)
 			} else {
-				g.execs[name] = e
+				g.execs[k] = e
 			}
 		}
 		g.execMu.Unlock()
@@ -54,30 +64,45 @@ func (g *Gateway) bind(bs []executors.Bound, add func() error) error {
 	return err
 }
 
-func (g *Gateway) dropExecs(names ...string) {
+// dropExecs forgets the executors of source's tools names.
+func (g *Gateway) dropExecs(source string, names ...string) {
 	g.execMu.Lock()
 	defer g.execMu.Unlock()
 	for _, n := range names {
-		delete(g.execs, n)
+		delete(g.execs, execKey{source, n})
 	}
 }
 
 // addUpstreamTools replaces the tools of upstream with tools, as it lists
-// them (again).
+// them (again), and forgets the executors of tools it no longer lists.
 func (g *Gateway) addUpstreamTools(upstream string, tools []executors.Bound) error {
+	source := "upstream:" + upstream
 	defs := make([]registry.Tool, len(tools))
-	for i, b := range tools {
-		defs[i] = b.Tool
+	listed := make(map[string]bool, len(tools))
+	for i := range tools {
+		tools[i].Tool.Source = source
+		defs[i] = tools[i].Tool
+		listed[defs[i].Name] = true
 	}
 	g.regMu.Lock()
 	defer g.regMu.Unlock()
-	return g.bind(tools, func() error { return g.reg.ReplaceSource("upstream:"+upstream, defs) })
+	var dropped []string
+	for _, t := range g.reg.List() {
+		if t.Source == source && !listed[t.Name] {
+			dropped = append(dropped, t.Name)
+		}
+	}
+	if err := g.bind(tools, func() error { return g.reg.ReplaceSource(source, defs) }); err != nil {
+		return err
+	}
+	g.dropExecs(source, dropped...)
+	return nil
 }
 
 // newRoute binds t, a registered tool, to its executor and retry plan.
 func (g *Gateway) newRoute(t *registry.Tool) *route {
 	g.execMu.Lock()
-	exec := g.execs[t.Name]
+	exec := g.execs[execKey{t.Source, t.Name}]
 	g.execMu.Unlock()
 	if exec == nil {
 		exec = missingExec{}
@@ -116,8 +141,17 @@ func (g *Gateway) lookup(name string) (*route, error) {
 // which tells connected clients (notifications/tools/list_changed). The
 // registry delivers changes one at a time, so routes has one writer.
 func (g *Gateway) syncTools(c registry.Change) {
+	if len(c.Removed) > 0 {
+		// The caches are keyed by the old *Tool; forgotten before the new
+		// routes cache their own.
+		g.metrics.forget(c.Removed)
+		g.res.forget(c.Removed)
+	}
 	routes := maps.Clone(*g.routes.Load())
 	for _, name := range c.Removed {
+		if r, ok := routes[name]; ok {
+			r.gone.Store(true)
+		}
 		delete(routes, name) // a replaced tool is added back below
 	}
 	add := make([]mcpfront.Tool, 0, len(c.Added))
@@ -127,11 +161,6 @@ func (g *Gateway) syncTools(c registry.Change) {
 		add = append(add, mcpfront.Tool{Def: t, Call: g.serveFront(r)})
 	}
 	g.routes.Store(&routes)
-	if len(c.Removed) > 0 {
-		// The caches are keyed by the old *Tool.
-		g.metrics.forget(c.Removed)
-		g.res.forget(c.Removed)
-	}
 	// A replaced tool (an upstream listing its tools again) is in both
 	// lists; the front replaces it in place.
 	g.front.SetTools(add, c.Removed)
@@ -140,6 +169,15 @@ func (g *Gateway) syncTools(c registry.Change) {
 // serveFront returns the function the MCP front calls for r's tool.
 func (g *Gateway) serveFront(r *route) func(context.Context, *mcpfront.Request) *executors.Result {
 	return func(ctx context.Context, req *mcpfront.Request) *executors.Result {
+		r := r
+		if name := r.tool.Name; r.gone.Load() {
+			// Removed or replaced while the call was on its way: run what
+			// the name means now, or nothing.
+			var err error
+			if r, err = g.lookup(name); err != nil {
+				return (*executors.Result)(errorResult(retry.Errorf(retry.NotFound, "tool %q was just removed; call tools/list", name)))
+			}
+		}
 		c := &Call{Name: r.tool.Name, route: r, input: req.Args, decoded: true, Raw: req.Raw, Meta: req.Meta, Session: req.Session, Progress: req.Progress}
 		res, err := g.handle(ctx, c)
 		if err != nil {
