@@ -43,8 +43,9 @@
 //     (TestRelistKeepsTools); [Front.SetTools] never deletes a tool it
 //     re-adds.
 //  11. Without an event store it loses progress notifications under
-//     concurrency (mark3labs/mcp-go PR #969), and its own store grows
-//     until the session ends (TestEventStoreIsBounded).
+//     concurrency (mark3labs/mcp-go PR #969), and its own store keeps every
+//     event until the session ends (TestMCPGoInternals/7); eventstore.go is
+//     a bounded one (TestEventStoreIsBounded).
 //  12. Its stdio server runs 5 calls at once unless told otherwise, its
 //     session is the process-wide "stdio", and it writes each message in
 //     one Write (TestBatchStdio).

@@ -83,6 +83,20 @@ func TestMCPGoInternals(t *testing.T) {
 		}
 	})
 
+	t.Run("7 its own event store keeps every event", func(t *testing.T) {
+		s := server.NewInMemoryEventStore()
+		first, _ := s.StoreEvent(t.Context(), "s", "st", json.RawMessage(`{}`))
+		const n = 2 * eventsPerSession
+		for range n {
+			_, _ = s.StoreEvent(t.Context(), "s", "st", json.RawMessage(`{}`))
+		}
+		replayed := 0
+		_, err := s.ReplayEventsAfter(t.Context(), "s", first, func(string, json.RawMessage) error { replayed++; return nil })
+		if err != nil || replayed != n {
+			t.Errorf("mcp-go's InMemoryEventStore replayed %d of %d events (%v); it is bounded now: eventstore.go may go", replayed, n, err)
+		}
+	})
+
 	t.Run("6 tool handlers see the raw arguments", func(t *testing.T) {
 		var req mcp.CallToolRequest
 		if err := json.Unmarshal([]byte(`{"method":"tools/call","params":{"name":"x","arguments":{"a": 1}}}`), &req); err != nil {
