@@ -194,9 +194,20 @@ func (g *Gateway) Use(mw ...Middleware) {
 // request's _meta (it may name a thread with [ThreadMetaKey]); without a
 // thread the call runs in a fresh one-call thread. An unknown tool is
 // returned as an error wrapping registry.ErrNotFound; every other failure is
-// a result with IsError set.
+// a result with IsError set. An upstream MCP tool's result comes with its
+// content decoded into Content and Structured, and the upstream's JSON in
+// Passthrough.
 func (g *Gateway) Call(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (*Result, error) {
-	return g.handle(ctx, &Call{Name: name, Raw: args, Meta: meta})
+	res, err := g.handle(ctx, &Call{Name: name, Raw: args, Meta: meta})
+	if err == nil && res.Passthrough != nil && len(res.Content) == 0 {
+		// An upstream's result, forwarded as raw MCP JSON: an embedder
+		// reads it as content parts like any other.
+		if d, derr := mcpfront.DecodeResult(res.Passthrough); derr == nil {
+			d.Class, d.Meta = res.Class, res.Meta
+			res = (*Result)(&d)
+		}
+	}
+	return res, err
 }
 
 // RegisterStateless adds a stateless tool implemented by fn. t.Kind is set

@@ -257,3 +257,26 @@ func TestRoutesFollowTheRegistry(t *testing.T) {
 		t.Errorf("after a re-list without fs__b: executor of fs__b kept %v, of fs__a kept %v; want false, true", stale, kept)
 	}
 }
+
+// TestCallDecodesPassthrough checks that Gateway.Call gives an embedder an
+// upstream tool's result as content parts, with the upstream's JSON kept.
+func TestCallDecodesPassthrough(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	const raw = `{"content":[{"type":"text","text":"from upstream"},{"type":"image","data":"aGk=","mimeType":"image/png"}],"structuredContent":{"n":1},"isError":true}`
+	up := executors.StatelessFunc(func(context.Context, map[string]any) (executors.Result, error) {
+		return executors.Result{Passthrough: json.RawMessage(raw), IsError: true}, nil
+	})
+	if err := g.register(executors.Bound{Tool: registry.Tool{Name: "up__t", Kind: registry.MCP, Source: "upstream:up"}, Exec: up}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Call(t.Context(), "up__t", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || res.Text() != "from upstream" || len(res.Content) != 2 || string(res.Content[1].Data) != "hi" || string(res.Passthrough) != raw {
+		t.Errorf("Call = %+v, want the upstream's parts decoded and its JSON kept", res)
+	}
+	if b, _ := json.Marshal(res.Structured); string(b) != `{"n":1}` {
+		t.Errorf("Structured = %s, want {\"n\":1}", b)
+	}
+}

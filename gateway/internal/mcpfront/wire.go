@@ -114,3 +114,47 @@ func ContentJSON(r *executors.Result) (content, structured json.RawMessage, err 
 	}
 	return content, structured, nil
 }
+
+// DecodeResult reads an MCP CallToolResult's JSON (an upstream's result)
+// into toolgate's result: content parts, structured content and isError;
+// Passthrough keeps raw. A content part toolgate has no type for becomes a
+// text part holding its JSON.
+func DecodeResult(raw json.RawMessage) (executors.Result, error) {
+	var in mcp.CallToolResult
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return executors.Result{}, err
+	}
+	out := executors.Result{Passthrough: raw, IsError: in.IsError, Structured: in.StructuredContent}
+	for _, c := range in.Content {
+		out.Content = append(out.Content, contentOf(c))
+	}
+	return out, nil
+}
+
+func contentOf(c mcp.Content) executors.Content {
+	switch x := c.(type) {
+	case mcp.TextContent:
+		return executors.Content{Type: executors.TextContent, Text: x.Text}
+	case mcp.ImageContent:
+		if b, err := base64.StdEncoding.DecodeString(x.Data); err == nil {
+			return executors.Content{Type: executors.ImageContent, Data: b, MIMEType: x.MIMEType}
+		}
+	case mcp.AudioContent:
+		if b, err := base64.StdEncoding.DecodeString(x.Data); err == nil {
+			return executors.Content{Type: executors.AudioContent, Data: b, MIMEType: x.MIMEType}
+		}
+	case mcp.ResourceLink:
+		return executors.Content{Type: executors.ResourceLinkContent, URI: x.URI, Name: x.Name, Description: x.Description, MIMEType: x.MIMEType}
+	case mcp.EmbeddedResource:
+		switch r := x.Resource.(type) {
+		case mcp.TextResourceContents:
+			return executors.Content{Type: executors.ResourceContent, URI: r.URI, MIMEType: r.MIMEType, Text: r.Text}
+		case mcp.BlobResourceContents:
+			if b, err := base64.StdEncoding.DecodeString(r.Blob); err == nil {
+				return executors.Content{Type: executors.ResourceContent, URI: r.URI, MIMEType: r.MIMEType, Data: b}
+			}
+		}
+	}
+	b, _ := json.Marshal(c)
+	return executors.Content{Type: executors.TextContent, Text: string(b)}
+}
