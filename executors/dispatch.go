@@ -96,6 +96,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, e Executor, call Call) (Resul
 	if plan.Backend == nil && (!plan.Idempotent || plan.Policy.Attempts == 1) {
 		// Nothing to retry and no breaker: the common in-process case. A
 		// failure of a class the policy retries still says why it was not.
+		if call.OnAttempt != nil {
+			call.OnAttempt(1)
+		}
 		res, err := d.attempt(ctx, cctx, e, call, timeout)
 		if err != nil {
 			_, _, reason := plan.Decide(cctx, 1, err)
@@ -108,6 +111,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, e Executor, call Call) (Resul
 	attempts, err := retry.Run(cctx, plan, func(actx context.Context, n int) error {
 		if n > 1 && d.onRetry != nil {
 			d.onRetry(call.Tool.Name, lastClass)
+		}
+		if call.OnAttempt != nil {
+			call.OnAttempt(n)
 		}
 		r, err := d.attempt(ctx, actx, e, call, timeout)
 		if err != nil {

@@ -40,6 +40,13 @@ type Call struct {
 	// their own retry loop ([SelfRetrying]); other executors see the zero
 	// Plan.
 	Retry retry.Plan
+	// OnAttempt, when not nil, is told of each attempt the call makes, with
+	// its number, from 1, just before it starts: by the [Dispatcher] before
+	// each Execute call, or, for a [SelfRetrying] executor, by the executor
+	// before each of its attempts (the Dispatcher then leaves it to it).
+	// Other executors never call it. It runs on the goroutine that makes
+	// the attempt and must not block. Nil means nobody is listening.
+	OnAttempt func(n int)
 }
 
 // Bound is a tool definition with the executor that runs its calls.

@@ -138,9 +138,17 @@ func TestDispatchRetries(t *testing.T) {
 			tool := &flakyTool{fails: tc.fails, err: tc.err}
 			var retried []retry.Class
 			dispatch, def := retryDispatcher(tool.run, tc.plan, &retried)
-			res, err := dispatch(t.Context(), Call{Tool: def, Thread: "x"})
+			var attempts []int
+			res, err := dispatch(t.Context(), Call{Tool: def, Thread: "x", OnAttempt: func(n int) { attempts = append(attempts, n) }})
 			if got := retry.Classify(err); got != tc.wantClass {
 				t.Fatalf("Dispatch error = %v (class %q), want class %q", err, got, tc.wantClass)
+			}
+			var wantAttempts []int
+			for n := range tc.wantCalls {
+				wantAttempts = append(wantAttempts, int(n)+1)
+			}
+			if diff := cmp.Diff(wantAttempts, attempts); diff != "" {
+				t.Errorf("OnAttempt numbers (-want +got):\n%s", diff)
 			}
 			if err != nil && err.Error() != tc.wantMsg {
 				t.Errorf("Dispatch error = %q, want %q", err, tc.wantMsg)
@@ -472,7 +480,12 @@ func TestDispatchSelfRetrying(t *testing.T) {
 	plan := retry.Plan{Policy: retry.Policy{Attempts: 4}, Idempotent: true, Backend: backend, Subject: `tool "t"`}
 	d := NewDispatcher(nil)
 	e := &fakeSelfRetrying{}
-	_, err := d.Dispatch(t.Context(), e, Call{Tool: &registry.Tool{Name: "t", Kind: registry.REST}, Thread: "x", Retry: plan})
+	var attempts []int
+	_, err := d.Dispatch(t.Context(), e, Call{Tool: &registry.Tool{Name: "t", Kind: registry.REST}, Thread: "x", Retry: plan,
+		OnAttempt: func(n int) { attempts = append(attempts, n) }})
+	if attempts != nil {
+		t.Errorf("the Dispatcher called OnAttempt with %v, want no call (the executor reports its own attempts)", attempts)
+	}
 	if got := retry.Classify(err); got != retry.Unavailable || err.Error() != "down" {
 		t.Errorf("Dispatch = %v (class %q), want the executor's error unchanged", err, got)
 	}

@@ -177,7 +177,7 @@ func (x *toolExecutor) Execute(ctx context.Context, call executors.Call) (execut
 	if err != nil {
 		return executors.Result{}, err // its breaker is open
 	}
-	c := &callState{e: e, t: t, u: req.URL, plan: plan, permit: permit}
+	c := &callState{e: e, t: t, u: req.URL, plan: plan, permit: permit, onAttempt: call.OnAttempt}
 	// Every admitted attempt is recorded by checkRetry, unless something
 	// panics first (a hook, the transport) or go-retryablehttp gives up
 	// between PrepareRetry and the attempt: releasing the permit then
@@ -315,6 +315,8 @@ type callState struct {
 	t *tool
 	u *url.URL
 
+	onAttempt func(n int) // the call's OnAttempt, or nil
+
 	plan    retry.Plan    // the call's, with its Subject and Rand filled in
 	permit  retry.Permit  // the admission of the attempt in progress
 	attempt int           // the attempt in progress, from 1
@@ -338,6 +340,9 @@ type callState struct {
 // onRequest runs before each attempt: i counts from 0.
 func (c *callState) onRequest(_ retryablehttp.Logger, _ *http.Request, i int) {
 	c.attempt = i + 1
+	if c.onAttempt != nil {
+		c.onAttempt(c.attempt)
+	}
 }
 
 // checkRetry is go-retryablehttp's CheckRetry: it records the attempt's

@@ -220,9 +220,15 @@ func TestRetryThenSuccess(t *testing.T) {
 		OnRetry:    func(tool string, c retry.Class) { classes = append(classes, c) },
 	})
 	tool := mustAdd(t, e, Spec{URL: srv.URL + "/x"})
-	res, err := execute(t.Context(), tool, nil)
+	var attempts []int
+	call := tool.call(nil)
+	call.OnAttempt = func(n int) { attempts = append(attempts, n) }
+	res, err := tool.exec.Execute(t.Context(), call)
 	if err != nil {
 		t.Fatalf("Execute = %v", err)
+	}
+	if diff := cmp.Diff([]int{1, 2, 3}, attempts); diff != "" {
+		t.Errorf("OnAttempt numbers (-want +got):\n%s", diff)
 	}
 	if got := attemptsOf(res); got != 3 {
 		t.Errorf("Meta attempts = %v, want 3", got)
