@@ -41,11 +41,17 @@ type Call struct {
 	Thread string
 	// Progress, when not nil, reports progress to the calling client.
 	Progress func(progress, total float64, message string)
+	// ID identifies the call in lifecycle events (/events) and log lines,
+	// as "c-<n>"; set by the record step, once, unless already set. Every
+	// call of toolgate_batch has its own.
+	ID string
 
 	input   any    // the arguments as decoded, before validation
 	decoded bool   // input holds Raw decoded (or Raw was empty)
 	route   *route // the resolved tool with its executor and retry plan
 	oneShot bool   // Thread is a one-call thread, closed when the call ends
+
+	attempts int // attempts made so far, counted by executors.Call.OnAttempt
 }
 
 // Result is what a call returns: content parts, structured content, and,

@@ -60,6 +60,7 @@ type Gateway struct {
 	metrics     *metrics
 	limiter     *limiter
 	res         *resilience
+	events      *eventBus // call lifecycle events (events.go)
 	front       *mcpfront.Front
 	unsubscribe func()
 	regMu       sync.Mutex // serialises Register* and Unregister
@@ -115,6 +116,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.limiter = newLimiter(cfg.Defaults.MaxParallel, cfg.Defaults.MaxParallelPerSession, cfg.Defaults.MaxQueue)
 	g.metrics = newMetrics(g.pool, g.reg, g.limiter)
 	g.res = newResilience(cfg, g.metrics)
+	g.events = newEventBus(g.metrics.reg, eventBuffer)
 	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{
 		DefaultTimeout: cfg.Defaults.Timeout.D(),
 		Logger:         g.logger,
@@ -308,6 +310,7 @@ func (g *Gateway) Close() error {
 		g.calls.startDraining()
 		g.calls.cancelAll(errShutdown)
 		g.rootCancel(errShutdown)
+		g.events.close()
 		g.front.Close()
 		g.unsubscribe()
 		if g.up != nil {

@@ -12,7 +12,7 @@ import (
 
 // Handler returns the gateway's HTTP handler: MCP over streamable HTTP at
 // server.mcp_path, legacy SSE at /sse and /message (when server.sse is on),
-// /metrics, /healthz and /readyz. Request bodies are capped at
+// /metrics, /healthz, /readyz and the call lifecycle events at /events. Request bodies are capped at
 // server.max_body_bytes and cross-origin browser requests are refused
 // unless their origin is in server.allowed_origins. The same handler is
 // returned on every call.
@@ -25,6 +25,9 @@ func (g *Gateway) Handler() http.Handler {
 		})
 		r.Get("/readyz", g.serveReady)
 		r.Handle("/metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg}))
+		// Call data: the MCP endpoint's origin rules, GETs included, and,
+		// once authentication exists, its auth.
+		r.Handle("/events", readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, http.HandlerFunc(g.serveEvents)))
 		g.front.Mount(r)
 		g.router = r
 	})

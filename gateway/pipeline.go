@@ -44,7 +44,9 @@ var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the c
 //
 //	resolve   the tool by name, with repair (skipped for calls the MCP
 //	          front resolved: it answers unknown names itself)
-//	record    metrics and one log line per call; calls in flight
+//	record    the call's ID; metrics, one log line per call (info) and
+//	          lifecycle events with a debug line each (events.go); calls
+//	          in flight
 //	track     refuse calls while shutting down; cancel them when the
 //	          shutdown grace runs out
 //	validate  arguments against the tool's input schema; violations are a
@@ -110,6 +112,7 @@ func (g *Gateway) resolve(next Handler) Handler {
 func (g *Gateway) record(next Handler) Handler {
 	return func(ctx context.Context, c *Call) (*Result, error) {
 		start := time.Now()
+		g.callPending(ctx, c)
 		g.metrics.inFlight.Inc()
 		defer g.metrics.inFlight.Dec()
 		res, err := next(ctx, c)
@@ -119,17 +122,16 @@ func (g *Gateway) record(next Handler) Handler {
 		case err != nil:
 			outcome, class = "error", string(retry.Classify(err))
 		case res.IsError:
-			outcome, class = "error", string(res.Class)
-			if class == "" {
-				class = string(retry.Execution)
-			}
+			outcome, class = "error", string(resultClass(res))
 		}
 		g.metrics.observe(c.Tool, outcome, class, d)
 		if g.logger.Enabled(ctx, slog.LevelInfo) {
 			g.logger.LogAttrs(ctx, slog.LevelInfo, "tool call",
 				slog.String("tool", c.Tool.Name), slog.String("kind", string(c.Tool.Kind)), slog.String("thread", threadLabel(c.Thread)),
-				slog.Duration("duration", d), slog.String("outcome", outcome), slog.String("class", class))
+				slog.Duration("duration", d), slog.String("outcome", outcome), slog.String("class", class),
+				slog.String("call_id", c.ID), slog.Int("attempts", c.attempts))
 		}
+		g.callEnded(ctx, c, res, err, class, d)
 		return res, err
 	}
 }
@@ -329,6 +331,7 @@ func (g *Gateway) dispatch(ctx context.Context, c *Call, raw json.RawMessage) (*
 	}
 	res, err := g.dispatcher.Dispatch(ctx, r.exec, executors.Call{
 		Tool: c.Tool, Args: c.Args, Raw: raw, Thread: c.Thread, Progress: c.Progress, Retry: r.plan,
+		OnAttempt: g.onAttempt(ctx, c),
 	})
 	if err != nil {
 		return errorResult(err), nil

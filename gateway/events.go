@@ -1,0 +1,398 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/retry"
+)
+
+// Every call the record step sees goes through these states, in order:
+// pending once it is resolved; running before each attempt (the number
+// says which); then completed or error. A call refused before dispatch
+// (validation, shutdown, a full queue) goes from pending to error.
+const (
+	statePending   = "pending"
+	stateRunning   = "running"
+	stateCompleted = "completed"
+	stateError     = "error"
+)
+
+const (
+	// eventBuffer is how many events a subscriber may have queued. One
+	// that falls further behind is dropped: publishing never waits, so a
+	// slow consumer can never delay a call.
+	eventBuffer = 256
+	// maxEventMessage caps an error event's message, in bytes.
+	maxEventMessage = 2048
+)
+
+// callEvent is one transition of one call, as /events sends it. Threads
+// and sessions are hashed (threadLabel): a session ID is a bearer
+// credential and thread names are the client's.
+type callEvent struct {
+	State     string    `json:"state"`
+	ID        string    `json:"id"`
+	Time      time.Time `json:"time"`
+	Tool      string    `json:"tool"`
+	Source    string    `json:"source"`
+	Kind      string    `json:"kind"`
+	Thread    string    `json:"thread,omitempty"`
+	Principal string    `json:"principal,omitempty"`
+	Session   string    `json:"session,omitempty"`
+	// Attempt is the attempt starting, from 1 (running only).
+	Attempt int `json:"attempt,omitempty"`
+	// Attempts is how many attempts the call made, 0 when it was never
+	// dispatched (completed and error only).
+	Attempts int `json:"attempts,omitempty"`
+	// Class is the error's class (error only).
+	Class string `json:"class,omitempty"`
+	// DurationMS is the call's duration through the pipeline (completed
+	// and error only).
+	DurationMS float64 `json:"duration_ms,omitempty"`
+	// Message is the text the model saw, class prefix included (error
+	// only, at most maxEventMessage bytes).
+	Message string `json:"message,omitempty"`
+}
+
+// eventFilter selects the events a subscriber receives. The zero value
+// selects all.
+type eventFilter struct {
+	tool      string // a path.Match pattern on the tool's name
+	principal string // exactly this principal
+	outcome   string // "ok" or "error": only the final events of that outcome
+}
+
+// parseEventFilter reads a filter from /events's query: tool (a glob),
+// principal, outcome (ok or error).
+func parseEventFilter(q url.Values) (eventFilter, error) {
+	f := eventFilter{tool: q.Get("tool"), principal: q.Get("principal"), outcome: q.Get("outcome")}
+	if f.tool != "" {
+		if _, err := path.Match(f.tool, ""); err != nil {
+			return eventFilter{}, fmt.Errorf("query tool=%q is not a valid glob; use * and ? as in calc* or *__search", f.tool)
+		}
+	}
+	switch f.outcome {
+	case "", "ok", "error":
+	default:
+		return eventFilter{}, fmt.Errorf("query outcome=%q is not ok or error", f.outcome)
+	}
+	return f, nil
+}
+
+func (f *eventFilter) match(e *callEvent) bool {
+	if f.tool != "" {
+		if ok, _ := path.Match(f.tool, e.Tool); !ok {
+			return false
+		}
+	}
+	if f.principal != "" && f.principal != e.Principal {
+		return false
+	}
+	switch f.outcome {
+	case "ok":
+		return e.State == stateCompleted
+	case "error":
+		return e.State == stateError
+	}
+	return true
+}
+
+// subscription is one consumer of the bus. Its channel is closed by the
+// bus, and only by it: when the consumer unsubscribes, when it has fallen
+// eventBuffer events behind, or when the gateway closes.
+type subscription struct {
+	ch     chan callEvent
+	filter eventFilter
+	// dropped is set before ch is closed for falling behind, so the
+	// consumer can tell it from the other reasons.
+	dropped atomic.Bool
+}
+
+// eventBus fans call events out to subscribers without ever blocking the
+// publisher. It also numbers calls.
+type eventBus struct {
+	buf     int
+	dropped prometheus.Counter
+	ids     atomic.Uint64 // numbers call IDs
+	n       atomic.Int32  // len(subs), read on every call without mu
+
+	mu     sync.Mutex                 // guards subs and closed
+	subs   map[*subscription]struct{} // guarded by mu
+	closed bool                       // guarded by mu: no new subscriptions
+}
+
+func newEventBus(reg *prometheus.Registry, buf int) *eventBus {
+	b := &eventBus{
+		buf:  buf,
+		subs: map[*subscription]struct{}{},
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolgate_events_dropped_total",
+			Help: "Lifecycle event subscribers (/events, /ui) dropped for falling behind by more than the buffer.",
+		}),
+	}
+	reg.MustRegister(b.dropped)
+	return b
+}
+
+// nextID returns a new call ID.
+func (b *eventBus) nextID() string { return "c-" + strconv.FormatUint(b.ids.Add(1), 10) }
+
+// active reports whether anyone listens, so that calls build no event
+// when nobody does.
+func (b *eventBus) active() bool { return b.n.Load() > 0 }
+
+// subscribe returns a new subscription, or nil once the bus is closed.
+func (b *eventBus) subscribe(f eventFilter) *subscription {
+	s := &subscription{ch: make(chan callEvent, b.buf), filter: f}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.subs[s] = struct{}{}
+	b.n.Store(int32(len(b.subs)))
+	return s
+}
+
+// unsubscribe ends s unless the bus already has.
+func (b *eventBus) unsubscribe(s *subscription) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.remove(s)
+}
+
+// remove closes s's channel if s is still subscribed; b.mu is held.
+func (b *eventBus) remove(s *subscription) {
+	if _, ok := b.subs[s]; ok {
+		delete(b.subs, s)
+		close(s.ch)
+		b.n.Store(int32(len(b.subs)))
+	}
+}
+
+// publish hands e to every subscriber whose filter matches. A subscriber
+// whose buffer is full is dropped, not waited for.
+func (b *eventBus) publish(e callEvent) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		if !s.filter.match(&e) {
+			continue
+		}
+		select {
+		case s.ch <- e:
+		default:
+			s.dropped.Store(true)
+			b.remove(s)
+			b.dropped.Inc()
+		}
+	}
+}
+
+// close ends every subscription and refuses new ones, so that /events
+// streams end when the gateway closes.
+func (b *eventBus) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for s := range b.subs {
+		b.remove(s)
+	}
+}
+
+// event returns c's event in state with the fields every state has.
+func callEventOf(c *Call, state string) callEvent {
+	return callEvent{
+		State: state, ID: c.ID, Time: time.Now(),
+		Tool: c.Tool.Name, Source: c.Tool.Source, Kind: string(c.Tool.Kind),
+		Thread: threadLabel(c.Thread), Principal: c.Principal, Session: threadLabel(c.Session),
+	}
+}
+
+// callPending gives c its ID and announces it, in an event and a debug
+// line. The record step calls it once c is resolved.
+func (g *Gateway) callPending(ctx context.Context, c *Call) {
+	if c.ID == "" {
+		c.ID = g.events.nextID()
+	}
+	if g.events.active() {
+		g.events.publish(callEventOf(c, statePending))
+	}
+	if g.logger.Enabled(ctx, slog.LevelDebug) {
+		g.logger.LogAttrs(ctx, slog.LevelDebug, "tool call pending",
+			slog.String("call_id", c.ID), slog.String("tool", c.Tool.Name), slog.String("kind", string(c.Tool.Kind)),
+			slog.String("thread", threadLabel(c.Thread)), slog.String("session", threadLabel(c.Session)),
+			slog.String("principal", c.Principal))
+	}
+}
+
+// onAttempt returns the [executors.Call.OnAttempt] of c: it counts c's
+// attempts and announces each.
+func (g *Gateway) onAttempt(ctx context.Context, c *Call) func(n int) {
+	return func(n int) {
+		c.attempts = n
+		if g.events.active() {
+			e := callEventOf(c, stateRunning)
+			e.Attempt = n
+			g.events.publish(e)
+		}
+		if g.logger.Enabled(ctx, slog.LevelDebug) {
+			g.logger.LogAttrs(ctx, slog.LevelDebug, "tool call running",
+				slog.String("call_id", c.ID), slog.String("tool", c.Tool.Name), slog.Int("attempt", n))
+		}
+	}
+}
+
+// callEnded announces c's outcome: res, or err when the chain returned
+// one; class is "" for a success.
+func (g *Gateway) callEnded(ctx context.Context, c *Call, res *Result, err error, class string, d time.Duration) {
+	debug := g.logger.Enabled(ctx, slog.LevelDebug)
+	if !debug && !g.events.active() {
+		return
+	}
+	e := callEventOf(c, stateCompleted)
+	e.Attempts, e.DurationMS = c.attempts, float64(d.Microseconds())/1000
+	if class != "" {
+		e.State, e.Class = stateError, class
+		e.Message = errorMessage(res, err)
+	}
+	if g.events.active() {
+		g.events.publish(e)
+	}
+	if debug {
+		msg := "tool call completed"
+		if class != "" {
+			msg = "tool call failed"
+		}
+		g.logger.LogAttrs(ctx, slog.LevelDebug, msg,
+			slog.String("call_id", c.ID), slog.String("tool", c.Tool.Name), slog.Int("attempts", c.attempts),
+			slog.String("class", class), slog.Duration("duration", d))
+	}
+}
+
+// errorMessage is the text the model saw of a failed call, capped at
+// maxEventMessage bytes.
+func errorMessage(res *Result, err error) string {
+	var s string
+	switch {
+	case err != nil:
+		s = string(retry.Classify(err)) + ": " + err.Error()
+	case res.Passthrough != nil && len(res.Content) == 0:
+		if d, derr := mcpfront.DecodeResult(res.Passthrough); derr == nil {
+			s = (*Result)(&d).Text()
+		}
+	default:
+		s = res.Text()
+	}
+	if len(s) > maxEventMessage {
+		s = s[:maxEventMessage] + "…"
+	}
+	return s
+}
+
+// resultClass is the class of an isError result: its own, else the one
+// its _meta names (an upstream MCP server may say it, under
+// [ErrorClassMetaKey]), else execution.
+func resultClass(res *Result) retry.Class {
+	if res.Class != "" {
+		return res.Class
+	}
+	if s, ok := res.Meta[ErrorClassMetaKey].(string); ok && retry.Class(s).Valid() {
+		return retry.Class(s)
+	}
+	if res.Passthrough != nil {
+		var head struct {
+			Meta map[string]any `json:"_meta"`
+		}
+		if json.Unmarshal(res.Passthrough, &head) == nil {
+			if s, ok := head.Meta[ErrorClassMetaKey].(string); ok && retry.Class(s).Valid() {
+				return retry.Class(s)
+			}
+		}
+	}
+	return retry.Execution
+}
+
+// serveEvents streams call events as Server-Sent Events (event: call, the
+// event's JSON as data) until the client goes, the gateway closes, or the
+// client falls eventBuffer events behind (it then gets event: dropped and
+// the stream ends; reconnecting starts afresh). The query may filter:
+// tool (a glob), principal, outcome (ok or error: only final events).
+func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
+	f, err := parseEventFilter(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rc := http.NewResponseController(w)
+	sub := g.events.subscribe(f)
+	if sub == nil {
+		http.Error(w, "toolgate is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	defer g.events.unsubscribe(sub)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	// A comment first: the client knows it is subscribed once it reads it.
+	if _, err := fmt.Fprint(w, ": subscribed\n\n"); err != nil || rc.Flush() != nil {
+		return
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case e, ok := <-sub.ch:
+			if !ok {
+				if sub.dropped.Load() {
+					_, _ = fmt.Fprintf(w, "event: dropped\ndata: {\"reason\":\"fell more than %d events behind\"}\n\n", g.events.buf)
+					_ = rc.Flush()
+				}
+				return
+			}
+			data, _ := json.Marshal(e) // cannot fail: strings, numbers, a time
+			if _, err := fmt.Fprintf(w, "event: call\ndata: %s\n\n", data); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// readOnlyOriginCheck refuses cross-origin browser requests whose origin
+// is not in origins, whatever their method. net/http's
+// CrossOriginProtection, which guards the MCP endpoints, lets GET through
+// as free of side effects; but /events and /ui show call data, so a
+// cross-origin GET is checked as a POST would be.
+func readOnlyOriginCheck(origins []string, h http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	for _, o := range origins {
+		_ = cop.AddTrustedOrigin(o) // validated by config
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		probe := r.Clone(r.Context())
+		probe.Method = http.MethodPost
+		if err := cop.Check(probe); err != nil {
+			http.Error(w, "cross-origin request refused; list the origin in server.allowed_origins", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
