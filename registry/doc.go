@@ -13,9 +13,13 @@
 // A tool name follows MCP: 1 to 64 characters from A-Z a-z 0-9 _ . -
 // ([ValidateName]). Models often get a name's case or separators wrong, so
 // [Registry.Resolve] can repair a name: it compares names lower-cased, with
-// '-' and '.' read as '_' and runs of '_' read as one. A repair is applied
-// only when exactly one registered tool matches; otherwise the error
-// suggests the closest names ([Suggest]).
+// '-' and '.' read as '_' and runs of '_' read as one. Failing that, it
+// compares the tool part alone, so that a name with a missing or wrong
+// namespace (read_file or git__read_file for fs__read_file) resolves
+// ([Registry.ResolveRepair] says which repair found a tool). A repair is
+// applied only when exactly one registered tool matches; when several do,
+// the error lists them all, and when none does it suggests the closest
+// names ([Suggest]).
 //
 // A source that serves many tools (an upstream MCP server, an OpenAPI
 // document) names them <prefix>__<tool>; a prefix is at most

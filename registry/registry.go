@@ -20,28 +20,54 @@ type NotFoundError struct {
 	// Name is the name that was asked for, as given.
 	Name string
 	// Suggestions are up to three registered names close to Name, closest
-	// first.
+	// first; or, when Ambiguous, every name Name could be repaired to,
+	// sorted.
 	Suggestions []string
+	// Ambiguous reports that Name was refused because it could be repaired
+	// to more than one registered name (the Suggestions).
+	Ambiguous bool
 	// Available is how many tools were registered at the time.
 	Available int
 }
 
+// maxListed is how many candidates an ambiguous NotFoundError's message
+// lists; its Suggestions hold them all.
+const maxListed = 10
+
 // Error returns `unknown tool "X"; did you mean "A", "B"?`, or without
 // suggestions `unknown tool "X"; call tools/list to see the N available
-// tools`. It shows at most 80 bytes of Name.
+// tools`, or when Ambiguous `tool name "X" is ambiguous: it could be "A",
+// "B"; call it by its full name` (listing at most 10 names). It shows at
+// most 80 bytes of Name.
 func (e *NotFoundError) Error() string {
 	var b strings.Builder
-	b.WriteString("unknown tool ")
-	b.WriteString(quoteName(e.Name))
-	switch {
-	case len(e.Suggestions) > 0:
-		b.WriteString("; did you mean ")
-		for i, s := range e.Suggestions {
+	list := func(names []string) {
+		for i, s := range names {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			b.WriteString(quoteName(s))
 		}
+	}
+	if e.Ambiguous {
+		b.WriteString("tool name ")
+		b.WriteString(quoteName(e.Name))
+		b.WriteString(" is ambiguous: it could be ")
+		list(e.Suggestions[:min(len(e.Suggestions), maxListed)])
+		if n := len(e.Suggestions) - maxListed; n > 0 {
+			b.WriteString(" or ")
+			b.WriteString(strconv.Itoa(n))
+			b.WriteString(" more")
+		}
+		b.WriteString("; call it by its full name")
+		return b.String()
+	}
+	b.WriteString("unknown tool ")
+	b.WriteString(quoteName(e.Name))
+	switch {
+	case len(e.Suggestions) > 0:
+		b.WriteString("; did you mean ")
+		list(e.Suggestions)
 		b.WriteString("?")
 	case e.Available == 0:
 		b.WriteString("; no tools are available")
@@ -92,6 +118,10 @@ type Registry struct {
 	tools map[string]*Tool
 	// byKey maps each normalized name to the names that have it, sorted.
 	byKey map[string][]string
+	// byPart maps each normalized tool part ([toolPart]) to the names
+	// that have it, sorted: the index of namespace repair. Names whose
+	// tool part is empty (fs__) are not in it.
+	byPart map[string][]string
 	// sorted is every tool ordered by name. It is replaced on change,
 	// never modified in place.
 	sorted []*Tool
@@ -107,8 +137,9 @@ type Registry struct {
 // New returns an empty registry.
 func New() *Registry {
 	return &Registry{
-		tools: make(map[string]*Tool),
-		byKey: make(map[string][]string),
+		tools:  make(map[string]*Tool),
+		byKey:  make(map[string][]string),
+		byPart: make(map[string][]string),
 	}
 }
 
@@ -282,12 +313,13 @@ func (r *Registry) insert(t *Tool) {
 	if r.tools == nil {
 		r.tools = make(map[string]*Tool)
 		r.byKey = make(map[string][]string)
+		r.byPart = make(map[string][]string)
 	}
 	r.tools[t.Name] = t
-	key := normalize(t.Name)
-	names := append(slices.Clone(r.byKey[key]), t.Name)
-	slices.Sort(names)
-	r.byKey[key] = names
+	indexAdd(r.byKey, normalize(t.Name), t.Name)
+	if part := normalize(toolPart(t.Name)); part != "" {
+		indexAdd(r.byPart, part, t.Name)
+	}
 	i, _ := slices.BinarySearchFunc(r.sorted, t.Name, func(a *Tool, name string) int { return strings.Compare(a.Name, name) })
 	r.sorted = slices.Insert(slices.Clip(r.sorted), i, t)
 }
@@ -295,14 +327,30 @@ func (r *Registry) insert(t *Tool) {
 // delete removes the named tool; r.mu must be held and the tool present.
 func (r *Registry) delete(name string) {
 	delete(r.tools, name)
-	key := normalize(name)
-	names := slices.DeleteFunc(slices.Clone(r.byKey[key]), func(n string) bool { return n == name })
-	if len(names) == 0 {
-		delete(r.byKey, key)
-	} else {
-		r.byKey[key] = names
+	indexDelete(r.byKey, normalize(name), name)
+	if part := normalize(toolPart(name)); part != "" {
+		indexDelete(r.byPart, part, name)
 	}
 	r.sorted = slices.DeleteFunc(slices.Clone(r.sorted), func(t *Tool) bool { return t.Name == name })
+}
+
+// indexAdd adds name to index[key], keeping it sorted. The slice is
+// replaced, never modified in place, so that callers may keep one.
+func indexAdd(index map[string][]string, key, name string) {
+	names := append(slices.Clone(index[key]), name)
+	slices.Sort(names)
+	index[key] = names
+}
+
+// indexDelete removes name from index[key], dropping the key when no name
+// is left.
+func indexDelete(index map[string][]string, key, name string) {
+	names := slices.DeleteFunc(slices.Clone(index[key]), func(n string) bool { return n == name })
+	if len(names) == 0 {
+		delete(index, key)
+	} else {
+		index[key] = names
+	}
 }
 
 func sortedTools(ts []*Tool) []*Tool {
@@ -319,41 +367,112 @@ func (r *Registry) Get(name string) (*Tool, bool) {
 	return t, ok
 }
 
-// Resolve returns the tool registered under name. If there is none and
-// repair is true, it returns the one tool whose name matches name
-// normalized (see the package doc); names longer than 128 bytes are not
-// repaired. Otherwise the error is a [*NotFoundError] (matching
-// [ErrNotFound]) with up to three suggestions: the tools that match
-// normalized when more than one does, else the closest names ([Suggest]).
-//
-// An exact match costs one map lookup and does not allocate.
+// RepairKind says how [Registry.ResolveRepair] repaired a name.
+type RepairKind string
+
+const (
+	// RepairNone means the name was registered as given.
+	RepairNone RepairKind = ""
+	// RepairCase means the name differed from a registered one only in
+	// case or separators (Clock-Now for clock_now).
+	RepairCase RepairKind = "case"
+	// RepairNamespace means the name's tool part matched a registered
+	// name's, with a missing or wrong namespace (read_file or
+	// git__read_file for fs__read_file).
+	RepairNamespace RepairKind = "namespace"
+)
+
+// Resolve is [Registry.ResolveRepair] for callers that do not care how a
+// name was repaired.
 func (r *Registry) Resolve(name string, repair bool) (*Tool, error) {
+	t, _, err := r.ResolveRepair(name, repair)
+	return t, err
+}
+
+// ResolveRepair returns the tool registered under name and how name was
+// repaired to find it. If there is none and repair is true, it tries in
+// order, stopping at the first step that finds any candidate:
+//
+//  1. [RepairCase]: the names that match name normalized (see the package
+//     doc);
+//  2. [RepairNamespace]: the names whose tool part (what follows the first
+//     [Separator], or the whole name when it has none) matches, normalized,
+//     name's tool part or name as a whole: read_file and git__read_file
+//     both find fs__read_file.
+//
+// One candidate is the tool returned. More than one is refused with a
+// [*NotFoundError] that is Ambiguous and lists every candidate, sorted, in
+// its Suggestions. Names longer than 128 bytes are not repaired. When
+// nothing is found, or repair is false, the error is a [*NotFoundError]
+// (matching [ErrNotFound]) with up to three suggestions: the names a repair
+// would have considered, else the closest names ([Suggest]).
+//
+// An exact match costs one map lookup and does not allocate; a repair
+// costs a few map lookups, whatever the number of tools.
+func (r *Registry) ResolveRepair(name string, repair bool) (*Tool, RepairKind, error) {
 	r.mu.RLock()
 	t, ok := r.tools[name]
 	r.mu.RUnlock()
 	if ok {
-		return t, nil
+		return t, RepairNone, nil
 	}
 	return r.resolveSlow(name, repair)
 }
 
-func (r *Registry) resolveSlow(name string, repair bool) (*Tool, error) {
+func (r *Registry) resolveSlow(name string, repair bool) (*Tool, RepairKind, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	var matches []string
-	if len(name) <= maxCompared {
-		matches = r.byKey[normalize(name)]
+	if t, ok := r.tools[name]; ok { // added since the fast path looked
+		return t, RepairNone, nil
 	}
-	if repair && len(matches) == 1 {
-		return r.tools[matches[0]], nil
+	var matches []string
+	kind := RepairCase
+	if len(name) <= maxCompared {
+		key := normalize(name)
+		if matches = r.byKey[key]; len(matches) == 0 {
+			kind = RepairNamespace
+			matches = r.byPart[key]
+			if part := toolPart(name); len(part) < len(name) {
+				matches = union(matches, r.byPart[normalize(part)])
+			}
+		}
 	}
 	e := &NotFoundError{Name: name, Available: len(r.tools)}
-	if len(matches) > 1 {
+	switch {
+	case repair && len(matches) == 1:
+		return r.tools[matches[0]], kind, nil
+	case repair && len(matches) > 1:
+		e.Ambiguous = true
+		e.Suggestions = slices.Clone(matches)
+	case len(matches) > 0:
 		e.Suggestions = slices.Clone(matches[:min(len(matches), maxSuggestions)])
-	} else {
+	default:
 		e.Suggestions = suggest(name, r.byKey, maxSuggestions)
 	}
-	return nil, e
+	return nil, RepairNone, e
+}
+
+// toolPart returns what follows the first [Separator] in name, or name
+// when it has none: the tool's own name under its source's prefix.
+func toolPart(name string) string {
+	if _, part, ok := strings.Cut(name, Separator); ok {
+		return part
+	}
+	return name
+}
+
+// union returns the sorted union of two sorted lists, a or b itself when
+// the other is empty.
+func union(a, b []string) []string {
+	switch {
+	case len(a) == 0:
+		return b
+	case len(b) == 0:
+		return a
+	}
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // List returns every tool, sorted by name, in a new slice the caller may

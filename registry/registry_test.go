@@ -220,7 +220,8 @@ func TestResolve(t *testing.T) {
 		{name: "separator repair", in: "Clock.Now", repair: true, want: "clock_now"},
 		{name: "namespace separator repair", in: "github.create-issue", repair: true, want: "github__create_issue"},
 		{name: "no repair without the flag", in: "CALC", repair: false, suggest: []string{"calc"}, errText: `unknown tool "CALC"; did you mean "calc"?`},
-		{name: "ambiguous repair", in: "DUP.NAME", repair: true, suggest: []string{"Dup-Name", "dup_name"}, errText: `unknown tool "DUP.NAME"; did you mean "Dup-Name", "dup_name"?`},
+		{name: "ambiguous repair", in: "DUP.NAME", repair: true, suggest: []string{"Dup-Name", "dup_name"}, errText: `tool name "DUP.NAME" is ambiguous: it could be "Dup-Name", "dup_name"; call it by its full name`},
+		{name: "ambiguous without repair", in: "DUP.NAME", repair: false, suggest: []string{"Dup-Name", "dup_name"}, errText: `unknown tool "DUP.NAME"; did you mean "Dup-Name", "dup_name"?`},
 		{name: "exact beats ambiguity", in: "dup_name", repair: true, want: "dup_name"},
 		{name: "not found with suggestion", in: "now", repair: true, suggest: []string{"clock_now"}},
 		{name: "typo", in: "wether", repair: true, suggest: []string{"weather"}},
@@ -257,6 +258,111 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+func TestResolveRepair(t *testing.T) {
+	r := New()
+	mustAdd(t, r,
+		tool("fs__read_file", "upstream:fs"),
+		tool("fs__write_file", "upstream:fs"),
+		tool("git__write_file", "upstream:git"),
+		tool("mem__write-file", "upstream:mem"),
+		tool("web__Fetch-Page", "upstream:web"),
+		tool("cache__fetch_page", "upstream:cache"),
+		tool("calc", "builtin"),
+		tool("db__a__b", "upstream:db"),
+	)
+	tests := []struct {
+		name     string
+		in       string
+		repair   bool
+		want     string // resolved name; "" means not found
+		wantKind RepairKind
+		suggest  []string // suggestions when not found
+		ambig    bool     // refused as ambiguous
+		errText  string   // exact error text when not found; "" to skip
+	}{
+		{name: "exact", in: "fs__read_file", repair: true, want: "fs__read_file", wantKind: RepairNone},
+		{name: "case", in: "FS__Read-File", repair: true, want: "fs__read_file", wantKind: RepairCase},
+		{name: "missing namespace", in: "read_file", repair: true, want: "fs__read_file", wantKind: RepairNamespace},
+		{name: "missing namespace and case", in: "Read.File", repair: true, want: "fs__read_file", wantKind: RepairNamespace},
+		{name: "wrong namespace", in: "git__read_file", repair: true, want: "fs__read_file", wantKind: RepairNamespace},
+		{name: "wrong namespace and case", in: "GIT__READ-FILE", repair: true, want: "fs__read_file", wantKind: RepairNamespace},
+		{name: "namespace on an unprefixed tool", in: "builtin__calc", repair: true, want: "calc", wantKind: RepairNamespace},
+		{name: "tool part holding the separator", in: "a__b", repair: true, want: "db__a__b", wantKind: RepairNamespace},
+		{
+			name: "ambiguous missing namespace", in: "write_file", repair: true, ambig: true,
+			suggest: []string{"fs__write_file", "git__write_file", "mem__write-file"},
+			errText: `tool name "write_file" is ambiguous: it could be "fs__write_file", "git__write_file", "mem__write-file"; call it by its full name`,
+		},
+		{
+			name: "ambiguous wrong namespace", in: "s3__write_file", repair: true, ambig: true,
+			suggest: []string{"fs__write_file", "git__write_file", "mem__write-file"},
+		},
+		{
+			name: "tool part ambiguous by case repair", in: "fetch-page", repair: true, ambig: true,
+			suggest: []string{"cache__fetch_page", "web__Fetch-Page"},
+			errText: `tool name "fetch-page" is ambiguous: it could be "cache__fetch_page", "web__Fetch-Page"; call it by its full name`,
+		},
+		{
+			name: "repair off", in: "read_file", repair: false,
+			suggest: []string{"fs__read_file"},
+			errText: `unknown tool "read_file"; did you mean "fs__read_file"?`,
+		},
+		{name: "repair off, ambiguous", in: "write_file", repair: false, suggest: []string{"fs__write_file", "git__write_file", "mem__write-file"}},
+		{name: "empty tool part", in: "fs__", repair: true, suggest: []string{"fs__read_file", "fs__write_file"}},
+		{name: "no such tool part", in: "fs__delete_file", repair: true, suggest: []string{"fs__write_file"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, kind, err := r.ResolveRepair(tc.in, tc.repair)
+			if tc.want != "" {
+				if err != nil || got == nil || got.Name != tc.want || kind != tc.wantKind {
+					t.Fatalf("ResolveRepair(%q, %v) = %v, %q, %v, want %q, %q", tc.in, tc.repair, got, kind, err, tc.want, tc.wantKind)
+				}
+				return
+			}
+			if got != nil || kind != RepairNone || !errors.Is(err, ErrNotFound) {
+				t.Fatalf("ResolveRepair(%q, %v) = %v, %q, %v, want ErrNotFound", tc.in, tc.repair, got, kind, err)
+			}
+			nf, ok := errors.AsType[*NotFoundError](err)
+			if !ok {
+				t.Fatalf("ResolveRepair(%q) error %T is not *NotFoundError", tc.in, err)
+			}
+			if diff := cmp.Diff(tc.suggest, nf.Suggestions); diff != "" {
+				t.Errorf("ResolveRepair(%q) suggestions mismatch (-want +got):\n%s", tc.in, diff)
+			}
+			if nf.Ambiguous != tc.ambig {
+				t.Errorf("ResolveRepair(%q) Ambiguous = %v, want %v", tc.in, nf.Ambiguous, tc.ambig)
+			}
+			if tc.errText != "" && err.Error() != tc.errText {
+				t.Errorf("ResolveRepair(%q) error =\n%s\nwant\n%s", tc.in, err, tc.errText)
+			}
+		})
+	}
+}
+
+// TestRepairIndexFollowsChanges checks that namespace repair sees tools
+// removed and replaced.
+func TestRepairIndexFollowsChanges(t *testing.T) {
+	r := New()
+	mustAdd(t, r, tool("fs__read_file", "upstream:fs"), tool("git__read_file", "upstream:git"))
+	if _, err := r.Resolve("read_file", true); err == nil {
+		t.Fatal("Resolve(read_file) with two candidates succeeded")
+	}
+	r.Remove("git__read_file")
+	if got, kind, err := r.ResolveRepair("read_file", true); err != nil || got.Name != "fs__read_file" || kind != RepairNamespace {
+		t.Fatalf("ResolveRepair(read_file) = %v, %q, %v, want fs__read_file by namespace", got, kind, err)
+	}
+	if err := r.ReplaceSource("upstream:fs", []Tool{tool("fs__list_dir", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Resolve("read_file", true); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Resolve(read_file) after its tool went = %v, want ErrNotFound", err)
+	}
+	if got, err := r.Resolve("list-dir", true); err != nil || got.Name != "fs__list_dir" {
+		t.Fatalf("Resolve(list-dir) = %v, %v, want fs__list_dir", got, err)
+	}
+}
+
 func TestNotFoundErrorText(t *testing.T) {
 	tests := []struct {
 		err  NotFoundError
@@ -265,6 +371,11 @@ func TestNotFoundErrorText(t *testing.T) {
 		{NotFoundError{Name: "x", Suggestions: []string{"a", "b", "c"}}, `unknown tool "x"; did you mean "a", "b", "c"?`},
 		{NotFoundError{Name: "x", Available: 1}, `unknown tool "x"; call tools/list to see the 1 available tool`},
 		{NotFoundError{Name: "x"}, `unknown tool "x"; no tools are available`},
+		{NotFoundError{Name: "x", Suggestions: []string{"a__x", "b__x"}, Ambiguous: true}, `tool name "x" is ambiguous: it could be "a__x", "b__x"; call it by its full name`},
+		{
+			NotFoundError{Name: "x", Suggestions: strings.Split("a b c d e f g h i j k l", " "), Ambiguous: true},
+			`tool name "x" is ambiguous: it could be "a", "b", "c", "d", "e", "f", "g", "h", "i", "j" or 2 more; call it by its full name`,
+		},
 	}
 	for _, tc := range tests {
 		if got := tc.err.Error(); got != tc.want {
@@ -531,41 +642,69 @@ func TestConcurrentOrdering(t *testing.T) {
 func FuzzResolve(f *testing.F) {
 	r := New()
 	registered := map[string]bool{}
-	for _, n := range []string{"calc", "clock_now", "clock_today", "github__create_issue", "Dup-Name", "dup_name", "weather", "a"} {
+	for _, n := range []string{
+		"calc", "clock_now", "clock_today", "github__create_issue", "Dup-Name", "dup_name", "weather", "a",
+		"fs__read_file", "fs__write_file", "git__write_file", "web__Fetch-Page", "cache__fetch_page", "db__a__b", "fs__",
+	} {
 		if err := r.Add(tool(n, "s")); err != nil {
 			f.Fatal(err)
 		}
 		registered[n] = true
 	}
-	for _, seed := range []string{"calc", "CALC", "clock.now", "now", "", "dup.name", "\xff", strings.Repeat("_", 300), "github--create.issue"} {
+	for _, seed := range []string{
+		"calc", "CALC", "clock.now", "now", "", "dup.name", "\xff", strings.Repeat("_", 300), "github--create.issue",
+		"read_file", "git__read_file", "write_file", "x__fetch.page", "a__b", "__", "fs__", "git__", "__calc",
+	} {
 		f.Add(seed, true)
 		f.Add(seed, false)
 	}
 	f.Fuzz(func(t *testing.T, name string, repair bool) {
-		got, err := r.Resolve(name, repair)
+		got, kind, err := r.ResolveRepair(name, repair)
+		if registered[name] && (err != nil || got.Name != name || kind != RepairNone) {
+			t.Fatalf("ResolveRepair(%q) = %v, %q, %v, want itself", name, got, kind, err)
+		}
 		if err == nil {
 			if got == nil || !registered[got.Name] {
-				t.Fatalf("Resolve(%q) = %v, not a registered tool", name, got)
+				t.Fatalf("ResolveRepair(%q) = %v, not a registered tool", name, got)
 			}
-			if got.Name != name && (!repair || normalize(got.Name) != normalize(name)) {
-				t.Fatalf("Resolve(%q, %v) = %q, neither exact nor a repair", name, repair, got.Name)
+			var ok bool
+			switch kind {
+			case RepairNone:
+				ok = got.Name == name
+			case RepairCase:
+				ok = repair && normalize(got.Name) == normalize(name)
+			case RepairNamespace:
+				part := normalize(toolPart(got.Name))
+				ok = repair && part != "" && (part == normalize(name) || part == normalize(toolPart(name)))
+			}
+			if !ok {
+				t.Fatalf("ResolveRepair(%q, %v) = %q, %q: not such a repair", name, repair, got.Name, kind)
 			}
 			return
 		}
+		if got != nil || kind != RepairNone {
+			t.Fatalf("ResolveRepair(%q) = %v, %q with error %v", name, got, kind, err)
+		}
 		nf, ok := errors.AsType[*NotFoundError](err)
 		if !ok || !errors.Is(err, ErrNotFound) {
-			t.Fatalf("Resolve(%q) error %v is not a NotFoundError", name, err)
-		}
-		if len(nf.Suggestions) > 3 {
-			t.Fatalf("Resolve(%q) gave %d suggestions", name, len(nf.Suggestions))
+			t.Fatalf("ResolveRepair(%q) error %v is not a NotFoundError", name, err)
 		}
 		for _, s := range nf.Suggestions {
 			if !registered[s] {
-				t.Fatalf("Resolve(%q) suggested %q, which is not registered", name, s)
+				t.Fatalf("ResolveRepair(%q) suggested %q, which is not registered", name, s)
 			}
 		}
+		if nf.Ambiguous {
+			if !repair || len(nf.Suggestions) < 2 || !slices.IsSorted(nf.Suggestions) {
+				t.Fatalf("ResolveRepair(%q, %v) ambiguous among %q", name, repair, nf.Suggestions)
+			}
+			return
+		}
+		if len(nf.Suggestions) > 3 {
+			t.Fatalf("ResolveRepair(%q) gave %d suggestions", name, len(nf.Suggestions))
+		}
 		if msg := err.Error(); len(msg) > 400 {
-			t.Fatalf("Resolve(%q) error is %d bytes long", name, len(msg))
+			t.Fatalf("ResolveRepair(%q) error is %d bytes long", name, len(msg))
 		}
 	})
 }
