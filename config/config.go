@@ -145,7 +145,57 @@ type Guards struct {
 	// NameRepair resolves a tool name that differs only in case (or
 	// separator) to the real tool. Default true.
 	NameRepair bool `yaml:"name_repair"`
+	// Loop stops a thread that repeats one call (a "doom loop").
+	Loop LoopGuard `yaml:"loop"`
 }
+
+// LoopGuard configures the loop guard: when a thread has called the same
+// tool with the same arguments (compared as canonical JSON) Threshold
+// times in a row, the next identical call gets Action. Any other call in
+// the thread starts the count again.
+type LoopGuard struct {
+	// Threshold is how many identical calls in a row a thread may make
+	// before the guard acts on the next one. At least 1. Default 3.
+	Threshold int `yaml:"threshold"`
+	// Action is what happens to the call past Threshold. Default block.
+	Action LoopAction `yaml:"action"`
+	// Tools overrides Action for single tools, keyed by the tool's exact
+	// registered name (no globs, no repair: <prefix>__<tool> for an
+	// upstream's tool). Default none.
+	Tools map[string]LoopAction `yaml:"tools"`
+}
+
+// ActionFor returns the action of the tool named tool: its entry in
+// Tools, else Action.
+func (l LoopGuard) ActionFor(tool string) LoopAction {
+	if a, ok := l.Tools[tool]; ok {
+		return a
+	}
+	return l.Action
+}
+
+// LoopAction is what the loop guard does with a repeated call.
+type LoopAction string
+
+// The loop guard's actions.
+const (
+	// LoopBlock answers the call, without running it, with an error of
+	// class validation that tells the model to change its approach.
+	LoopBlock LoopAction = "block"
+	// LoopWarn runs the call and appends a warning to its result.
+	LoopWarn LoopAction = "warn"
+	// LoopAsk asks the user, through MCP elicitation, whether to run the
+	// call; it blocks when the client cannot be asked.
+	LoopAsk LoopAction = "ask"
+	// LoopOff switches the guard off.
+	LoopOff LoopAction = "off"
+)
+
+// loopActions lists the valid [LoopAction] values, for error messages.
+var loopActions = []LoopAction{LoopBlock, LoopWarn, LoopAsk, LoopOff}
+
+// Valid reports whether a is one of the loop guard's actions.
+func (a LoopAction) Valid() bool { return slices.Contains(loopActions, a) }
 
 // Log configures logging; command-line flags override it.
 type Log struct {

@@ -86,7 +86,7 @@ func want(mutate func(*Config)) *Config {
 			MaxQueue:              256,
 		},
 		Threads: Threads{IdleTTL: Duration(30 * time.Minute), MaxInstances: 1000},
-		Guards:  Guards{NameRepair: true},
+		Guards:  Guards{NameRepair: true, Loop: LoopGuard{Threshold: 3, Action: LoopBlock}},
 		Log:     Log{Level: "info", Format: "text"},
 		Source:  "t.yaml",
 	}
@@ -111,6 +111,14 @@ func TestParseValues(t *testing.T) {
 			yamlLines("server:", "  sse: false", "guards:", "  name_repair: false"),
 			nil,
 			want(func(c *Config) { c.Server.SSE = false; c.Guards.NameRepair = false }),
+		},
+		{
+			"loop guard",
+			yamlLines("guards:", "  loop:", "    threshold: 5", "    action: ask", "    tools: {sleep: off, search: warn}"),
+			nil,
+			want(func(c *Config) {
+				c.Guards.Loop = LoopGuard{Threshold: 5, Action: LoopAsk, Tools: map[string]LoopAction{"sleep": LoopOff, "search": LoopWarn}}
+			}),
 		},
 		{
 			"every key",
@@ -163,7 +171,7 @@ func TestParseValues(t *testing.T) {
 				},
 				BatchTool: true,
 				Threads:   Threads{IdleTTL: Duration(10 * time.Minute), MaxInstances: 1},
-				Guards:    Guards{NameRepair: false},
+				Guards:    Guards{NameRepair: false, Loop: LoopGuard{Threshold: 3, Action: LoopBlock}},
 				Log:       Log{Level: "debug", Format: "json"},
 				Builtin:   []string{"calc", "sleep"},
 				Source:    "t.yaml",
@@ -447,6 +455,22 @@ func TestParseErrors(t *testing.T) {
 			yamlLines("server:", "  max_body_bytes: 1073741825"),
 			nil,
 			[]string{`t.yaml:2:19: server.max_body_bytes: must be between 1024 and 1073741824 (1 GiB); got 1073741825`},
+		},
+		{
+			"loop guard values",
+			yamlLines("guards:", "  loop:", "    threshold: 0", "    action: stop", "    tools:", "      sleep: never", "      calc: warn"),
+			nil,
+			[]string{
+				`t.yaml:3:16: guards.loop.threshold: must be at least 1, like 3; got 0`,
+				`t.yaml:4:13: guards.loop.action: must be one of block, warn, ask, off; got "stop"`,
+				`t.yaml:6:14: guards.loop.tools.sleep: must be one of block, warn, ask, off; got "never"`,
+			},
+		},
+		{
+			"loop guard threshold negative",
+			yamlLines("guards:", "  loop: {threshold: -2}"),
+			nil,
+			[]string{`t.yaml:2:21: guards.loop.threshold: must be at least 1, like 3; got -2`},
 		},
 		{
 			"max_instances zero",
@@ -772,17 +796,20 @@ func TestExampleFile(t *testing.T) {
 	}{
 		{"no environment", nil, want(func(c *Config) {
 			c.Builtin = []string{"calc", "clock_now", "scratchpad", "sleep"}
+			c.Guards.Loop.Tools = map[string]LoopAction{"sleep": LoopOff}
 			exampleREST(c)
 			c.Source = path
 		}), nil},
 		{"TOOLGATE_LISTEN set", map[string]string{"TOOLGATE_LISTEN": "0.0.0.0:9000"}, want(func(c *Config) {
 			c.Server.Listen = "0.0.0.0:9000"
 			c.Builtin = []string{"calc", "clock_now", "scratchpad", "sleep"}
+			c.Guards.Loop.Tools = map[string]LoopAction{"sleep": LoopOff}
 			exampleREST(c)
 			c.Source = path
 		}), []string{"0.0.0.0:9000"}},
 		{"tokens set", map[string]string{"WEATHER_TOKEN": "w-tok", "TICKETS_KEY": "t-key"}, want(func(c *Config) {
 			c.Builtin = []string{"calc", "clock_now", "scratchpad", "sleep"}
+			c.Guards.Loop.Tools = map[string]LoopAction{"sleep": LoopOff}
 			exampleREST(c)
 			c.Rest[0].Headers["Authorization"] = "Bearer w-tok"
 			c.Rest[1].Headers["X-Api-Key"] = "t-key"
@@ -1025,6 +1052,13 @@ func TestValidateGoConfig(t *testing.T) {
 		}, []string{
 			`mem: threads.max_instances: must be at least 1; got -1`,
 			`mem: log.level: must be one of debug, info, warn, error; got "loud"`,
+		}},
+		{"loop guard is checked", func(c *Config) {
+			c.Guards.Loop = LoopGuard{Tools: map[string]LoopAction{"": LoopOff}}
+		}, []string{
+			`mem: guards.loop.threshold: must be at least 1, like 3; got 0`,
+			`mem: guards.loop.action: must be one of block, warn, ask, off; got ""`,
+			`mem: guards.loop.tools."": needs a tool name as its key`,
 		}},
 		{"builtins are checked", func(c *Config) { c.Builtin = []string{"calc", "rm"} }, []string{
 			`mem: builtin[1]: unknown builtin; valid names: calc, clock_now, scratchpad, sleep; got "rm"`,

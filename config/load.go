@@ -62,7 +62,7 @@ func defaults() Config {
 			MaxQueue:              256,
 		},
 		Threads: Threads{IdleTTL: Duration(30 * time.Minute), MaxInstances: 1000},
-		Guards:  Guards{NameRepair: true},
+		Guards:  Guards{NameRepair: true, Loop: LoopGuard{Threshold: 3, Action: LoopBlock}},
 		Log:     Log{Level: "info", Format: "text"},
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -97,6 +98,7 @@ func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 	if cfg.Threads.MaxInstances < 1 {
 		c.fail("threads.max_instances", strconv.Itoa(cfg.Threads.MaxInstances), "must be at least 1")
 	}
+	c.loopGuard(cfg.Guards.Loop)
 	if l := cfg.Log.Level; !slices.Contains([]string{"debug", "info", "warn", "error"}, l) {
 		c.fail("log.level", quoteShort(l), "must be one of debug, info, warn, error")
 	}
@@ -155,4 +157,28 @@ func validOrigin(o string) bool {
 		return false
 	}
 	return u.Port() == "" || validPort(u.Port())
+}
+
+// loopGuard checks guards.loop.
+func (c *checker) loopGuard(l LoopGuard) {
+	if l.Threshold < 1 {
+		c.fail("guards.loop.threshold", strconv.Itoa(l.Threshold), "must be at least 1, like 3")
+	}
+	names := make([]string, len(loopActions))
+	for i, a := range loopActions {
+		names[i] = string(a)
+	}
+	valid := strings.Join(names, ", ")
+	if !l.Action.Valid() {
+		c.fail("guards.loop.action", quoteShort(string(l.Action)), "must be one of %s", valid)
+	}
+	for _, tool := range slices.Sorted(maps.Keys(l.Tools)) {
+		path := childPath("guards.loop.tools", tool)
+		if tool == "" {
+			c.fail(path, "", "needs a tool name as its key")
+		}
+		if a := l.Tools[tool]; !a.Valid() {
+			c.fail(path, quoteShort(string(a)), "must be one of %s", valid)
+		}
+	}
 }
