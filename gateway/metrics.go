@@ -25,6 +25,7 @@ type metrics struct {
 	inFlight     prometheus.Gauge
 	sessions     prometheus.Gauge
 	unknownTools prometheus.Counter
+	nameRepairs  *prometheus.CounterVec
 	httpRequests *prometheus.CounterVec
 	retries      *prometheus.CounterVec
 	upstreamUp   *prometheus.GaugeVec
@@ -67,6 +68,10 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter) *met
 			Name: "toolgate_unknown_tool_calls_total",
 			Help: "Calls naming a tool that does not exist (answered with JSON-RPC -32602).",
 		}),
+		nameRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_name_repairs_total",
+			Help: "Calls whose tool name was repaired (guards.name_repair), by kind: case (case or separators) or namespace (a missing or wrong namespace).",
+		}, []string{"kind"}),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_http_requests_total",
 			Help: "HTTP requests made by REST tools (each attempt), by status code.",
@@ -97,7 +102,7 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter) *met
 			Help: "Reconnections of upstream MCP servers after a failure.",
 		}, []string{"upstream"}),
 	}
-	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.sessions, m.unknownTools, m.httpRequests, m.retries,
+	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.sessions, m.unknownTools, m.nameRepairs, m.httpRequests, m.retries,
 		m.upstreamUp, m.restarts, m.queueWait, m.circuit, m.exhausted,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "toolgate_queue_length",
@@ -107,6 +112,9 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter) *met
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	for _, k := range []registry.RepairKind{registry.RepairCase, registry.RepairNamespace} {
+		m.nameRepairs.WithLabelValues(string(k)) // exported at 0
+	}
 	return m
 }
 

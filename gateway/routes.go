@@ -120,15 +120,20 @@ func (missingExec) Execute(_ context.Context, c executors.Call) (executors.Resul
 
 // lookup finds the route of the tool called name, repairing the name when
 // guards.name_repair allows. An unknown name is counted and returned as
-// an error wrapping registry.ErrNotFound, with suggestions.
+// an error wrapping registry.ErrNotFound, with suggestions. A repair is
+// counted by kind; each call is looked up once (the front's Resolve, or
+// the resolve step for calls the front did not resolve), so counts once.
 func (g *Gateway) lookup(name string) (*route, error) {
 	if r, ok := (*g.routes.Load())[name]; ok {
 		return r, nil
 	}
-	t, err := g.reg.Resolve(name, g.cfg.Guards.NameRepair)
+	t, kind, err := g.reg.ResolveRepair(name, g.cfg.Guards.NameRepair)
 	if err != nil {
 		g.metrics.unknownTools.Inc()
 		return nil, err
+	}
+	if kind != registry.RepairNone {
+		g.metrics.nameRepairs.WithLabelValues(string(kind)).Inc()
 	}
 	if r, ok := (*g.routes.Load())[t.Name]; ok && r.tool == t {
 		return r, nil
