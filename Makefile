@@ -5,11 +5,11 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt-check build bench npm-deps
+.PHONY: test vet fmt-check build bench npm-deps chromium
 
 NPM_DIR := tests/npm
 
-test: fmt-check vet npm-deps
+test: fmt-check vet npm-deps chromium
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 # The real MCP servers the end-to-end tests run behind toolgate, pinned in
@@ -18,6 +18,12 @@ npm-deps: $(NPM_DIR)/node_modules/.package-lock.json
 
 $(NPM_DIR)/node_modules/.package-lock.json: $(NPM_DIR)/package-lock.json $(NPM_DIR)/package.json
 	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund
+
+# Headless Chromium for the /ui browser test (tests/ui_test.go), from
+# Debian's packages. apt-get update runs only when the install fails.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || apt-get install -y chromium || \
+		(apt-get update && apt-get install -y chromium)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,9 @@ const (
 	eventBuffer = 256
 	// maxEventMessage caps an error event's message, in bytes.
 	maxEventMessage = 2048
+	// recentCalls is how many finished calls /ui/state lists, so that a
+	// page just opened is not empty.
+	recentCalls = 100
 )
 
 // callEvent is one transition of one call, as /events sends it. Threads
@@ -132,6 +136,10 @@ type eventBus struct {
 	mu     sync.Mutex                 // guards subs and closed
 	subs   map[*subscription]struct{} // guarded by mu
 	closed bool                       // guarded by mu: no new subscriptions
+
+	recentMu sync.Mutex  // guards recent and next
+	recent   []callEvent // guarded by recentMu: a ring of the last final events
+	next     int         // guarded by recentMu: where the next one goes
 }
 
 func newEventBus(reg *prometheus.Registry, buf int) *eventBus {
@@ -143,8 +151,30 @@ func newEventBus(reg *prometheus.Registry, buf int) *eventBus {
 			Help: "Lifecycle event subscribers (/events, /ui) dropped for falling behind by more than the buffer.",
 		}),
 	}
-	reg.MustRegister(b.dropped)
+	reg.MustRegister(b.dropped, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "toolgate_event_subscribers",
+		Help: "Open lifecycle event subscriptions (/events streams, /ui pages).",
+	}, func() float64 { return float64(b.n.Load()) }))
 	return b
+}
+
+// remember keeps e, a call's final event, among the recent ones.
+func (b *eventBus) remember(e callEvent) {
+	b.recentMu.Lock()
+	defer b.recentMu.Unlock()
+	if len(b.recent) < recentCalls {
+		b.recent = append(b.recent, e)
+		return
+	}
+	b.recent[b.next] = e
+	b.next = (b.next + 1) % recentCalls
+}
+
+// recentCalls returns the final events of the latest calls, oldest first.
+func (b *eventBus) recentCalls() []callEvent {
+	b.recentMu.Lock()
+	defer b.recentMu.Unlock()
+	return append(slices.Clone(b.recent[b.next:]), b.recent[:b.next]...)
 }
 
 // nextID returns a new call ID.
@@ -256,19 +286,17 @@ func (g *Gateway) onAttempt(ctx context.Context, c *Call) func(n int) {
 	}
 }
 
-// callEnded announces c's outcome: res, or err when the chain returned
+// callEnded keeps c's outcome among the recent calls and announces it: res, or err when the chain returned
 // one; class is "" for a success.
 func (g *Gateway) callEnded(ctx context.Context, c *Call, res *Result, err error, class string, d time.Duration) {
 	debug := g.logger.Enabled(ctx, slog.LevelDebug)
-	if !debug && !g.events.active() {
-		return
-	}
 	e := callEventOf(c, stateCompleted)
 	e.Attempts, e.DurationMS = c.attempts, float64(d.Microseconds())/1000
 	if class != "" {
 		e.State, e.Class = stateError, class
 		e.Message = errorMessage(res, err)
 	}
+	g.events.remember(e)
 	if g.events.active() {
 		g.events.publish(e)
 	}

@@ -379,3 +379,27 @@ func TestEventBusClose(t *testing.T) {
 	}
 	g.events.unsubscribe(sub) // after the bus ended it: nothing to do
 }
+
+func TestUIRoutes(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	srv := serveHTTP(t, g)
+	if _, err := g.Call(t.Context(), "echo", json.RawMessage(`{}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, ctype, want string }{
+		{"/ui", "text/html; charset=utf-8", `<script src="/ui/app.js">`},
+		{"/ui/app.js", "text/javascript; charset=utf-8", `new EventSource("/events")`},
+		{"/ui/state", "application/json", `"source":"embedder","tools":[{"name":"counter","kind":"stateful"},{"name":"echo","kind":"stateless"}]`},
+		{"/ui/state", "application/json", `"recent":[{"state":"error","id":"c-1"`},
+	} {
+		resp, err := http.Get(srv.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.ctype || !strings.Contains(string(body), tc.want) {
+			t.Errorf("GET %s = %d %q %s, want 200 %q containing %s", tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.ctype, tc.want)
+		}
+	}
+}

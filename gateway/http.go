@@ -12,7 +12,8 @@ import (
 
 // Handler returns the gateway's HTTP handler: MCP over streamable HTTP at
 // server.mcp_path, legacy SSE at /sse and /message (when server.sse is on),
-// /metrics, /healthz, /readyz and the call lifecycle events at /events. Request bodies are capped at
+// /metrics, /healthz, /readyz, the call lifecycle events at /events and
+// the live calls page at /ui. Request bodies are capped at
 // server.max_body_bytes and cross-origin browser requests are refused
 // unless their origin is in server.allowed_origins. The same handler is
 // returned on every call.
@@ -28,6 +29,9 @@ func (g *Gateway) Handler() http.Handler {
 		// Call data: the MCP endpoint's origin rules, GETs included, and,
 		// once authentication exists, its auth.
 		r.Handle("/events", readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, http.HandlerFunc(g.serveEvents)))
+		ui := readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, http.HandlerFunc(g.serveUI))
+		r.Handle("/ui", ui)
+		r.Handle("/ui/*", ui)
 		g.front.Mount(r)
 		g.router = r
 	})
