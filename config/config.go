@@ -30,6 +30,9 @@ type Config struct {
 	// calls in parallel through the whole pipeline and returns every
 	// outcome in order. Default false.
 	BatchTool bool `yaml:"batch_tool"`
+	// Hooks run, in order, around the calls they match: redact, truncate,
+	// deny_args and webhook. Default none.
+	Hooks []Hook `yaml:"hooks"`
 
 	// Source is where the configuration came from: a file path, or
 	// "(embedded default)". Set by the loader.

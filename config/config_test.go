@@ -283,7 +283,7 @@ func TestParseErrors(t *testing.T) {
 			"unknown top-level key",
 			yamlLines("builtins: [calc]"),
 			nil,
-			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool"},
+			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks"},
 		},
 		{
 			"odd key is quoted in the path",
@@ -355,7 +355,7 @@ func TestParseErrors(t *testing.T) {
 			"root must be a mapping",
 			yamlLines("- calc"),
 			nil,
-			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, got a list`},
+			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, got a list`},
 		},
 		{
 			"duration without a unit",
@@ -867,17 +867,20 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	// The commented-out upstreams block documents its keys too; it must
 	// load and validate once uncommented (TestExampleUpstreams checks what
 	// it loads to).
-	block := commentedBlock(t, string(data), "# BEGIN upstreams example", "# END upstreams example")
-	if _, err := Parse("example-upstreams", []byte(block), &Options{LookupEnv: envOf(nil)}); err != nil {
-		t.Errorf("the commented upstreams example does not load once uncommented:\n%v", err)
-	}
-	db := newDecoder("example-upstreams", envOf(nil))
-	cfgB := defaults()
-	if err := decodeForTest(db, []byte(block), &cfgB); err != nil {
-		t.Fatal(err)
-	}
-	for path := range db.at {
-		set[listIndex.ReplaceAllString(path, "[]")] = true
+	// So does the commented-out hooks block.
+	for _, name := range []string{"upstreams", "hooks"} {
+		block := commentedBlock(t, string(data), "# BEGIN "+name+" example", "# END "+name+" example")
+		if _, err := Parse("example-"+name, []byte(block), &Options{LookupEnv: envOf(nil)}); err != nil {
+			t.Errorf("the commented %s example does not load once uncommented:\n%v", name, err)
+		}
+		db := newDecoder("example-"+name, envOf(nil))
+		cfgB := defaults()
+		if err := decodeForTest(db, []byte(block), &cfgB); err != nil {
+			t.Fatal(err)
+		}
+		for path := range db.at {
+			set[listIndex.ReplaceAllString(path, "[]")] = true
+		}
 	}
 	for _, path := range paths {
 		if !set[path] {

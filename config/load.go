@@ -108,6 +108,7 @@ func Parse(name string, data []byte, opts *Options) (*Config, error) {
 	cfg.Source = name
 	complete(&cfg, name, d.written)
 	completeUpstreams(&cfg, name, d.written)
+	completeHooks(&cfg, d.written)
 	errs := append(d.errs, validate(&cfg, opts, name, d)...)
 	if err := joinSorted(errs); err != nil {
 		return nil, err

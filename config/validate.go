@@ -119,6 +119,7 @@ func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 	}
 	c.restSections(cfg)
 	c.upstreams(cfg)
+	c.hooks(cfg)
 	c.resilience(&cfg.Defaults)
 	return c.errs
 }

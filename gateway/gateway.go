@@ -80,6 +80,7 @@ type Gateway struct {
 	calls      tracker
 	oneShot    atomic.Uint64 // numbers one-call threads
 	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
+	hookSet    []*hook       // the configured hooks, in the file's order; set by New (hooks.go)
 
 	httpOnce  sync.Once
 	router    http.Handler // built by Handler
@@ -138,7 +139,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	// Every problem of the file at once: REST and OpenAPI sources, then
 	// upstreams.
 	bounds, restErr := g.restTools(cfg)
-	if err := joinProblems(restErr, g.buildUpstreams(cfg)); err != nil {
+	if err := joinProblems(restErr, g.buildUpstreams(cfg), g.buildHooks(cfg)); err != nil {
 		g.Close()
 		return nil, err
 	}

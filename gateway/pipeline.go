@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/schemas"
 )
@@ -81,6 +82,7 @@ func (g *Gateway) buildChain(use []Middleware) Handler {
 		g.track,
 		g.validate,
 		g.thread,
+		g.hooks,
 	}
 	for i := len(steps) - 1; i >= 0; i-- {
 		h = steps[i](h)
@@ -168,11 +170,21 @@ func (g *Gateway) validate(next Handler) Handler {
 		default:
 			return errorResult(retry.Errorf(retry.Validation, "arguments must be a JSON object, got %s; send {} for no arguments", jsonKind(c.input))), nil
 		}
-		if vs := c.Tool.Validate(c.Args); len(vs) > 0 {
-			return errorResult(retry.Errorf(retry.Validation, "%s", schemas.Format(vs))), nil
+		if err := checkArgs(c.Tool, c.Args); err != nil {
+			return errorResult(err), nil
 		}
 		return next(ctx, c)
 	}
+}
+
+// checkArgs checks args against t's input schema; the error, of class
+// validation, lists every violation. The hooks step checks arguments a
+// webhook rewrote with it too.
+func checkArgs(t *registry.Tool, args map[string]any) error {
+	if vs := t.Validate(args); len(vs) > 0 {
+		return retry.Errorf(retry.Validation, "%s", schemas.Format(vs))
+	}
+	return nil
 }
 
 func jsonKind(v any) string {

@@ -49,19 +49,25 @@ func (t *tool) redactValue(v any) any {
 	if t.secrets == nil {
 		return v
 	}
+	return replaceValue(t.secrets, v)
+}
+
+// replaceValue returns v, a value decoded from JSON, with r's replacements
+// made in every string and object key, in new maps and slices.
+func replaceValue(r *strings.Replacer, v any) any {
 	switch v := v.(type) {
 	case string:
-		return t.secrets.Replace(v)
+		return r.Replace(v)
 	case map[string]any:
 		m := make(map[string]any, len(v))
 		for k, e := range v {
-			m[t.secrets.Replace(k)] = t.redactValue(e)
+			m[r.Replace(k)] = replaceValue(r, e)
 		}
 		return m
 	case []any:
 		a := make([]any, len(v))
 		for i, e := range v {
-			a[i] = t.redactValue(e)
+			a[i] = replaceValue(r, e)
 		}
 		return a
 	}
