@@ -293,6 +293,7 @@ func TestHookWebhookFailure(t *testing.T) {
 		{"timeout after deny", block, config.PhaseAfter, config.OnErrorDeny, "permission", "result was withheld"},
 		{"status deny", status, config.PhaseBefore, config.OnErrorDeny, "permission", "answered HTTP 500"},
 		{"redirect not followed", redirect, config.PhaseBefore, config.OnErrorDeny, "permission", "answered HTTP 307"},
+		{"answer over 1 MiB", answerWith(`{"decision":"allow","reason":"` + strings.Repeat("x", maxWebhookAnswer) + `"}`), config.PhaseBefore, config.OnErrorDeny, "permission", "larger than 1048576 bytes"},
 		{"bad JSON allow", answerWith("nope"), config.PhaseBefore, config.OnErrorAllow, "", "hi"},
 		{"bad JSON deny", answerWith("nope"), config.PhaseBefore, config.OnErrorDeny, "permission", "is not JSON"},
 	}
@@ -387,4 +388,60 @@ func TestExampleHooks(t *testing.T) {
 	if len(g.hookSet) != 4 {
 		t.Errorf("hooks example built %d hooks, want 4", len(g.hookSet))
 	}
+}
+
+func TestPointer(t *testing.T) {
+	args := map[string]any{"path": "/etc", "a/b": 1.0, "m~n": true, "files": []any{"x", "y"}, "": "empty key"}
+	tests := []struct {
+		pointer string
+		want    any
+		wantOK  bool
+	}{
+		{"/path", "/etc", true},
+		{"/a~1b", 1.0, true},
+		{"/m~0n", true, true},
+		{"/files/1", "y", true},
+		{"/files/01", nil, false},
+		{"/files/2", nil, false},
+		{"/files/-", nil, false},
+		{"/", "empty key", true},
+		{"/path/x", nil, false},
+		{"/nope", nil, false},
+	}
+	for _, tc := range tests {
+		tokens, err := parsePointer(tc.pointer)
+		if err != nil {
+			t.Fatalf("parsePointer(%q) = %v", tc.pointer, err)
+		}
+		got, ok := lookupPointer(args, tokens)
+		if ok != tc.wantOK || !cmp.Equal(got, tc.want) {
+			t.Errorf("lookupPointer(%q) = %v, %v, want %v, %v", tc.pointer, got, ok, tc.want, tc.wantOK)
+		}
+	}
+	for _, bad := range []string{"path", "/a~", "/a~2"} {
+		if _, err := parsePointer(bad); err == nil {
+			t.Errorf("parsePointer(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+// FuzzPointer checks that a JSON pointer built from any key finds that
+// key, and that no pointer makes parsing or lookup panic.
+func FuzzPointer(f *testing.F) {
+	for _, s := range []string{"/a", "/a~1b", "~", "/~0/~1", "/0", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if tokens, err := parsePointer(s); err == nil {
+			lookupPointer(map[string]any{"a": []any{map[string]any{"b": 1}}}, tokens)
+		}
+		p := "/" + strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+		tokens, err := parsePointer(p)
+		if err != nil {
+			t.Fatalf("parsePointer(%q) = %v for the escaped key %q", p, err, s)
+		}
+		if v, ok := lookupPointer(map[string]any{s: "here"}, tokens); !ok || v != "here" {
+			t.Errorf("lookupPointer(%q) = %v, %v, want the key %q", p, v, ok, s)
+		}
+	})
 }
