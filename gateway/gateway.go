@@ -80,6 +80,7 @@ type Gateway struct {
 	calls      tracker
 	oneShot    atomic.Uint64 // numbers one-call threads
 	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
+	loops      loopTracker   // the loop guard's per-thread state (guard.go)
 	hookSet    []*hook       // the configured hooks, in the file's order; set by New (hooks.go)
 
 	httpOnce  sync.Once

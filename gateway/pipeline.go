@@ -82,6 +82,7 @@ func (g *Gateway) buildChain(use []Middleware) Handler {
 		g.track,
 		g.validate,
 		g.thread,
+		g.guard,
 		g.hooks,
 	}
 	for i := len(steps) - 1; i >= 0; i-- {

@@ -183,7 +183,7 @@ func (g *Gateway) serveFront(r *route) func(context.Context, *mcpfront.Request) 
 				return (*executors.Result)(errorResult(retry.Errorf(retry.NotFound, "tool %q was just removed; call tools/list", name)))
 			}
 		}
-		c := &Call{Name: r.tool.Name, route: r, input: req.Args, decoded: true, Raw: req.Raw, Meta: req.Meta, Session: req.Session, Progress: req.Progress}
+		c := &Call{Name: r.tool.Name, route: r, input: req.Args, decoded: true, Raw: req.Raw, Meta: req.Meta, Session: req.Session, Progress: req.Progress, elicit: req.Elicit}
 		res, err := g.handle(ctx, c)
 		if err != nil {
 			res = errorResult(err)
@@ -222,6 +222,7 @@ func (b frontBackend) SessionEnded(id string) {
 	if _, ok := b.g.sessions.LoadAndDelete(id); ok {
 		b.g.metrics.sessions.Dec()
 		b.g.pool.CloseThread(sessionThread(id))
+		b.g.loops.forget(sessionThread(id))
 		b.g.logger.Debug("session ended")
 	}
 }

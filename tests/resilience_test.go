@@ -169,6 +169,7 @@ func wantTextContains(t *testing.T, res *mcp.CallToolResult, want ...string) {
 // 10 retries per 10s.
 const resilienceRESTConfig = `
 builtin: [calc, sleep]
+guards: {loop: {action: "off"}} # the breaker is tested with identical calls
 batch_tool: true
 defaults:
   retry: {attempts: 3, initial_backoff: 5ms, max_backoff: 20ms}

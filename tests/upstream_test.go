@@ -597,7 +597,8 @@ func waitProcs(t *testing.T, m procMarker, n int) {
 // no process carrying m remains (toolgate reaps its children on SIGTERM).
 func serveUpstreams(t *testing.T, m procMarker, yaml string) *server {
 	t.Helper()
-	srv := startServe(t, yaml)
+	// The tests poll with identical calls: no loop guard.
+	srv := startServe(t, "guards: {loop: {action: \"off\"}}\n"+yaml)
 	// Cleanups run last-registered first: after the clients' (registered
 	// later), before startServe's, which checks the exit code.
 	t.Cleanup(func() {

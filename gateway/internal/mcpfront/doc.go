@@ -49,6 +49,12 @@
 //  12. Its stdio server runs 5 calls at once unless told otherwise, its
 //     session is the process-wide "stdio", and it writes each message in
 //     one Write (TestBatchStdio).
+//  13. A session keeps the capabilities its client declared in initialize
+//     (server.SessionWithClientInfo.GetClientCapabilities, on every
+//     transport's session), and MCPServer.RequestElicitation sends
+//     elicitation/create to the calling session and returns its answer
+//     (TestElicit, TestBatchClientResponses); [Request.Elicit] is set only
+//     for a client that declared elicitation.
 //
 // mcpfront must not import gateway, chi or prometheus; only the gateway
 // (and its tests) import it.

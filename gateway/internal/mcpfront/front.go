@@ -59,6 +59,12 @@ type Request struct {
 	// Progress reports progress to the client; nil when the client asked
 	// for none (no progressToken).
 	Progress func(progress, total float64, message string)
+	// Elicit asks the client's user through elicitation/create: message
+	// and the requested schema of a form; it returns the user's action
+	// (accept, decline or cancel) and, for accept, the form's content. It
+	// is nil unless the session declared the elicitation capability in
+	// its initialize request.
+	Elicit func(ctx context.Context, message string, requestedSchema map[string]any) (action string, content map[string]any, err error)
 }
 
 // Options configure a [Front]. Every field is required unless its doc
@@ -182,8 +188,28 @@ func (f *Front) handler(call func(context.Context, *Request) *executors.Result) 
 		}
 		if s := server.ClientSessionFromContext(ctx); s != nil {
 			r.Session = s.SessionID()
+			r.Elicit = f.elicit(s)
 		}
 		return wireResult(call(ctx, &r)), nil
+	}
+}
+
+// elicit returns the function that asks s's user through
+// elicitation/create, or nil when s did not declare the elicitation
+// capability (mcp-go keeps a session's declared capabilities on it: fact
+// 13 of the package doc).
+func (f *Front) elicit(s server.ClientSession) func(context.Context, string, map[string]any) (string, map[string]any, error) {
+	ci, ok := s.(server.SessionWithClientInfo)
+	if !ok || ci.GetClientCapabilities().Elicitation == nil {
+		return nil
+	}
+	return func(ctx context.Context, message string, schema map[string]any) (string, map[string]any, error) {
+		res, err := f.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: message, RequestedSchema: schema}})
+		if err != nil {
+			return "", nil, err
+		}
+		content, _ := res.Content.(map[string]any)
+		return string(res.Action), content, nil
 	}
 }
 

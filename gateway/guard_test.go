@@ -1,0 +1,490 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// loopGateway returns a gateway with the loop guard set by lg and a tool
+// "rep" (any arguments) and "other" that count their runs.
+func loopGateway(t *testing.T, lg config.LoopGuard) (g *Gateway, runs *atomic.Int64) {
+	t.Helper()
+	g, _ = newGateway(t, func(c *config.Config) { c.Guards.Loop = lg })
+	runs = new(atomic.Int64)
+	for _, name := range []string{"rep", "other"} {
+		err := g.RegisterStateless(registry.Tool{Name: name}, func(context.Context, map[string]any) (executors.Result, error) {
+			runs.Add(1)
+			return executors.Text("ran"), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g, runs
+}
+
+// loopStep is one call of a loop guard test: tool, raw arguments, and
+// whether it must run (else it must be blocked).
+type loopStep struct {
+	tool, args string
+	runs       bool
+}
+
+// sameArgs spells one arguments object four ways: key order, spacing and
+// number spelling differ.
+var sameArgs = []string{
+	`{"q":"x","n":1,"o":{"a":[1,2],"b":true}}`,
+	`{"o":{"b":true,"a":[1.0,2e0]},"n":1.0,"q":"x"}`,
+	` { "n" : 1e0 , "q" : "x" , "o" : { "a" : [ 10e-1 , 0.2e1 ] , "b" : true } } `,
+	`{"n":100e-2,"o":{"a":[1,2],"b":true},"q":"x"}`,
+}
+
+func TestLoopGuard(t *testing.T) {
+	block := config.LoopGuard{Threshold: 3, Action: config.LoopBlock}
+	tests := []struct {
+		name  string
+		lg    config.LoopGuard
+		calls []loopStep
+	}{
+		{"block after threshold, reordered keys and 1 vs 1.0", block, []loopStep{
+			{"rep", sameArgs[0], true}, {"rep", sameArgs[1], true}, {"rep", sameArgs[2], true},
+			{"rep", sameArgs[3], false}, {"rep", sameArgs[0], false},
+		}},
+		{"absent, null and {} arguments are the same", block, []loopStep{
+			{"rep", ``, true}, {"rep", `null`, true}, {"rep", `{}`, true}, {"rep", ` { } `, false},
+		}},
+		{"a different call resets the streak", block, []loopStep{
+			{"rep", `{"n":1}`, true}, {"rep", `{"n":1}`, true}, {"rep", `{"n":1}`, true},
+			{"other", `{"n":1}`, true},
+			{"rep", `{"n":1}`, true}, {"rep", `{"n":1}`, true}, {"rep", `{"n":1}`, true}, {"rep", `{"n":1}`, false},
+		}},
+		{"different arguments reset the streak", block, []loopStep{
+			{"rep", `{"n":1}`, true}, {"rep", `{"n":1}`, true}, {"rep", `{"n":1}`, true},
+			{"rep", `{"n":2}`, true}, {"rep", `{"n":1}`, true},
+			{"rep", `{"n":10000000000000000000001}`, true}, {"rep", `{"n":10000000000000000000000}`, true},
+		}},
+		{"threshold 1", config.LoopGuard{Threshold: 1, Action: config.LoopBlock}, []loopStep{
+			{"rep", `{}`, true}, {"rep", `{}`, false}, {"other", `{}`, true}, {"rep", `{}`, true},
+		}},
+		{"off", config.LoopGuard{Threshold: 1, Action: config.LoopOff}, []loopStep{
+			{"rep", `{}`, true}, {"rep", `{}`, true}, {"rep", `{}`, true},
+		}},
+		{"per-tool off", config.LoopGuard{Threshold: 1, Action: config.LoopBlock, Tools: map[string]config.LoopAction{"rep": config.LoopOff}}, []loopStep{
+			{"rep", `{}`, true}, {"rep", `{}`, true}, {"other", `{}`, true}, {"other", `{}`, false},
+		}},
+		{"per-tool block", config.LoopGuard{Threshold: 1, Action: config.LoopOff, Tools: map[string]config.LoopAction{"rep": config.LoopBlock}}, []loopStep{
+			{"other", `{}`, true}, {"other", `{}`, true}, {"rep", `{}`, true}, {"rep", `{}`, false},
+		}},
+		{"ask without elicitation blocks", config.LoopGuard{Threshold: 2, Action: config.LoopAsk}, []loopStep{
+			{"rep", `{}`, true}, {"rep", `{}`, true}, {"rep", `{}`, false},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, runs := loopGateway(t, tc.lg)
+			meta := map[string]any{ThreadMetaKey: "loop"}
+			for i, lc := range tc.calls {
+				before := runs.Load()
+				res, err := g.Call(t.Context(), lc.tool, json.RawMessage(lc.args), meta)
+				if err != nil {
+					t.Fatalf("call %d: Call(%s, %s) error %v", i+1, lc.tool, lc.args, err)
+				}
+				ran := runs.Load() > before
+				switch {
+				case ran != lc.runs:
+					t.Fatalf("call %d: Call(%s, %s) ran = %v, want %v; result %q", i+1, lc.tool, lc.args, ran, lc.runs, resultText(t, res))
+				case lc.runs && res.IsError:
+					t.Fatalf("call %d: Call(%s, %s) = %q, want success", i+1, lc.tool, lc.args, resultText(t, res))
+				case !lc.runs:
+					wantBlocked(t, res, lc.tool)
+				}
+			}
+		})
+	}
+}
+
+func wantBlocked(t *testing.T, res *Result, tool string) {
+	t.Helper()
+	text := resultText(t, res)
+	if !res.IsError || errorClass(res) != "validation" || !strings.HasPrefix(text, "validation: loop guard: this is call ") ||
+		!strings.Contains(text, fmt.Sprintf("in a row of tool %q", tool)) || !strings.Contains(text, "change your approach") {
+		t.Fatalf("blocked call = %q (isError %v, class %q), want a validation error naming %q and the count", text, res.IsError, errorClass(res), tool)
+	}
+}
+
+func TestLoopGuardWarn(t *testing.T) {
+	g, runs := loopGateway(t, config.LoopGuard{Threshold: 2, Action: config.LoopWarn})
+	meta := map[string]any{ThreadMetaKey: "loop"}
+	for i := 1; i <= 4; i++ {
+		res, err := g.Call(t.Context(), "rep", json.RawMessage(sameArgs[i-1]), meta)
+		if err != nil || res.IsError {
+			t.Fatalf("call %d = %v, %v; want success", i, res, err)
+		}
+		want := []Content{{Type: executors.TextContent, Text: "ran"}}
+		if i > 2 {
+			want = append(want, Content{Type: executors.TextContent, Text: "toolgate " + loopNotice("rep", i)})
+		}
+		if diff := cmp.Diff(want, res.Content); diff != "" {
+			t.Fatalf("call %d content mismatch (-want +got):\n%s", i, diff)
+		}
+	}
+	if got := runs.Load(); got != 4 {
+		t.Errorf("runs = %d, want 4 (warn runs every call)", got)
+	}
+}
+
+func TestLoopWarningPassthrough(t *testing.T) {
+	up := &Result{Passthrough: json.RawMessage(`{"content":[{"type":"text","text":"up"}],"isError":false}`), Meta: map[string]any{"k": "v"}}
+	got := withLoopWarning(up, "loop guard: x")
+	if got.Passthrough != nil || len(got.Content) != 2 || got.Content[0].Text != "up" || got.Content[1].Text != "toolgate loop guard: x" || got.Meta["k"] != "v" {
+		t.Errorf("withLoopWarning(passthrough) = %+v, want the upstream's content decoded with the warning appended", got)
+	}
+	if up.Passthrough == nil {
+		t.Error("withLoopWarning changed its argument")
+	}
+	bad := &Result{Passthrough: json.RawMessage(`not json`)}
+	got = withLoopWarning(bad, "w")
+	if string(got.Passthrough) != "not json" || got.Meta[LoopWarningMetaKey] != "w" {
+		t.Errorf("withLoopWarning(undecodable) = %+v, want the bytes kept and the warning in _meta", got)
+	}
+}
+
+func TestLoopGuardThreads(t *testing.T) {
+	g, runs := loopGateway(t, config.LoopGuard{Threshold: 2, Action: config.LoopBlock})
+	call := func(meta map[string]any) *Result {
+		t.Helper()
+		res, err := g.Call(t.Context(), "rep", json.RawMessage(`{}`), meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := map[string]any{ThreadMetaKey: "a"}, map[string]any{ThreadMetaKey: "b"}
+	call(a)
+	call(a)
+	call(b)
+	call(b)
+	for range 5 {
+		if res := call(nil); res.IsError { // one-call threads: never a streak
+			t.Fatalf("a call in a one-call thread = %q, want success", resultText(t, res))
+		}
+	}
+	wantBlocked(t, call(a), "rep")
+	wantBlocked(t, call(b), "rep")
+	if got := runs.Load(); got != 9 {
+		t.Errorf("runs = %d, want 9", got)
+	}
+	if got := g.loops.len(); got != 2 {
+		t.Errorf("threads tracked = %d, want 2 (one-call threads are not)", got)
+	}
+}
+
+func TestLoopGuardConcurrent(t *testing.T) {
+	const n = 20
+	g, runs := loopGateway(t, config.LoopGuard{Threshold: 5, Action: config.LoopBlock})
+	meta := map[string]any{ThreadMetaKey: "c"}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, err := g.Call(t.Context(), "rep", json.RawMessage(`{"a":1}`), meta); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := runs.Load(); got != 5 {
+		t.Errorf("%d concurrent identical calls ran %d, want the threshold, 5", n, got)
+	}
+}
+
+func TestLoopTrackerBounded(t *testing.T) {
+	var lt loopTracker
+	for i := range 10 {
+		lt.see(fmt.Sprint(i), "t", [32]byte{}, 4)
+	}
+	if got := lt.len(); got != 4 {
+		t.Fatalf("threads tracked = %d, want the limit 4", got)
+	}
+	// The most recently used survive.
+	if n, _ := lt.see("9", "t", [32]byte{}, 4); n != 2 {
+		t.Errorf("thread 9's count = %d, want 2", n)
+	}
+	if n, _ := lt.see("0", "t", [32]byte{}, 4); n != 1 {
+		t.Errorf("thread 0's count = %d, want 1 (evicted)", n)
+	}
+	lt.forget("0")
+	lt.forget("absent")
+	if got := lt.len(); got != 3 {
+		t.Errorf("threads tracked after forget = %d, want 3", got)
+	}
+	for i := range loopMaxAllowed + 1 {
+		lt.allow("9", "t", [32]byte{byte(i)})
+	}
+	if _, ok := lt.see("9", "t", [32]byte{0}, 4); ok {
+		t.Error("the oldest allowed call is still allowed past loopMaxAllowed")
+	}
+	if _, ok := lt.see("9", "t", [32]byte{loopMaxAllowed}, 4); !ok {
+		t.Error("the newest allowed call is not allowed")
+	}
+}
+
+// fakeUser answers elicitation requests with the queued answers and
+// counts the questions.
+type fakeUser struct {
+	mu      sync.Mutex // guards answers and asked
+	answers []mcp.ElicitationResult
+	asked   int
+	last    mcp.ElicitationRequest
+}
+
+func (u *fakeUser) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.asked++
+	u.last = req
+	if len(u.answers) == 0 {
+		return nil, fmt.Errorf("fakeUser: no answer queued")
+	}
+	a := u.answers[0]
+	u.answers = u.answers[1:]
+	return &a, nil
+}
+
+func (u *fakeUser) queue(as ...mcp.ElicitationResult) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.answers = append(u.answers, as...)
+}
+
+func (u *fakeUser) questions() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.asked
+}
+
+func decision(d string) mcp.ElicitationResult {
+	return mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"decision": d}}}
+}
+
+func elicitingClient(ctx context.Context, t *testing.T, url string, u client.ElicitationHandler) *client.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125), client.WithElicitationHandler(u))
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestLoopGuardAsk(t *testing.T) {
+	g, runs := loopGateway(t, config.LoopGuard{Threshold: 2, Action: config.LoopAsk})
+	srv := serveHTTP(t, g)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	u := &fakeUser{}
+	c := elicitingClient(ctx, t, srv.URL+"/mcp", u)
+	plain := streamableClient(ctx, t, srv.URL+"/mcp") // declares no elicitation
+	t.Cleanup(func() { plain.Close() })
+
+	call := func(c *client.Client, args map[string]any) (ran bool, res *mcp.CallToolResult) {
+		t.Helper()
+		before := runs.Load()
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "rep", args
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs.Load() > before, res
+	}
+	steps := []struct {
+		name   string
+		client *client.Client
+		args   map[string]any
+		answer *mcp.ElicitationResult
+		runs   bool
+		asked  int // questions so far
+	}{
+		{"first", c, map[string]any{"a": 1}, nil, true, 0},
+		{"second", c, map[string]any{"a": 1.0}, nil, true, 0},
+		{"third, allowed once", c, map[string]any{"a": 1}, new(decision(loopAllowOnce)), true, 1},
+		{"fourth, asked again, denied", c, map[string]any{"a": 1}, new(decision(loopDeny)), false, 2},
+		{"declined", c, map[string]any{"a": 1}, &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, false, 3},
+		{"cancelled", c, map[string]any{"a": 1}, &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionCancel}}, false, 4},
+		{"an unknown decision", c, map[string]any{"a": 1}, new(decision("maybe")), false, 5},
+		{"the client fails", c, map[string]any{"a": 1}, nil, false, 6},
+		{"allowed always", c, map[string]any{"a": 1}, new(decision(loopAllowAlways)), true, 7},
+		{"no more questions", c, map[string]any{"a": 1}, nil, true, 7},
+		{"still none", c, map[string]any{"a": 1.0}, nil, true, 7},
+		{"other arguments", c, map[string]any{"a": 2}, nil, true, 7},
+		{"other arguments again", c, map[string]any{"a": 2}, nil, true, 7},
+		{"other arguments are asked about", c, map[string]any{"a": 2}, new(decision(loopDeny)), false, 8},
+		{"back to the allowed call", c, map[string]any{"a": 1}, nil, true, 8},
+		{"and its streak", c, map[string]any{"a": 1}, nil, true, 8},
+		{"past its threshold, still allowed", c, map[string]any{"a": 1}, nil, true, 8},
+		{"no elicitation: first", plain, map[string]any{}, nil, true, 8},
+		{"no elicitation: second", plain, map[string]any{}, nil, true, 8},
+		{"no elicitation: blocked", plain, map[string]any{}, nil, false, 8},
+	}
+	for _, s := range steps {
+		if s.answer != nil {
+			u.queue(*s.answer)
+		}
+		ran, res := call(s.client, s.args)
+		if ran != s.runs {
+			t.Fatalf("%s: ran = %v, want %v; result %q", s.name, ran, s.runs, mcpText(res))
+		}
+		if !s.runs && (!res.IsError || !strings.HasPrefix(mcpText(res), "validation: loop guard: ")) {
+			t.Fatalf("%s: result %q (isError %v), want the loop guard's validation error", s.name, mcpText(res), res.IsError)
+		}
+		if got := u.questions(); got != s.asked {
+			t.Fatalf("%s: questions asked = %d, want %d", s.name, got, s.asked)
+		}
+	}
+	u.mu.Lock()
+	last := u.last
+	u.mu.Unlock()
+	enum := fmt.Sprint(last.Params.RequestedSchema.(map[string]any)["properties"].(map[string]any)["decision"].(map[string]any)["enum"])
+	if !strings.Contains(last.Params.Message, `"rep"`) || enum != "[allow_once allow_always deny]" {
+		t.Errorf("the question = %q with decision enum %s, want the tool named and three choices", last.Params.Message, enum)
+	}
+
+	// The session's state goes with the session.
+	if got := g.loops.len(); got != 2 {
+		t.Fatalf("threads tracked = %d, want 2", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.loops.len(); got != 1 {
+		t.Errorf("threads tracked after a session ended = %d, want 1", got)
+	}
+}
+
+func TestCanonicalJSON(t *testing.T) {
+	tests := []struct {
+		in, want string
+	}{
+		{`{"b":1,"a":[true,null,"x"]}`, `{"a":[true,null,"x"],"b":1}`},
+		{` { "a" : 1.0 } `, `{"a":1}`},
+		{`1e0`, `1`},
+		{`10`, `1e1`},
+		{`1.5`, `15e-1`},
+		{`-0`, `0`},
+		{`-0.0e5`, `0`},
+		{`0.001`, `1e-3`},
+		{`1e400`, `1e400`},
+		{`-12.340E+2`, `-1234`},
+		{`123456789012345678901234567890`, `12345678901234567890123456789e1`},
+		{`123456789012345678901234567891`, `123456789012345678901234567891`},
+		{`1e-99999999999999999999999`, `1e-99999999999999999999999`},
+		{`"<&>\u00e9"`, `"<&>é"`},
+		{`{"a":1,"a":2}`, `{"a":2}`},
+	}
+	for _, tc := range tests {
+		got, err := canonicalJSON([]byte(tc.in))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("canonicalJSON(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{``, `{`, `{} {}`, `1 2`, `nul`} {
+		if got, err := canonicalJSON([]byte(bad)); err == nil {
+			t.Errorf("canonicalJSON(%q) = %s, want an error", bad, got)
+		}
+	}
+}
+
+// FuzzCanonical checks that canonicalJSON is idempotent, gives valid
+// JSON, and gives the same form for a value re-marshalled by
+// encoding/json (other spacing, key order and number spelling).
+func FuzzCanonical(f *testing.F) {
+	for _, s := range append(sameArgs, `1e400`, `-0`, `[1,1.0,1e0]`, `{"a":{"b":[{}]}}`, `"\ud800"`, `123456789012345678901234567890`, `0.1e-7`) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c1, err := canonicalJSON(data)
+		if err != nil {
+			return
+		}
+		if !json.Valid(c1) {
+			t.Fatalf("canonicalJSON(%q) = %q, not valid JSON", data, c1)
+		}
+		c2, err := canonicalJSON(c1)
+		if err != nil || !bytes.Equal(c1, c2) {
+			t.Fatalf("canonicalJSON not idempotent: %q → %q → %q (%v)", data, c1, c2, err)
+		}
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			return // numbers encoding/json cannot hold (1e400)
+		}
+		re, err := json.MarshalIndent(v, "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c3, err := canonicalJSON(re)
+		if err != nil {
+			t.Fatalf("canonicalJSON(re-marshalled %q) error %v", re, err)
+		}
+		if !json.Valid(data) || hasBigNumber(data) {
+			return // float64 rounded a number: the value changed
+		}
+		if !bytes.Equal(c1, c3) {
+			t.Fatalf("canonicalJSON(%q) = %q, but of its re-marshalled %q = %q", data, c1, re, c3)
+		}
+	})
+}
+
+// hasBigNumber reports whether data holds a number float64 cannot hold
+// exactly, so that re-marshalling it changes its value.
+func hasBigNumber(data []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return false
+		}
+		if n, ok := tok.(json.Number); ok {
+			f, err := n.Float64()
+			if err != nil {
+				return true
+			}
+			c1, err1 := canonicalNumber(string(n))
+			c2, err2 := canonicalNumber(string(mustMarshal(f)))
+			if err1 != nil || err2 != nil || c1 != c2 {
+				return true
+			}
+		}
+	}
+}
+
+func mustMarshal(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
