@@ -58,7 +58,7 @@ func repairs(t *testing.T, g *Gateway, kind registry.RepairKind) float64 {
 // Gateway.Call and toolgate_batch.
 func TestNamespaceRepair(t *testing.T) {
 	g := newRepairGateway(t)
-	for i, name := range []string{"read_file", "git__read_file"} {
+	for i, name := range []string{"read_file", "files__read_file"} {
 		res, err := g.Call(t.Context(), name, nil, nil)
 		if err != nil || res.IsError || resultText(t, res) != "fs__read_file" {
 			t.Fatalf("Call(%s) = %+v, %v, want the result of fs__read_file", name, res, err)

@@ -122,6 +122,10 @@ type Registry struct {
 	// that have it, sorted: the index of namespace repair. Names whose
 	// tool part is empty (fs__) are not in it.
 	byPart map[string][]string
+	// prefixes counts the registered names under each normalized prefix
+	// (what precedes the first [Separator]): a name whose prefix is one of
+	// them names a real namespace, which repair never swaps for another.
+	prefixes map[string]int
 	// sorted is every tool ordered by name. It is replaced on change,
 	// never modified in place.
 	sorted []*Tool
@@ -137,9 +141,10 @@ type Registry struct {
 // New returns an empty registry.
 func New() *Registry {
 	return &Registry{
-		tools:  make(map[string]*Tool),
-		byKey:  make(map[string][]string),
-		byPart: make(map[string][]string),
+		tools:    make(map[string]*Tool),
+		byKey:    make(map[string][]string),
+		byPart:   make(map[string][]string),
+		prefixes: make(map[string]int),
 	}
 }
 
@@ -314,11 +319,15 @@ func (r *Registry) insert(t *Tool) {
 		r.tools = make(map[string]*Tool)
 		r.byKey = make(map[string][]string)
 		r.byPart = make(map[string][]string)
+		r.prefixes = make(map[string]int)
 	}
 	r.tools[t.Name] = t
 	indexAdd(r.byKey, normalize(t.Name), t.Name)
 	if part := normalize(toolPart(t.Name)); part != "" {
 		indexAdd(r.byPart, part, t.Name)
+	}
+	if prefix, _, ok := strings.Cut(t.Name, Separator); ok {
+		r.prefixes[normalize(prefix)]++
 	}
 	i, _ := slices.BinarySearchFunc(r.sorted, t.Name, func(a *Tool, name string) int { return strings.Compare(a.Name, name) })
 	r.sorted = slices.Insert(slices.Clip(r.sorted), i, t)
@@ -330,6 +339,13 @@ func (r *Registry) delete(name string) {
 	indexDelete(r.byKey, normalize(name), name)
 	if part := normalize(toolPart(name)); part != "" {
 		indexDelete(r.byPart, part, name)
+	}
+	if prefix, _, ok := strings.Cut(name, Separator); ok {
+		if k := normalize(prefix); r.prefixes[k] <= 1 {
+			delete(r.prefixes, k)
+		} else {
+			r.prefixes[k]--
+		}
 	}
 	r.sorted = slices.DeleteFunc(slices.Clone(r.sorted), func(t *Tool) bool { return t.Name == name })
 }
@@ -398,7 +414,10 @@ func (r *Registry) Resolve(name string, repair bool) (*Tool, error) {
 //  2. [RepairNamespace]: the names whose tool part (what follows the first
 //     [Separator], or the whole name when it has none) matches, normalized,
 //     name's tool part or name as a whole: read_file and git__read_file
-//     both find fs__read_file.
+//     both find fs__read_file — unless name's own prefix is a registered
+//     namespace (some tool is named under it): a real namespace that lacks
+//     the tool, say an upstream that excludes it, is never swapped for
+//     another.
 //
 // One candidate is the tool returned. More than one is refused with a
 // [*NotFoundError] that is Ambiguous and lists every candidate, sorted, in
@@ -432,7 +451,10 @@ func (r *Registry) resolveSlow(name string, repair bool) (*Tool, RepairKind, err
 		if matches = r.byKey[key]; len(matches) == 0 {
 			kind = RepairNamespace
 			matches = r.byPart[key]
-			if part := toolPart(name); len(part) < len(name) {
+			// A wrong namespace is repaired only when it is no namespace at
+			// all: a real one (an upstream that excludes the tool, say) is
+			// never swapped for another source's.
+			if prefix, part, ok := strings.Cut(name, Separator); ok && r.prefixes[normalize(prefix)] == 0 {
 				matches = union(matches, r.byPart[normalize(part)])
 			}
 		}

@@ -284,8 +284,12 @@ func TestResolveRepair(t *testing.T) {
 		{name: "case", in: "FS__Read-File", repair: true, want: "fs__read_file", wantKind: RepairCase},
 		{name: "missing namespace", in: "read_file", repair: true, want: "fs__read_file", wantKind: RepairNamespace},
 		{name: "missing namespace and case", in: "Read.File", repair: true, want: "fs__read_file", wantKind: RepairNamespace},
-		{name: "wrong namespace", in: "git__read_file", repair: true, want: "fs__read_file", wantKind: RepairNamespace},
-		{name: "wrong namespace and case", in: "GIT__READ-FILE", repair: true, want: "fs__read_file", wantKind: RepairNamespace},
+		{name: "wrong namespace", in: "files__read_file", repair: true, want: "fs__read_file", wantKind: RepairNamespace},
+		{name: "wrong namespace and case", in: "FILES__READ-FILE", repair: true, want: "fs__read_file", wantKind: RepairNamespace},
+		// git is a namespace of its own, which has no read_file (an
+		// upstream that excludes it, say): never swapped for fs's.
+		{name: "real namespace without the tool", in: "git__read_file", repair: true, suggest: []string{"fs__read_file", "git__write_file"}},
+		{name: "real namespace by case", in: "GIT__read_file", repair: true, suggest: []string{"fs__read_file", "git__write_file"}},
 		{name: "namespace on an unprefixed tool", in: "builtin__calc", repair: true, want: "calc", wantKind: RepairNamespace},
 		{name: "tool part holding the separator", in: "a__b", repair: true, want: "db__a__b", wantKind: RepairNamespace},
 		{
