@@ -53,14 +53,18 @@ var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the c
 //	validate  arguments against the tool's input schema; violations are a
 //	          validation result listing each, and the tool is never called
 //	thread    the thread the call runs in, decided once
+//	guard     the loop guard: a thread repeating one call past
+//	          guards.loop.threshold is blocked, warned or asked (guard.go)
+//	hooks     the configured hooks: deny_args and webhooks before the call,
+//	          webhooks, redact and truncate after it (hooks.go)
 //	(use)     middleware added with [Gateway.Use]
 //	limit     a slot under the concurrency limits (limit.go)
 //	dispatch  the tool's executor, bound at registration, under its
 //	          deadline and retry plan (executors.Dispatcher)
 //	map       the executor's result or error → [Result]
 //
-// Permission, the loop guard and configured hooks are steps the issues
-// that add them put between thread and dispatch.
+// Permission (inbound authentication) is the step the security issue puts
+// between thread and guard.
 
 // step is one link of the chain.
 type step func(next Handler) Handler
