@@ -69,6 +69,18 @@ type callEvent struct {
 	// Message is the text the model saw, class prefix included (error
 	// only, at most maxEventMessage bytes).
 	Message string `json:"message,omitempty"`
+
+	// thread and session are the raw IDs behind Thread and Session, which
+	// labelled fills in (hashing costs; only events someone reads pay it).
+	thread, session string
+}
+
+// labelled returns e with its thread and session hashed into Thread and
+// Session and the raw IDs gone, as it may be shown.
+func (e callEvent) labelled() callEvent {
+	e.Thread, e.Session = threadLabel(e.thread), threadLabel(e.session)
+	e.thread, e.session = "", ""
+	return e
 }
 
 // eventFilter selects the events a subscriber receives. The zero value
@@ -174,7 +186,11 @@ func (b *eventBus) remember(e callEvent) {
 func (b *eventBus) recentCalls() []callEvent {
 	b.recentMu.Lock()
 	defer b.recentMu.Unlock()
-	return append(slices.Clone(b.recent[b.next:]), b.recent[:b.next]...)
+	out := append(slices.Clone(b.recent[b.next:]), b.recent[:b.next]...)
+	for i := range out {
+		out[i] = out[i].labelled()
+	}
+	return out
 }
 
 // nextID returns a new call ID.
@@ -216,6 +232,7 @@ func (b *eventBus) remove(s *subscription) {
 // publish hands e to every subscriber whose filter matches. A subscriber
 // whose buffer is full is dropped, not waited for.
 func (b *eventBus) publish(e callEvent) {
+	e = e.labelled()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {
@@ -248,7 +265,7 @@ func callEventOf(c *Call, state string) callEvent {
 	return callEvent{
 		State: state, ID: c.ID, Time: time.Now(),
 		Tool: c.Tool.Name, Source: c.Tool.Source, Kind: string(c.Tool.Kind),
-		Thread: threadLabel(c.Thread), Principal: c.Principal, Session: threadLabel(c.Session),
+		thread: c.Thread, Principal: c.Principal, session: c.Session,
 	}
 }
 
