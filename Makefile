@@ -22,8 +22,8 @@ $(NPM_DIR)/node_modules/.package-lock.json: $(NPM_DIR)/package-lock.json $(NPM_D
 # Headless Chromium for the /ui browser test (tests/ui_test.go), from
 # Debian's packages. apt-get update runs only when the install fails.
 chromium:
-	@command -v chromium >/dev/null 2>&1 || apt-get install -y chromium || \
-		(apt-get update && apt-get install -y chromium)
+	@command -v chromium >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y chromium || \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
 vet:
 	$(GO) vet $(PKGS)
