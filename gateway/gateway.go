@@ -107,6 +107,15 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, reg: registry.New(), execs: map[execKey]executors.Executor{}}
 	g.routes.Store(&map[string]*route{})
+	// Configured sources are namespaces before their tools arrive (an
+	// upstream lists them once connected): name repair never moves a call
+	// out of one.
+	for _, u := range cfg.Upstreams {
+		g.reg.ReserveNamespaces(u.Name)
+	}
+	for _, o := range cfg.OpenAPI {
+		g.reg.ReserveNamespaces(o.Name)
+	}
 	g.chain.Store(new(g.buildChain(nil)))
 	g.root, g.rootCancel = context.WithCancelCause(context.Background())
 	g.pool = threadctx.NewPool(&threadctx.Options{

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -126,5 +127,25 @@ func TestNamespaceRepairOverHTTP(t *testing.T) {
 	}
 	if got := repairs(t, g, registry.RepairNamespace); got != 1 {
 		t.Errorf("after the refused call, namespace repairs = %v, want 1", got)
+	}
+}
+
+// TestRepairKeepsConfiguredNamespace checks that a call naming a
+// configured upstream that has not listed its tools (not connected, or
+// never) is not moved to another source's tool of the same name.
+func TestRepairKeepsConfiguredNamespace(t *testing.T) {
+	g, _ := newGateway(t, func(c *config.Config) {
+		c.Upstreams = []config.Upstream{{Name: "fsnw", Transport: "stdio", Command: "/nonexistent", Isolation: "shared", StartupTimeout: config.Duration(time.Second)}}
+	})
+	if err := g.RegisterStateless(registry.Tool{Name: "fs__write_file"}, func(context.Context, map[string]any) (executors.Result, error) {
+		return executors.Text("wrote"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Call(t.Context(), "fsnw__write_file", nil, nil); !errors.Is(err, registry.ErrNotFound) {
+		t.Errorf("Call(fsnw__write_file) error = %v, want not found: fsnw is a namespace of its own", err)
+	}
+	if res, err := g.Call(t.Context(), "files__write_file", nil, nil); err != nil || resultText(t, res) != "wrote" {
+		t.Errorf("Call(files__write_file) = %v, %v; want fs__write_file (files is no namespace)", res, err)
 	}
 }

@@ -126,6 +126,9 @@ type Registry struct {
 	// (what precedes the first [Separator]): a name whose prefix is one of
 	// them names a real namespace, which repair never swaps for another.
 	prefixes map[string]int
+	// reserved are normalized prefixes declared namespaces before any tool
+	// is under them ([Registry.ReserveNamespaces]).
+	reserved map[string]bool
 	// sorted is every tool ordered by name. It is replaced on change,
 	// never modified in place.
 	sorted []*Tool
@@ -449,13 +452,16 @@ func (r *Registry) resolveSlow(name string, repair bool) (*Tool, RepairKind, err
 	if len(name) <= maxCompared {
 		key := normalize(name)
 		if matches = r.byKey[key]; len(matches) == 0 {
-			kind = RepairNamespace
-			matches = r.byPart[key]
 			// A wrong namespace is repaired only when it is no namespace at
-			// all: a real one (an upstream that excludes the tool, say) is
-			// never swapped for another source's.
-			if prefix, part, ok := strings.Cut(name, Separator); ok && r.prefixes[normalize(prefix)] == 0 {
-				matches = union(matches, r.byPart[normalize(part)])
+			// all: a real one (an upstream that excludes the tool, or one
+			// not connected yet) is never swapped for another source's.
+			prefix, part, prefixed := strings.Cut(name, Separator)
+			if !prefixed || !r.isNamespace(prefix) {
+				kind = RepairNamespace
+				matches = r.byPart[key]
+				if prefixed {
+					matches = union(matches, r.byPart[normalize(part)])
+				}
 			}
 		}
 	}
@@ -472,6 +478,27 @@ func (r *Registry) resolveSlow(name string, repair bool) (*Tool, RepairKind, err
 		e.Suggestions = suggest(name, r.byKey, maxSuggestions)
 	}
 	return nil, RepairNone, e
+}
+
+// ReserveNamespaces declares prefixes as namespaces whether or not any tool
+// is registered under them yet (an upstream that has not listed its tools,
+// say): name repair never moves a call from a namespace to another.
+func (r *Registry) ReserveNamespaces(prefixes ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reserved == nil {
+		r.reserved = make(map[string]bool)
+	}
+	for _, p := range prefixes {
+		r.reserved[normalize(p)] = true
+	}
+}
+
+// isNamespace reports whether prefix names a namespace: some tool is
+// registered under it, or it is reserved; r.mu must be held.
+func (r *Registry) isNamespace(prefix string) bool {
+	k := normalize(prefix)
+	return r.prefixes[k] > 0 || r.reserved[k]
 }
 
 // toolPart returns what follows the first [Separator] in name, or name

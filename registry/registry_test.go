@@ -269,7 +269,9 @@ func TestResolveRepair(t *testing.T) {
 		tool("cache__fetch_page", "upstream:cache"),
 		tool("calc", "builtin"),
 		tool("db__a__b", "upstream:db"),
+		tool("gh__git__status_x", "upstream:gh"),
 	)
+	r.ReserveNamespaces("up")
 	tests := []struct {
 		name     string
 		in       string
@@ -290,6 +292,11 @@ func TestResolveRepair(t *testing.T) {
 		// upstream that excludes it, say): never swapped for fs's.
 		{name: "real namespace without the tool", in: "git__read_file", repair: true, suggest: []string{"fs__read_file", "git__write_file"}},
 		{name: "real namespace by case", in: "GIT__read_file", repair: true, suggest: []string{"fs__read_file", "git__write_file"}},
+		// gh has a tool whose tool part is git__read_file as a whole: git
+		// being a namespace, the call is not moved there either.
+		{name: "real namespace, whole name as a tool part", in: "git__status_x", repair: true, suggest: []string{"gh__git__status_x"}},
+		// up is reserved (configured, not connected yet).
+		{name: "reserved namespace", in: "up__read_file", repair: true, suggest: []string{"fs__read_file"}},
 		{name: "namespace on an unprefixed tool", in: "builtin__calc", repair: true, want: "calc", wantKind: RepairNamespace},
 		{name: "tool part holding the separator", in: "a__b", repair: true, want: "db__a__b", wantKind: RepairNamespace},
 		{
