@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -343,7 +344,11 @@ func errorMessage(res *Result, err error) string {
 		s = res.Text()
 	}
 	if len(s) > maxEventMessage {
-		s = s[:maxEventMessage] + "…"
+		i := maxEventMessage
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		s = s[:i] + "…"
 	}
 	return s
 }

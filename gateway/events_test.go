@@ -183,8 +183,10 @@ func TestEvents(t *testing.T) {
 				t.Errorf("final event message = %q, want it to start with %q", last.Message, tc.wantMsg)
 			}
 			if th, ok := tc.meta[ThreadMetaKey].(string); ok {
-				if want := threadLabel("t:" + th); last.Thread != want {
-					t.Errorf("event thread = %q, want the hash %q", last.Thread, want)
+				for _, e := range got { // pending included
+					if want := threadLabel("t:" + th); e.Thread != want {
+						t.Errorf("%s event thread = %q, want the hash %q", e.State, e.Thread, want)
+					}
 				}
 			}
 		})

@@ -128,6 +128,11 @@ func withLoopWarning(res *Result, notice string) *Result {
 			out.Meta = mergeMeta(out.Meta, LoopWarningMetaKey, notice)
 			return &out
 		}
+		if out.IsError && out.Class == "" {
+			// The class the upstream's _meta names, before its JSON goes.
+			out.Class = resultClass(res)
+			out.Meta = mergeMeta(out.Meta, ErrorClassMetaKey, string(out.Class))
+		}
 		out.Content, out.Structured, out.IsError, out.Passthrough = d.Content, d.Structured, d.IsError, nil
 	}
 	out.Content = append(slices.Clip(out.Content), Content{Type: executors.TextContent, Text: "toolgate " + notice})
@@ -164,6 +169,10 @@ func (g *Gateway) askLoop(ctx context.Context, c *Call, count int) string {
 		},
 		"required": []string{"decision"},
 	}
+	// A user who never answers does not hold the call for ever: the
+	// question waits at most as long as the call itself may run.
+	ctx, cancel := context.WithTimeout(ctx, g.dispatcher.Timeout(c.Tool))
+	defer cancel()
 	action, content, err := c.elicit(ctx, msg, schema)
 	if err != nil || action != "accept" {
 		return loopDeny

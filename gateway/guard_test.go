@@ -158,6 +158,10 @@ func TestLoopWarningPassthrough(t *testing.T) {
 	if up.Passthrough == nil {
 		t.Error("withLoopWarning changed its argument")
 	}
+	failed := &Result{IsError: true, Passthrough: json.RawMessage(`{"content":[{"type":"text","text":"gone"}],"isError":true,"_meta":{"toolgate/error_class":"not_found"}}`)}
+	if got = withLoopWarning(failed, "w"); !got.IsError || got.Class != "not_found" || resultClass(got) != "not_found" {
+		t.Errorf("withLoopWarning(upstream isError naming not_found) = class %q, want not_found kept", got.Class)
+	}
 	bad := &Result{Passthrough: json.RawMessage(`not json`)}
 	got = withLoopWarning(bad, "w")
 	if string(got.Passthrough) != "not json" || got.Meta[LoopWarningMetaKey] != "w" {

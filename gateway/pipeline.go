@@ -119,6 +119,12 @@ func (g *Gateway) resolve(next Handler) Handler {
 func (g *Gateway) record(next Handler) Handler {
 	return func(ctx context.Context, c *Call) (*Result, error) {
 		start := time.Now()
+		if c.Thread == "" {
+			// Known before the thread step for explicit and session
+			// threads, so that pending carries it; a problem with _meta
+			// is the thread step's to report.
+			c.Thread, _ = g.namedThread(c)
+		}
 		g.callPending(ctx, c)
 		g.metrics.inFlight.Inc()
 		defer g.metrics.inFlight.Dec()
@@ -228,23 +234,29 @@ func (g *Gateway) thread(next Handler) Handler {
 }
 
 func (g *Gateway) threadOf(c *Call) (id string, oneShot bool, err error) {
+	if id, err = g.namedThread(c); err != nil || id != "" {
+		return id, false, err
+	}
+	return "c:" + strconv.FormatUint(g.oneShot.Add(1), 10), true, nil
+}
+
+// namedThread is the call's explicit thread, else its session's; "" when
+// it has neither.
+func (g *Gateway) namedThread(c *Call) (string, error) {
 	if v, ok := c.Meta[ThreadMetaKey]; ok && v != nil {
 		s, isStr := v.(string)
 		switch {
 		case !isStr:
-			return "", false, retry.Errorf(retry.Validation, "_meta %q must be a string naming the thread", ThreadMetaKey)
+			return "", retry.Errorf(retry.Validation, "_meta %q must be a string naming the thread", ThreadMetaKey)
 		case s == "":
 			// An empty name means "no explicit thread".
 		case len(s) > maxThreadIDLen:
-			return "", false, retry.Errorf(retry.Validation, "_meta %q is %d bytes long; use at most %d", ThreadMetaKey, len(s), maxThreadIDLen)
+			return "", retry.Errorf(retry.Validation, "_meta %q is %d bytes long; use at most %d", ThreadMetaKey, len(s), maxThreadIDLen)
 		default:
-			return "t:" + s, false, nil
+			return "t:" + s, nil
 		}
 	}
-	if t := g.sessionThread(c.Session); t != "" {
-		return t, false, nil
-	}
-	return "c:" + strconv.FormatUint(g.oneShot.Add(1), 10), true, nil
+	return g.sessionThread(c.Session), nil
 }
 
 // sessionThread is the thread of session id, or "" for none.
