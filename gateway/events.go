@@ -37,6 +37,13 @@ const (
 	// that falls further behind is dropped: publishing never waits, so a
 	// slow consumer can never delay a call.
 	eventBuffer = 256
+	// maxSubscribers bounds the open event streams (/events, /ui pages):
+	// each holds a buffer, and every call is offered to each.
+	maxSubscribers = 64
+	// eventWriteTimeout bounds one write to an event stream.
+	eventWriteTimeout = 10 * time.Second
+	// eventPing is how often an idle event stream gets a comment.
+	eventPing = 25 * time.Second
 	// maxEventMessage caps an error event's message, in bytes.
 	maxEventMessage = 2048
 	// recentCalls is how many finished calls /ui/state lists, so that a
@@ -201,17 +208,21 @@ func (b *eventBus) nextID() string { return "c-" + strconv.FormatUint(b.ids.Add(
 // when nobody does.
 func (b *eventBus) active() bool { return b.n.Load() > 0 }
 
-// subscribe returns a new subscription, or nil once the bus is closed.
-func (b *eventBus) subscribe(f eventFilter) *subscription {
-	s := &subscription{ch: make(chan callEvent, b.buf), filter: f}
+// subscribe returns a new subscription, or nil once the bus is closed or
+// holds maxSubscribers (full is then true).
+func (b *eventBus) subscribe(f eventFilter) (s *subscription, full bool) {
+	s = &subscription{ch: make(chan callEvent, b.buf), filter: f}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil
+		return nil, false
+	}
+	if len(b.subs) >= maxSubscribers {
+		return nil, true
 	}
 	b.subs[s] = struct{}{}
 	b.n.Store(int32(len(b.subs)))
-	return s
+	return s, false
 }
 
 // unsubscribe ends s unless the bus already has.
@@ -388,8 +399,13 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	sub := g.events.subscribe(f)
-	if sub == nil {
+	sub, full := g.events.subscribe(f)
+	switch {
+	case full:
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, fmt.Sprintf("%d event streams are open, the most toolgate serves; close one or try again later", maxSubscribers), http.StatusServiceUnavailable)
+		return
+	case sub == nil:
 		http.Error(w, "toolgate is shutting down", http.StatusServiceUnavailable)
 		return
 	}
@@ -399,14 +415,26 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	// Every write has a deadline, so a client that stops reading cannot
+	// hold this handler (and its connection) once the bus has dropped it.
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout)) }
+	deadline()
 	// A comment first: the client knows it is subscribed once it reads it.
 	if _, err := fmt.Fprint(w, ": subscribed\n\n"); err != nil || rc.Flush() != nil {
 		return
 	}
+	ping := time.NewTicker(eventPing)
+	defer ping.Stop()
 	for {
+		deadline()
 		select {
 		case <-r.Context().Done():
 			return
+		case <-ping.C:
+			// Keeps idle streams through proxies, and finds a gone client.
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
 		case e, ok := <-sub.ch:
 			if !ok {
 				if sub.dropped.Load() {

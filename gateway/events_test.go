@@ -371,12 +371,12 @@ func testCounterValue(t *testing.T, g *Gateway, name string) float64 {
 
 func TestEventBusClose(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	sub := g.events.subscribe(eventFilter{})
+	sub, _ := g.events.subscribe(eventFilter{})
 	g.Close()
 	if _, ok := <-sub.ch; ok {
 		t.Error("a subscription's channel is open after Close, want it closed")
 	}
-	if g.events.subscribe(eventFilter{}) != nil {
+	if s, _ := g.events.subscribe(eventFilter{}); s != nil {
 		t.Error("subscribe after Close returned a subscription, want nil")
 	}
 	g.events.unsubscribe(sub) // after the bus ended it: nothing to do
@@ -403,5 +403,33 @@ func TestUIRoutes(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.ctype || !strings.Contains(string(body), tc.want) {
 			t.Errorf("GET %s = %d %q %s, want 200 %q containing %s", tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.ctype, tc.want)
 		}
+	}
+}
+
+// TestEventSubscribersCapped checks that no client can open event streams
+// without bound: past maxSubscribers a stream gets 503 with Retry-After,
+// and a stream closed frees its place.
+func TestEventSubscribersCapped(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	srv := serveHTTP(t, g)
+	subs := make([]*subscription, 0, maxSubscribers)
+	for range maxSubscribers {
+		s, full := g.events.subscribe(eventFilter{})
+		if s == nil || full {
+			t.Fatalf("subscription %d refused", len(subs)+1)
+		}
+		subs = append(subs, s)
+	}
+	resp, err := http.Get(srv.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("stream %d = HTTP %d (Retry-After %q), want 503 with Retry-After", maxSubscribers+1, resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	g.events.unsubscribe(subs[0])
+	if s, full := g.events.subscribe(eventFilter{}); s == nil || full {
+		t.Error("no place after a stream closed")
 	}
 }
