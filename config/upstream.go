@@ -19,8 +19,9 @@ const (
 // <Name>__<tool>. The gateway turns it into the upstream executor's
 // configuration; the meaning of each field is that executor's.
 //
-// Fields that do not apply to the transport (Command, Args, Env and Cwd for
-// sse and streamable-http; URL and Headers for stdio) are errors when set.
+// Fields that do not apply to the transport (Command, Args, Env, Cwd and
+// InheritEnv for sse and streamable-http; URL and Headers for stdio) are
+// errors when set.
 type Upstream struct {
 	// Name prefixes the tool names: 1 to 32 characters from A-Z a-z 0-9 _
 	// . -, without "__" (registry.ValidatePrefix, checked when the gateway
@@ -35,9 +36,15 @@ type Upstream struct {
 	Command string `yaml:"command"`
 	// Args are the command's arguments (stdio). Default none.
 	Args []string `yaml:"args"`
-	// Env is added to toolgate's own environment for a stdio server.
-	// Names must not be empty or hold = or NUL. Default none.
+	// Env is added to the environment of a stdio server, over what it
+	// gets of toolgate's own (see InheritEnv). Names must not be empty or
+	// hold = or NUL. Default none.
 	Env map[string]string `yaml:"env"`
+	// InheritEnv passes toolgate's whole environment to a stdio server.
+	// Default false: it gets only HOME, LANG, LOGNAME, PATH, SHELL, TERM,
+	// TMPDIR and USER of it (plus Env and TOOLGATE_INSTANCE_DIR), so that
+	// the secrets of other tools and upstreams stay out of it.
+	InheritEnv bool `yaml:"inherit_env"`
 	// Cwd is the working directory of a stdio server. [Parse] resolves a
 	// relative one against the config file's directory, which is also the
 	// default ("." for the embedded default, the working directory); a

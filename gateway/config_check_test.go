@@ -306,7 +306,7 @@ func TestConfigCheckUpstreams(t *testing.T) {
 				"upstreams:",
 				"  - {name: fs, transport: stdio, command: x, url: 'http://h/mcp'}",
 				"  - {name: h, transport: streamable-http, url: 'ftp://h', command: x, isolation: process}",
-				"  - {name: h, transport: sse, url: 'http://h/sse', include: ['[']}",
+				"  - {name: h, transport: sse, url: 'http://h/sse', include: ['['], inherit_env: true}",
 				"  - {name: a__b, transport: stdio, command: x}",
 			),
 			nil,
@@ -318,6 +318,7 @@ func TestConfigCheckUpstreams(t *testing.T) {
 				`t.yaml:4:82: upstreams[1].isolation: must be one of shared, thread; got "process"`,
 				`t.yaml:5:12: upstreams[2].name: duplicate upstream name, already used by upstreams[1]; rename one; got "h"`,
 				`t.yaml:5:62: upstreams[2].include[0]: is not a valid glob (* ? [a-z] and \ to escape, as in Go's path.Match); write \[ for a literal [; got "["`,
+				`t.yaml:5:81: upstreams[2].inherit_env: is only for transport: stdio; remove it, or change the transport`,
 				// Was "must be 1 to 32 characters from A-Z a-z 0-9 _ . -
 				// with no __, like fs": registry.ValidatePrefix's words.
 				`t.yaml:6:12: upstreams[3].name: must not contain __, which separates it from the tool names; use a single _ instead; got "a__b"`,

@@ -29,6 +29,7 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 			Args:           u.Args,
 			Env:            u.Env,
 			Cwd:            u.Cwd,
+			InheritEnv:     u.InheritEnv,
 			URL:            u.URL,
 			Headers:        u.Headers,
 			Isolation:      u.Isolation,

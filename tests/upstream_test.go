@@ -49,6 +49,8 @@ var everythingTools = []string{"echo", "get-sum", "get-tiny-image", "get-structu
 func TestUpstreamEverything(t *testing.T) {
 	entry := npmEntry(t, "server-everything")
 	direct := startDirect(t, "node", entry, "stdio")
+	// In toolgate's environment, but not for its stdio upstreams.
+	t.Setenv("TG_E2E_SECRET", "s3cret-of-another-tool")
 	tests := []struct {
 		name string
 		// upstream returns the upstreams: entry of ev, given the test's
@@ -187,6 +189,9 @@ func TestUpstreamEverything(t *testing.T) {
 			t.Run("env and cwd", func(t *testing.T) {
 				if got := resultText(mustCall(t, c, "ev__get-env", map[string]any{}, "")); !strings.Contains(got, fmt.Sprintf("%q: %q", m.name, m.value)) {
 					t.Errorf("ev__get-env does not show %s=%s from the config's env", m.name, m.value)
+				}
+				if got := resultText(mustCall(t, c, "ev__get-env", map[string]any{}, "")); strings.Contains(got, "TG_E2E_SECRET") || !strings.Contains(got, `"PATH"`) {
+					t.Errorf("ev__get-env shows TG_E2E_SECRET of toolgate's environment, or no PATH (inherit_env is false):\n%s", got)
 				}
 				pids := m.pids(t)
 				if len(pids) != 1 {

@@ -66,15 +66,19 @@ type Upstream struct {
 
 	// Command is the program a stdio upstream runs (required for stdio).
 	// It is started directly, not through a shell, in its own process
-	// group, with Args as its arguments, the gateway's environment plus
-	// Env, and Cwd as its working directory (empty: the gateway's).
+	// group, with Args as its arguments, Cwd as its working directory
+	// (empty: the gateway's), and an environment of its own: from the
+	// gateway's, only HOME, LANG, LOGNAME, PATH, SHELL, TERM, TMPDIR and
+	// USER (those the official MCP SDKs pass, plus LANG and TMPDIR), or
+	// all of it when InheritEnv is set; then Env, which wins over both.
 	// Each process also gets [InstanceDirVar]: a private directory of its
 	// own, removed once the process has ended; [InstanceDirRef] in Args
 	// and Env values is replaced with that directory's path.
-	Command string
-	Args    []string
-	Env     map[string]string
-	Cwd     string
+	Command    string
+	Args       []string
+	Env        map[string]string
+	Cwd        string
+	InheritEnv bool
 
 	// URL is the endpoint of an sse or streamable-http upstream (required
 	// for those): the SSE stream or the MCP endpoint. Headers are sent
@@ -243,7 +247,7 @@ func (u Upstream) Validate() error {
 	stdioOnly := []struct {
 		key string
 		set bool
-	}{{"command", u.Command != ""}, {"args", len(u.Args) > 0}, {"env", len(u.Env) > 0}, {"cwd", u.Cwd != ""}}
+	}{{"command", u.Command != ""}, {"args", len(u.Args) > 0}, {"env", len(u.Env) > 0}, {"cwd", u.Cwd != ""}, {"inherit_env", u.InheritEnv}}
 	httpOnly := []struct {
 		key string
 		set bool

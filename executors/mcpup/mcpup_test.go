@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -640,6 +642,57 @@ func TestInstanceDir(t *testing.T) {
 	_ = m.Close()
 	if _, err := os.Stat(b); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("thread B's directory %s is still there after Close (%v)", b, err)
+	}
+}
+
+// A stdio process gets only a few variables of the gateway's environment
+// (PATH, HOME and the like), its instance directory and its own Env: not
+// the gateway's secrets, unless InheritEnv is set.
+func TestProcessEnv(t *testing.T) {
+	t.Setenv("TOOLGATE_TEST_SECRET", "s3cret-of-another-tool")
+	t.Setenv("HOME", "/home/toolgate-test")
+	t.Setenv("SHELL", "() { :; }") // an exported shell function: left out
+	getenv := func(t *testing.T, m *testManager, name string) string {
+		t.Helper()
+		v, _, _ := strings.Cut(text(t, mustCall(t, m, "t", "fs__getenv", `{"name":"`+name+`"}`)), "\n")
+		return v
+	}
+	for _, inherit := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inherit_env %v", inherit), func(t *testing.T) {
+			up := stdioUpstream()
+			up.Env = map[string]string{"OWN_VAR": "own-value", "LANG": "C.UTF-8"}
+			up.InheritEnv = inherit
+			m, _, _ := startUp(t, up, nil)
+			want := map[string]string{
+				"PATH":                 os.Getenv("PATH"),
+				"HOME":                 "/home/toolgate-test",
+				"OWN_VAR":              "own-value",
+				"LANG":                 "C.UTF-8", // Env wins over the gateway's
+				"SHELL":                "",
+				"TOOLGATE_TEST_SECRET": "",
+			}
+			if inherit {
+				want["SHELL"] = "() { :; }"
+				want["TOOLGATE_TEST_SECRET"] = "s3cret-of-another-tool"
+			}
+			for _, name := range slices.Sorted(maps.Keys(want)) {
+				if got := getenv(t, m, name); got != want[name] {
+					t.Errorf("the process's %s = %q, want %q", name, got, want[name])
+				}
+			}
+			if dir := getenv(t, m, InstanceDirVar); dir == "" {
+				t.Errorf("the process has no %s", InstanceDirVar)
+			}
+		})
+	}
+}
+
+// inherit_env, like the other process settings, is only for stdio.
+func TestInheritEnvOnlyStdio(t *testing.T) {
+	up := Upstream{Name: "h", Transport: TransportSSE, URL: "http://127.0.0.1:1/sse", InheritEnv: true}
+	err := up.Validate()
+	if err == nil || !strings.Contains(err.Error(), "inherit_env") || !strings.Contains(err.Error(), "is only for transport: stdio") {
+		t.Errorf("Validate() = %v, want inherit_env: is only for transport: stdio", err)
 	}
 }
 

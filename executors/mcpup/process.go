@@ -30,6 +30,32 @@ const (
 	maxLogLine = 4096
 )
 
+// inheritedEnv lists the variables of the gateway's environment a stdio
+// upstream gets unless [Upstream.InheritEnv] is set: those the official
+// MCP SDKs pass on Unix (HOME, LOGNAME, PATH, SHELL, TERM, USER), plus
+// LANG and TMPDIR. PATH lets a command like npx find node, HOME holds
+// npm's cache; nothing else of the gateway's environment, such as the
+// secrets of REST tools or of other upstreams, reaches the process.
+var inheritedEnv = []string{"HOME", "LANG", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR", "USER"}
+
+// baseEnv is the environment a stdio upstream starts from, before
+// [InstanceDirVar] and its own Env: the gateway's whole environment when
+// inherit is set, else the variables of inheritedEnv it has. As in the
+// official SDKs, a value starting with "()" (an exported shell function)
+// is left out.
+func baseEnv(inherit bool) []string {
+	if inherit {
+		return os.Environ()
+	}
+	env := make([]string, 0, len(inheritedEnv)+1)
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok && !strings.HasPrefix(v, "()") {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
 // errGarbage is why a stdio upstream that wrote non-JSON to stdout is dead.
 var errGarbage = errors.New("the upstream wrote a line that is not JSON to stdout")
 
@@ -67,7 +93,8 @@ func startProcess(u *upstream, thread string, c *conn) (*process, error) {
 		args[i] = withDir.Replace(a)
 	}
 	cmd := exec.Command(u.cfg.Command, args...)
-	env := append(os.Environ(), InstanceDirVar+"="+dir)
+	env := baseEnv(u.cfg.InheritEnv)
+	env = append(env, InstanceDirVar+"="+dir)
 	for _, k := range slices.Sorted(maps.Keys(u.cfg.Env)) {
 		env = append(env, k+"="+withDir.Replace(u.cfg.Env[k]))
 	}
