@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -13,6 +14,10 @@ const (
 	transportList         = "stdio, sse, streamable-http"
 	defaultIsolation      = "shared"
 	defaultStartupTimeout = 20 * time.Second
+	// defaultMaxMessageBytes is max_message_bytes when the file leaves it
+	// out (16 MiB), and minMaxMessageBytes the smallest allowed (1 KiB).
+	defaultMaxMessageBytes = 16 << 20
+	minMaxMessageBytes     = 1 << 10
 )
 
 // Upstream is another MCP server whose tools toolgate serves as
@@ -72,6 +77,12 @@ type Upstream struct {
 	// StartupTimeout bounds connecting and initializing. Positive; [Parse]
 	// stores 20s when the file leaves it out.
 	StartupTimeout Duration `yaml:"startup_timeout"`
+	// MaxMessageBytes caps one message from the server (stdio: a line;
+	// HTTP: a response body or an event-stream event): a response over it
+	// fails its call with class execution, and the server keeps running.
+	// At least 1024; [Parse] stores 16777216 (16 MiB) when the file
+	// leaves it out.
+	MaxMessageBytes int64 `yaml:"max_message_bytes"`
 	// Idempotent marks every tool of the upstream idempotent (true) or not
 	// (false), for retry decisions. Nil means each tool's annotations
 	// (idempotentHint, readOnlyHint) decide.
@@ -83,7 +94,7 @@ type Upstream struct {
 }
 
 // completeUpstreams fills in, between decoding and validation, what the
-// file left out of the upstreams: isolation shared (also for an empty one), startup_timeout 20s,
+// file left out of the upstreams: isolation shared (also for an empty one), startup_timeout 20s, max_message_bytes 16 MiB,
 // and for stdio the working directory, resolved against the config file's
 // directory. present reports whether the file gave a key path a value.
 func completeUpstreams(cfg *Config, file string, present func(path string) bool) {
@@ -96,6 +107,9 @@ func completeUpstreams(cfg *Config, file string, present func(path string) bool)
 		inheritRetry(u.Retry, cfg.Defaults.Retry, p+".retry", present)
 		if !present(p + ".startup_timeout") {
 			u.StartupTimeout = Duration(defaultStartupTimeout)
+		}
+		if !present(p + ".max_message_bytes") {
+			u.MaxMessageBytes = defaultMaxMessageBytes
 		}
 		if u.Transport == "stdio" {
 			u.Cwd = resolveCwd(u.Cwd, file)
@@ -142,6 +156,9 @@ func (c *checker) upstreams(cfg *Config) {
 		}
 		if u.StartupTimeout <= 0 {
 			c.fail(p+".startup_timeout", u.StartupTimeout.String(), "must be positive, like 20s; leave it out for 20s")
+		}
+		if u.MaxMessageBytes < minMaxMessageBytes {
+			c.fail(p+".max_message_bytes", strconv.FormatInt(u.MaxMessageBytes, 10), "must be at least 1024 (1 KiB), like 16777216; leave it out for 16 MiB")
 		}
 	}
 }

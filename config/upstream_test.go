@@ -29,6 +29,7 @@ func TestParseUpstreams(t *testing.T) {
 		"    headers: {Authorization: 'Bearer ${TOKEN}'}",
 		"    isolation: thread",
 		"    startup_timeout: 5s",
+		"    max_message_bytes: 65536",
 	)
 	cfg, err := Parse(file, in, &Options{LookupEnv: envOf(map[string]string{"TOKEN": "s3cret-token", "LITERAL": "${TOOLGATE_INSTANCE_DIR}"})})
 	if err != nil {
@@ -37,10 +38,10 @@ func TestParseUpstreams(t *testing.T) {
 	want := []Upstream{
 		{Name: "fs", Transport: "stdio", Command: "npx", Args: []string{"-y", "server-filesystem", "/data", InstanceDirRef + "/x", "${TOOLGATE_INSTANCE_DIR}", "${TOOLGATE_INSTANCE_DIR}"},
 			Env: map[string]string{"A": "b", "F": InstanceDirRef + "/f-s3cret-token"}, Cwd: filepath.Join(dir, "sub"), Isolation: "shared",
-			Exclude: []string{"write_*"}, Timeout: Duration(time.Minute), StartupTimeout: Duration(20 * time.Second)},
+			Exclude: []string{"write_*"}, Timeout: Duration(time.Minute), StartupTimeout: Duration(20 * time.Second), MaxMessageBytes: 16 << 20},
 		{Name: "remote", Transport: "streamable-http", URL: "http://127.0.0.1:9000/mcp",
 			Headers: map[string]string{"Authorization": "Bearer s3cret-token"}, Isolation: "thread",
-			StartupTimeout: Duration(5 * time.Second)},
+			StartupTimeout: Duration(5 * time.Second), MaxMessageBytes: 65536},
 	}
 	if diff := cmp.Diff(want, cfg.Upstreams); diff != "" {
 		t.Errorf("Upstreams mismatch (-want +got):\n%s", diff)
@@ -68,6 +69,19 @@ func TestParseUpstreamErrors(t *testing.T) {
 			[]string{
 				`t.yaml:2:5: upstreams[0].transport: is required; write one of stdio, sse, streamable-http`,
 				`t.yaml:3:26: upstreams[1].transport: must be one of stdio, sse, streamable-http; got "websocket"`,
+			},
+		},
+		{
+			"max_message_bytes under 1 KiB",
+			yamlLines(
+				"upstreams:",
+				"  - {name: fs, transport: stdio, command: x, max_message_bytes: 1000}",
+				"  - {name: gs, transport: stdio, command: x, max_message_bytes: 0}",
+			),
+			nil,
+			[]string{
+				`t.yaml:2:65: upstreams[0].max_message_bytes: must be at least 1024 (1 KiB), like 16777216; leave it out for 16 MiB; got 1000`,
+				`t.yaml:3:65: upstreams[1].max_message_bytes: must be at least 1024 (1 KiB), like 16777216; leave it out for 16 MiB; got 0`,
 			},
 		},
 		{

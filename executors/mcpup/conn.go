@@ -178,18 +178,28 @@ func (c *conn) routeProgress(f map[string]any) {
 // request sends one request with a fresh ID of mcpup's own and returns
 // the response. When ctx ends first, it tells the upstream with
 // notifications/cancelled (mcp-go does that only over stdio and only for
-// its own requests) and returns ctx's error.
+// its own requests) and returns ctx's error. A response over the
+// upstream's message cap is a *tooLargeError.
 func (c *conn) request(ctx context.Context, method string, params any) (*transport.JSONRPCResponse, error) {
 	id := mcp.NewRequestId("toolgate-" + strconv.FormatUint(c.u.m.nextID(), 10))
-	resp, err := c.tr.SendRequest(ctx, transport.JSONRPCRequest{
+	sendCtx, note := withTooLargeNote(ctx)
+	resp, err := c.tr.SendRequest(sendCtx, transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
 		ID:      id,
 		Method:  method,
 		Params:  params,
 	})
-	if err != nil && ctx.Err() != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
 		c.notifyCancelled(ctx, id)
 		return nil, ctx.Err()
+	case err != nil && note.n.Load() > 0:
+		// mcp-go may have replaced the body's error with its own.
+		return nil, &tooLargeError{upstream: c.u.cfg.Name, n: note.n.Load(), atLeast: true, max: c.u.maxMessageBytes}
+	case err == nil:
+		if e := c.u.tooLarge(resp); e != nil {
+			return nil, e
+		}
 	}
 	return resp, err
 }
@@ -301,8 +311,21 @@ func arguments(call executors.Call) (json.RawMessage, error) {
 }
 
 // transportError classifies a failure to exchange a message with the
-// upstream, and marks the connection dead when it is broken.
+// upstream, and marks the connection dead when it is broken. A message
+// over the cap is class execution and breaks nothing.
 func (c *conn) transportError(op string, err error) *retry.Error {
+	if _, ok := errors.AsType[*tooLargeError](err); ok {
+		return c.u.errorf(retry.Execution, err, "%s: %v", op, err)
+	}
+	if c.isDead() {
+		// A legacy SSE stream ended by a message over the cap.
+		if tl, ok := errors.AsType[*tooLargeError](c.deadErr); ok {
+			e := *tl
+			e.dropped = true
+			c.u.m.logger.Warn("upstream sent a message over max_message_bytes on its stream; reconnecting", "upstream", c.u.cfg.Name, "bytes", e.n)
+			return c.u.errorf(retry.Execution, &e, "%s: %v", op, &e)
+		}
+	}
 	class, broken := classifyTransport(err, c.proc != nil)
 	if broken {
 		c.markDead(err)

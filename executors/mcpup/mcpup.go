@@ -101,6 +101,13 @@ type Upstream struct {
 	// StartupTimeout bounds connecting and initializing. Zero means
 	// [DefaultStartupTimeout].
 	StartupTimeout time.Duration
+	// MaxMessageBytes caps one message from the upstream (stdio: a line;
+	// HTTP: a response body, or an event of an event stream). A response
+	// over it fails its call with class execution, and the upstream keeps
+	// running; memory stays bounded by it, as the rest of such a message
+	// is read and discarded, never kept. Zero means
+	// [DefaultMaxMessageBytes]; else at least [MinMaxMessageBytes].
+	MaxMessageBytes int64
 	// Idempotent, when not nil, says whether the upstream's tools are
 	// idempotent (safe to retry). Nil means: per tool, from its
 	// annotations (idempotentHint or readOnlyHint set to true).
@@ -293,6 +300,9 @@ func (u Upstream) Validate() error {
 	}
 	if u.StartupTimeout < 0 {
 		bad("startup_timeout", "", "must be positive, like 20s; leave it out for 20s")
+	}
+	if u.MaxMessageBytes != 0 && u.MaxMessageBytes < MinMaxMessageBytes {
+		bad("max_message_bytes", strconv.FormatInt(u.MaxMessageBytes, 10), "must be at least 1024 (1 KiB), like 16777216; leave it out for 16 MiB")
 	}
 	return errors.Join(errs...)
 }

@@ -78,7 +78,7 @@ func TestImportTools(t *testing.T) {
 	}
 	// Every page was listed, the long name was skipped, and the stdio-only
 	// garbage tool is there.
-	wantNames := []string{"fs__add_tool", "fs__cancel_stats", "fs__crash", "fs__echo", "fs__fail", "fs__garbage", "fs__getenv", "fs__image", "fs__log", "fs__pid", "fs__raw", "fs__slow"}
+	wantNames := []string{"fs__add_tool", "fs__big", "fs__cancel_stats", "fs__crash", "fs__echo", "fs__fail", "fs__garbage", "fs__getenv", "fs__image", "fs__log", "fs__pid", "fs__raw", "fs__slow"}
 	gotNames := slices.Sorted(func(yield func(string) bool) {
 		for n := range byName {
 			if !yield(n) {

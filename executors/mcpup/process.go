@@ -153,7 +153,18 @@ func startProcess(u *upstream, thread string, c *conn) (*process, error) {
 		watcherDone: make(chan struct{}),
 	}
 	p.stdout = &lineGuard{
-		br: bufio.NewReader(outR),
+		br:  bufio.NewReaderSize(outR, guardBufferSize),
+		max: u.maxMessageBytes,
+		onOversize: func(id json.RawMessage, n int64) []byte {
+			if id == nil {
+				u.m.logger.Warn("upstream sent a notification or request over max_message_bytes; dropped it",
+					"upstream", u.cfg.Name, "thread", thread, "bytes", n, "max_message_bytes", u.maxMessageBytes)
+				return nil
+			}
+			u.m.logger.Warn("upstream sent a response over max_message_bytes; its call fails",
+				"upstream", u.cfg.Name, "thread", thread, "bytes", n, "max_message_bytes", u.maxMessageBytes)
+			return u.tooLargeLine(id, n)
+		},
 		onGarbage: func(line []byte) {
 			u.m.logger.Warn("upstream wrote garbage to stdout; restarting it",
 				"upstream", u.cfg.Name, "thread", thread, "line", logLine(line))
@@ -254,15 +265,27 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 // lines silently, but an upstream that writes them has stdout shared with
 // something else and cannot be trusted to stay in sync. Any end of the
 // stream is reported to the transport as io.EOF.
+//
+// A line over max bytes is never kept whole: it is read in chunks, and
+// only an idScanner sees them. In its place the transport gets, for a
+// response, the error response onOversize makes up (so that the pending
+// request fails and the upstream keeps running); for a notification or
+// a request of the upstream's, nothing. An oversized line that is no JSON
+// object with a usable id or a method counts as garbage.
 type lineGuard struct {
 	br          *bufio.Reader
+	max         int64 // the cap on a line's length, its newline left out; 0 means DefaultMaxMessageBytes
 	pending     []byte
 	onGarbage   func(line []byte)
-	onEnd       func()        // called when the stream has ended (not for garbage)
-	done        chan struct{} // closed when the stream has ended for the reader
-	ended       bool          // no more data will be read
-	endReported bool          // onEnd has been called (or garbage reported)
+	onOversize  func(id json.RawMessage, n int64) []byte // id nil: a notification or request, dropped
+	onEnd       func()                                   // called when the stream has ended (not for garbage)
+	done        chan struct{}                            // closed when the stream has ended for the reader
+	ended       bool                                     // no more data will be read
+	endReported bool                                     // onEnd has been called (or garbage reported)
 }
+
+// guardBufferSize is the size of the chunks a lineGuard reads.
+const guardBufferSize = 64 << 10
 
 // Read is called by the transport's read goroutine only.
 func (g *lineGuard) Read(p []byte) (int, error) {
@@ -274,9 +297,9 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 			}
 			return 0, io.EOF
 		}
-		line, err := g.br.ReadBytes('\n')
+		line, garbage, err := g.readLine()
 		if err == nil {
-			if t := bytes.TrimSpace(line); len(t) > 0 && !json.Valid(t) {
+			if t := bytes.TrimSpace(line); garbage || len(t) > 0 && !json.Valid(t) {
 				g.onGarbage(t)
 				g.end()
 				g.endReported = true
@@ -291,6 +314,62 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 	n := copy(p, g.pending)
 	g.pending = g.pending[n:]
 	return n, nil
+}
+
+// readLine returns the next line, or what stands in for it when it is
+// over the cap: a made-up response, nil (dropped), or with garbage set
+// its beginning.
+func (g *lineGuard) readLine() (line []byte, garbage bool, err error) {
+	if g.max <= 0 {
+		g.max = DefaultMaxMessageBytes
+	}
+	for {
+		chunk, err := g.br.ReadSlice('\n')
+		size := int64(len(line) + len(chunk))
+		if err == nil {
+			size-- // the newline
+		}
+		if size > g.max {
+			return g.oversized(line, chunk, err)
+		}
+		line = append(line, chunk...)
+		if err != bufio.ErrBufferFull {
+			return line, false, err
+		}
+	}
+}
+
+// oversized reads the rest of a line over the cap, of which head and chunk
+// have been read, and returns what stands in for it (see readLine).
+func (g *lineGuard) oversized(head, chunk []byte, err error) ([]byte, bool, error) {
+	var s idScanner
+	var n int64
+	start := make([]byte, 0, maxLogLine) // for the log, if it is garbage
+	feed := func(b []byte) {
+		if len(start) < maxLogLine {
+			start = append(start, b[:min(len(b), maxLogLine-len(start))]...)
+		}
+		n += int64(len(b))
+		s.write(b)
+	}
+	feed(head)
+	feed(chunk)
+	for err == bufio.ErrBufferFull {
+		chunk, err = g.br.ReadSlice('\n')
+		feed(chunk)
+	}
+	if err != nil {
+		return nil, false, err // the stream ended within the line
+	}
+	n-- // the newline
+	id, ok := s.result()
+	switch {
+	case s.hasMethod:
+		return g.onOversize(nil, n), false, nil
+	case ok:
+		return g.onOversize(id, n), false, nil
+	}
+	return start, true, nil
 }
 
 func (g *lineGuard) end() {

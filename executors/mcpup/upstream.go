@@ -29,16 +29,18 @@ const minSecretLen = 6
 // upstream is one configured upstream: its settings, what its connections
 // share, and its supervisor (for a thread-isolated upstream, its probe).
 type upstream struct {
-	m              *Manager
-	cfg            Upstream
-	thread         bool
-	startupTimeout time.Duration
-	redactor       *strings.Replacer
-	httpTransport  *http.Transport // nil for stdio
-	httpClient     *http.Client    // nil for stdio
-	lines          *lineLimiter    // stderr lines, across all its processes
-	logs           *lineLimiter    // log notifications, limited apart so that chatty stderr cannot hide them
-	runner         *runner
+	m               *Manager
+	cfg             Upstream
+	thread          bool
+	startupTimeout  time.Duration
+	redactor        *strings.Replacer
+	httpTransport   *http.Transport // nil for stdio
+	httpClient      *http.Client    // nil for stdio
+	maxMessageBytes int64           // the cap on one message from the upstream
+	tag             string          // marks the errors the line guard makes up (see tooLargeLine)
+	lines           *lineLimiter    // stderr lines, across all its processes
+	logs            *lineLimiter    // log notifications, limited apart so that chatty stderr cannot hide them
+	runner          *runner
 }
 
 func newUpstream(m *Manager, cfg Upstream) *upstream {
@@ -49,20 +51,25 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 	cfg.Exclude = slices.Clone(cfg.Exclude)
 	cfg.Secrets = slices.Clone(cfg.Secrets)
 	u := &upstream{
-		m:              m,
-		cfg:            cfg,
-		thread:         cfg.Isolation == IsolationThread,
-		startupTimeout: cfg.StartupTimeout,
-		redactor:       newRedactor(cfg),
-		lines:          newLineLimiter(stderrLinesPerSecond),
-		logs:           newLineLimiter(stderrLinesPerSecond),
+		m:               m,
+		cfg:             cfg,
+		thread:          cfg.Isolation == IsolationThread,
+		startupTimeout:  cfg.StartupTimeout,
+		maxMessageBytes: cfg.MaxMessageBytes,
+		tag:             newTag(),
+		redactor:        newRedactor(cfg),
+		lines:           newLineLimiter(stderrLinesPerSecond),
+		logs:            newLineLimiter(stderrLinesPerSecond),
 	}
 	if u.startupTimeout == 0 {
 		u.startupTimeout = DefaultStartupTimeout
 	}
+	if u.maxMessageBytes == 0 {
+		u.maxMessageBytes = DefaultMaxMessageBytes
+	}
 	if cfg.Transport != TransportStdio {
 		u.httpTransport = newHTTPTransport()
-		u.httpClient = &http.Client{Transport: u.httpTransport}
+		u.httpClient = &http.Client{Transport: &limitTransport{base: u.httpTransport, upstream: cfg.Name, max: u.maxMessageBytes}}
 	}
 	u.runner = &runner{
 		name:    cfg.Name,

@@ -267,6 +267,11 @@ func addTools(srv *server.MCPServer, st *stats, stdio bool) {
 			})
 	}
 
+	srv.AddTool(rawTool("big", mcp.WithDescription("Returns a text of size bytes."), mcp.WithNumber("size", mcp.Required())),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(strings.Repeat("x", req.GetInt("size", 0))), nil
+		})
+
 	srv.AddTool(rawTool("pid", mcp.WithDescription("Returns the process ID."), mcp.WithReadOnlyHintAnnotation(true), mcp.WithRawInputSchema(anyArgs)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return text(strconv.Itoa(os.Getpid())), nil
