@@ -68,6 +68,9 @@ type Server struct {
 	SSE bool `yaml:"sse"`
 	// MaxBodyBytes caps an HTTP request body. Default 4 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ReadTimeout bounds reading one HTTP request body; a body not received
+	// in time gets 408. GET and SSE streams are not affected. Default 30s.
+	ReadTimeout Duration `yaml:"read_timeout"`
 	// ShutdownGrace is how long in-flight calls may run after SIGTERM. Default 20s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 	// SessionIdleTTL ends an HTTP session after this long without a request.

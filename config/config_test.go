@@ -72,6 +72,7 @@ func want(mutate func(*Config)) *Config {
 			MCPPath:        "/mcp",
 			SSE:            true,
 			MaxBodyBytes:   4194304,
+			ReadTimeout:    Duration(30 * time.Second),
 			ShutdownGrace:  Duration(20 * time.Second),
 			SessionIdleTTL: Duration(30 * time.Minute),
 		},
@@ -128,6 +129,7 @@ func TestParseValues(t *testing.T) {
 				"  mcp_path: /api/mcp",
 				"  sse: false",
 				"  max_body_bytes: 1024",
+				"  read_timeout: 5s",
 				"  shutdown_grace: 1m30s",
 				"  session_idle_ttl: 2h",
 				"  allowed_origins: [https://app.example.com, 'http://localhost:5173']",
@@ -155,7 +157,7 @@ func TestParseValues(t *testing.T) {
 			nil,
 			&Config{
 				Server: Server{
-					Listen: ":0", MCPPath: "/api/mcp", SSE: false, MaxBodyBytes: 1024,
+					Listen: ":0", MCPPath: "/api/mcp", SSE: false, MaxBodyBytes: 1024, ReadTimeout: Duration(5 * time.Second),
 					ShutdownGrace: Duration(90 * time.Second), SessionIdleTTL: Duration(2 * time.Hour),
 					AllowedOrigins: []string{"https://app.example.com", "http://localhost:5173"},
 				},
@@ -277,7 +279,7 @@ func TestParseErrors(t *testing.T) {
 			"unknown key",
 			yamlLines("server:", "  listen: 127.0.0.1:1", "  listn: x"),
 			nil,
-			[]string{"t.yaml:3:3: server.listn: unknown key; valid keys: listen, mcp_path, sse, max_body_bytes, shutdown_grace, session_idle_ttl, allowed_origins"},
+			[]string{"t.yaml:3:3: server.listn: unknown key; valid keys: listen, mcp_path, sse, max_body_bytes, read_timeout, shutdown_grace, session_idle_ttl, allowed_origins"},
 		},
 		{
 			"unknown top-level key",
@@ -383,6 +385,12 @@ func TestParseErrors(t *testing.T) {
 				`t.yaml:2:19: server.shutdown_grace: must be positive, like 30s; got -5s`,
 				`t.yaml:4:13: threads.idle_ttl: must be positive, like 30s; got 0s`,
 			},
+		},
+		{
+			"zero read_timeout",
+			yamlLines("server:", "  read_timeout: 0s"),
+			nil,
+			[]string{`t.yaml:2:17: server.read_timeout: must be positive, like 30s; got 0s`},
 		},
 		{
 			"syntax error",
@@ -576,7 +584,7 @@ func TestParseErrors(t *testing.T) {
 			nil,
 			[]string{
 				`t.yaml:2:11: log.format: must be text or json; got "xml"`,
-				`t.yaml:4:3: server.listn: unknown key; valid keys: listen, mcp_path, sse, max_body_bytes, shutdown_grace, session_idle_ttl, allowed_origins`,
+				`t.yaml:4:3: server.listn: unknown key; valid keys: listen, mcp_path, sse, max_body_bytes, read_timeout, shutdown_grace, session_idle_ttl, allowed_origins`,
 				`t.yaml:5:8: server.sse: expected true or false, got integer 1`,
 				`t.yaml:6:11: builtin[0]: unknown builtin; valid names: calc, clock_now, scratchpad, sleep; got "nope"`,
 			},

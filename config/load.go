@@ -49,6 +49,7 @@ func defaults() Config {
 			MCPPath:        "/mcp",
 			SSE:            true,
 			MaxBodyBytes:   4 << 20,
+			ReadTimeout:    Duration(30 * time.Second),
 			ShutdownGrace:  Duration(20 * time.Second),
 			SessionIdleTTL: Duration(30 * time.Minute),
 		},

@@ -81,6 +81,7 @@ func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 		path string
 		d    Duration
 	}{
+		{"server.read_timeout", s.ReadTimeout},
 		{"server.shutdown_grace", s.ShutdownGrace},
 		{"server.session_idle_ttl", s.SessionIdleTTL},
 		{"defaults.timeout", cfg.Defaults.Timeout},

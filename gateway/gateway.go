@@ -143,7 +143,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		Name: "toolgate", Version: g.version, Instructions: instructions,
 		Logger:  g.logger,
 		MCPPath: s.MCPPath, SSE: s.SSE, SessionIdleTTL: s.SessionIdleTTL.D(),
-		MaxBodyBytes: s.MaxBodyBytes, AllowedOrigins: s.AllowedOrigins,
+		MaxBodyBytes: s.MaxBodyBytes, ReadTimeout: s.ReadTimeout.D(), AllowedOrigins: s.AllowedOrigins,
 	})
 	g.unsubscribe = g.reg.Subscribe(g.syncTools)
 	// Every problem of the file at once: REST and OpenAPI sources, then

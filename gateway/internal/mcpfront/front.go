@@ -86,6 +86,10 @@ type Options struct {
 	SessionIdleTTL time.Duration
 	// MaxBodyBytes caps a request body and a stdio line.
 	MaxBodyBytes int64
+	// ReadTimeout bounds reading one HTTP request body (POST to the MCP
+	// path or /message); a body not read in time gets 408. It does not
+	// apply to GET and SSE streams. 0 sets no deadline.
+	ReadTimeout time.Duration
 	// AllowedOrigins are the browser origins allowed besides same-origin
 	// requests.
 	AllowedOrigins []string

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -118,30 +120,68 @@ func (f *Front) Mount(mux Mux) {
 	}
 }
 
-// readBody reads a request body, up to server.max_body_bytes, into b. On
-// failure it has written the response (413 for an oversized body) and
-// returns false.
+// bodyChunk bounds what readBody reserves before bytes arrive: a body
+// announcing a large Content-Length and then stalling holds at most this
+// much, and the buffer grows only as the body is read.
+const bodyChunk = 32 << 10
+
+// readBody reads a request body, up to server.max_body_bytes and within
+// server.read_timeout, into b. On failure it has written the response (413
+// for an oversized body, 408 for one not read in time) and returns false.
+//
+// The read deadline is set on the connection for this body only: it is
+// cleared once the body is read (as net/http's HTTP/1 server also does when
+// it starts watching the connection), so that an answer streamed afterwards
+// (an SSE response to a POST) is not cut; GET streams read no body and
+// never get one. After a failure it stays, so that net/http's draining of
+// the rest of the body cannot wait on a stalled client either.
 func (f *Front) readBody(w http.ResponseWriter, r *http.Request, b *body) bool {
 	limit := f.o.MaxBodyBytes
+	var rc *http.ResponseController
+	if t := f.o.ReadTimeout; t > 0 {
+		rc = http.NewResponseController(w)
+		// ErrNotSupported leaves the body without a deadline; the
+		// connection's own timeouts still apply.
+		if rc.SetReadDeadline(time.Now().Add(t)) != nil {
+			rc = nil
+		}
+	}
 	var err error
 	if r.ContentLength > limit {
 		err = &http.MaxBytesError{Limit: limit}
 	} else {
-		if r.ContentLength > 0 {
-			b.buf.Grow(int(r.ContentLength))
-		}
+		// Reserve what the body announces only up to bodyChunk: the
+		// announcement costs the client nothing.
+		b.buf.Grow(int(min(max(r.ContentLength, 0), bodyChunk)))
 		_, err = b.buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
 	}
 	if err == nil {
+		if rc != nil {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
 		return true
 	}
 	code, msg := http.StatusBadRequest, "reading the request body failed"
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		code = http.StatusRequestEntityTooLarge
 		msg = fmt.Sprintf("request body exceeds %d bytes (server.max_body_bytes); send a smaller request or raise the limit", limit)
+	} else if isTimeout(err) {
+		code = http.StatusRequestTimeout
+		msg = fmt.Sprintf("request body not received within %s (server.read_timeout); send the whole body at once or raise the limit", f.o.ReadTimeout)
+		// The connection is mid-body: it cannot carry another request.
+		w.Header().Set("Connection", "close")
 	}
 	writeJSON(w, code, jsonRPCError(mcp.INVALID_REQUEST, msg))
 	return false
+}
+
+// isTimeout reports whether err is a read deadline passing.
+func isTimeout(err error) bool {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	ne, ok := errors.AsType[net.Error](err)
+	return ok && ne.Timeout()
 }
 
 // replay hands msg to the next handler as the request body.
