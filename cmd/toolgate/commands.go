@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -105,7 +107,7 @@ func build(c *common, stderr io.Writer) (*config.Config, *slog.Logger, *gateway.
 	return cfg, logger, g, nil
 }
 
-func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
+func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr io.Writer) error {
 	fs, c := newFlags("serve", stderr)
 	listen := fs.String("listen", "", "listen `address` host:port, overriding server.listen (port 0 picks a free port)")
 	if err := parse(fs, args); err != nil {
@@ -144,26 +146,73 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 
 	grace := cfg.Server.ShutdownGrace.D()
 	logger.Info("shutting down", "grace", grace.String())
-	// Stop accepting connections now; Shutdown returns once the long-lived
-	// streams are closed by g.Shutdown below.
+	deadline := time.Now().Add(grace)
+	// Stop accepting connections now. Shutdown returns once no connection
+	// is active: the long-lived streams end when g.Shutdown closes the
+	// sessions, but a request whose body never completes would hold it
+	// forever, so it is bounded below.
 	httpDone := make(chan error, 1)
-	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), grace+5*time.Second)
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 	go func() { httpDone <- srv.Shutdown(hctx) }()
-	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	gctx, gcancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer gcancel()
-	if err := g.Shutdown(gctx); err != nil {
-		logger.Warn("shutdown grace ran out; calls were cancelled")
+	gDone := make(chan error, 1)
+	go func() { gDone <- g.Shutdown(gctx) }()
+	var sig os.Signal
+	select {
+	case err := <-gDone:
+		if err != nil {
+			logger.Warn("shutdown grace ran out; calls were cancelled")
+		}
+		// Requests still open get the rest of the grace, and at least
+		// resultWait to write the results of calls cancelled at its end.
+		timer := time.NewTimer(max(time.Until(deadline), resultWait))
+		defer timer.Stop()
+		select {
+		case <-httpDone:
+			httpDone = nil
+		case <-timer.C:
+			logger.Warn("requests still open after the shutdown grace; closing their connections")
+		case sig = <-again:
+		}
+	case sig = <-again:
 	}
-	if err := <-httpDone; err != nil {
-		_ = srv.Close()
+	if sig != nil {
+		logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
+		g.Close()
+		timer := time.NewTimer(resultWait)
+		defer timer.Stop()
+		select {
+		case <-httpDone:
+		case <-timer.C:
+		}
 	}
+	_ = srv.Close()
 	<-serveErr
+	if sig != nil {
+		return aborted(sig)
+	}
 	logger.Info("stopped")
 	return nil
 }
 
-func cmdStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// resultWait bounds how long serve and stdio wait, once calls have been
+// cancelled, for their results to reach the clients.
+const resultWait = time.Second
+
+// aborted is the error of a command whose graceful shutdown a second
+// signal ended: the exit code is 128 plus the signal's number, as a shell
+// reports a process the signal killed.
+func aborted(sig os.Signal) error {
+	code := 1
+	if s, ok := sig.(syscall.Signal); ok {
+		code = 128 + int(s)
+	}
+	return exitError{code: code, msg: fmt.Sprintf("second signal (%v) during shutdown: calls in flight were cancelled", sig)}
+}
+
+func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs, c := newFlags("stdio", stderr)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -175,7 +224,29 @@ func cmdStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer g.Close()
 	g.StartUpstreams()
 	logger.Info("serving stdio", "config", cfg.Source, "tools", len(g.Tools()))
-	if err := g.ServeStdio(ctx, stdin, stdout); err != nil {
+	// ServeStdio drains and returns when ctx ends, even while the client
+	// keeps stdin open (its reader is then left behind; the process exits).
+	served := make(chan error, 1)
+	go func() { served <- g.ServeStdio(ctx, stdin, stdout) }()
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		logger.Info("shutting down", "grace", cfg.Server.ShutdownGrace.D().String())
+		select {
+		case err = <-served:
+		case sig := <-again:
+			logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
+			g.Close()
+			timer := time.NewTimer(resultWait)
+			defer timer.Stop()
+			select {
+			case <-served:
+			case <-timer.C:
+			}
+			return aborted(sig)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("serving stdio: %w", err)
 	}
 	return nil

@@ -11,8 +11,8 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	ctx, again, stop := notifySignals()
+	err := run(ctx, again, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		code := 1
@@ -24,6 +24,42 @@ func main() {
 		}
 		fmt.Fprintln(os.Stderr, "toolgate:", err)
 		os.Exit(code)
+	}
+}
+
+// notifySignals returns a context that the first SIGINT or SIGTERM
+// cancels, which starts a graceful shutdown, and a channel that receives
+// the signals after it, each of which asks to stop at once. stop restores
+// the default handling of both signals.
+func notifySignals() (ctx context.Context, again <-chan os.Signal, stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	later := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+			return
+		}
+		for {
+			select {
+			case s := <-sigs:
+				select {
+				case later <- s:
+				default: // one pending is enough
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, later, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
 	}
 }
 
@@ -53,7 +89,10 @@ common flags:
 run 'toolgate COMMAND --help' for a command's own flags.
 `
 
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// run runs the command args name. ctx ends at the first SIGINT or SIGTERM;
+// again receives the later ones, which end serve's and stdio's graceful
+// shutdown at once.
+func run(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitError{code: 2}
@@ -61,9 +100,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "serve":
-		return cmdServe(ctx, rest, stderr)
+		return cmdServe(ctx, again, rest, stderr)
 	case "stdio":
-		return cmdStdio(ctx, rest, stdin, stdout, stderr)
+		return cmdStdio(ctx, again, rest, stdin, stdout, stderr)
 	case "validate":
 		return cmdValidate(rest, stdout, stderr)
 	case "tools":

@@ -22,8 +22,15 @@ const stdioWorkers = 64
 // protocol messages is written to out. The whole process is one session and
 // one thread. ServeStdio returns when in reaches EOF (calls in flight are
 // then cancelled, as the client has gone) or, after a graceful drain of up
-// to server.shutdown_grace, when ctx is done. Only one ServeStdio may run
-// per process (an mcp-go limit). The caller still calls Close.
+// to server.shutdown_grace, when ctx is done, whether or not in is still
+// open. Only one ServeStdio may run per process (an mcp-go limit). The
+// caller still calls Close.
+//
+// A Read on in cannot be interrupted (a goroutine blocked reading os.Stdin
+// stays blocked until the client writes or closes it), so when ServeStdio
+// returns before in reaches EOF, the goroutine reading in is left behind
+// until its Read returns; it then ends without handing on what it read.
+// A process exits anyway; a caller that must not leave it behind closes in.
 func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	lw := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
@@ -35,9 +42,11 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	defer stopListen()
 	batches := f.newStdioBatches(listenCtx, lw, pw)
 	server.WithStdioContextFunc(batches.learn)(stdio)
+	stop := make(chan struct{})
+	lines := readLines(in, int(f.o.MaxBodyBytes), stop)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		err := f.pumpStdio(in, pw, lw, batches)
+		err := f.pumpStdio(lines, stop, pw, lw, batches)
 		pw.CloseWithError(err)
 	})
 	watchDone := make(chan struct{})
@@ -50,10 +59,10 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		}
 	})
 	err := stdio.Listen(listenCtx, pr, lw)
+	close(stop) // the pump takes no more lines; the reader may stay in a Read
 	batches.close()
 	close(watchDone)
-	// Unblock the pump if it is waiting to hand a line to Listen; a pump
-	// blocked reading in returns when in does.
+	// Unblock the pump if it is waiting to hand a line to Listen.
 	pr.CloseWithError(io.ErrClosedPipe)
 	wg.Wait()
 	if errors.Is(err, context.Canceled) {
@@ -62,15 +71,50 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	return err
 }
 
-// pumpStdio copies messages from in to mcp-go (w), line by line, answering
-// oversized lines and unknown tools itself (on out) and handing batches to
-// batches.
-func (f *Front) pumpStdio(in io.Reader, w io.Writer, out *lockedWriter, batches *stdioBatches) error {
+// stdinLine is one line read from the client, as readLine returns it.
+type stdinLine struct {
+	line    []byte
+	tooLong bool
+	err     error
+}
+
+// readLines reads in line by line on a goroutine of its own and sends each
+// line on the channel it returns, the last one with a non-nil err. The
+// goroutine ends after that line, or once stop is closed and the Read it
+// may be blocked in returns: a Read cannot be interrupted.
+func readLines(in io.Reader, limit int, stop <-chan struct{}) <-chan stdinLine {
+	ch := make(chan stdinLine)
+	go func() {
+		br := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, tooLong, err := readLine(br, limit)
+			select {
+			case ch <- stdinLine{line, tooLong, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// pumpStdio copies messages from lines to mcp-go (w), answering oversized
+// lines and unknown tools itself (on out) and handing batches to batches.
+// It returns at the last line or once stop is closed.
+func (f *Front) pumpStdio(lines <-chan stdinLine, stop <-chan struct{}, w io.Writer, out *lockedWriter, batches *stdioBatches) error {
 	limit := int(f.o.MaxBodyBytes)
-	br := bufio.NewReaderSize(in, 64<<10)
 	for {
-		line, tooLong, err := readLine(br, limit)
-		if tooLong {
+		var l stdinLine
+		select {
+		case l = <-lines:
+		case <-stop:
+			return nil
+		}
+		line, err := l.line, l.err
+		if l.tooLong {
 			msg := fmt.Sprintf("message exceeds %d bytes (server.max_body_bytes); send a smaller request or raise the limit", limit)
 			if _, werr := out.Write(append(jsonRPCError(mcp.INVALID_REQUEST, msg), '\n')); werr != nil {
 				return werr
@@ -81,13 +125,14 @@ func (f *Front) pumpStdio(in io.Reader, w io.Writer, out *lockedWriter, batches 
 			}
 		} else if len(line) > 0 {
 			reply, fwd := f.preflight(line)
+			var werr error
 			if reply != nil {
-				_, err = out.Write(append(reply, '\n'))
+				_, werr = out.Write(append(reply, '\n'))
 			} else {
-				_, err = w.Write(append(fwd, '\n'))
+				_, werr = w.Write(append(fwd, '\n'))
 			}
-			if err != nil {
-				return err
+			if werr != nil {
+				return werr
 			}
 		}
 		if err != nil {

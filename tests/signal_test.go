@@ -1,0 +1,257 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// exitMargin is how much longer than server.shutdown_grace a process may
+// take to exit after SIGTERM: a correctness bound, kept loose.
+const exitMargin = 3 * time.Second
+
+// signalStdio is a `toolgate stdio` whose client keeps stdin open until the
+// test ends, as Claude Desktop does.
+type signalStdio struct {
+	cmd    *exec.Cmd
+	stdin  *os.File // the client's end; closed by the cleanup only
+	lines  chan string
+	exited chan struct{} // closed once the process has been reaped
+
+	mu     sync.Mutex
+	stderr strings.Builder // guarded by mu
+}
+
+func (s *signalStdio) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stderr.Write(b)
+}
+
+func (s *signalStdio) Stderr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stderr.String()
+}
+
+// startSignalStdio starts `toolgate stdio` with yaml as its configuration
+// and debug logs, on pipes the test owns, so that stdout can be read to its
+// end after the process has exited.
+func startSignalStdio(t *testing.T, yaml string) *signalStdio {
+	t.Helper()
+	s := &signalStdio{lines: make(chan string, 64), exited: make(chan struct{})}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stdin = inW
+	s.cmd = exec.Command(toolgateBin, "stdio", "--config", writeConfig(t, yaml), "--log-level", "debug")
+	s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = inR, outW, s
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("starting toolgate stdio: %v", err)
+	}
+	inR.Close()
+	outW.Close()
+	go func() {
+		defer close(s.lines)
+		defer outR.Close()
+		br := bufio.NewReader(outR)
+		for {
+			line, err := br.ReadString('\n')
+			if line != "" {
+				s.lines <- line
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		_ = s.cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		s.stdin.Close()
+		for range s.lines { // ends at EOF, once the process has gone
+		}
+		if t.Failed() {
+			t.Logf("toolgate stdio stderr:\n%s", s.Stderr())
+		}
+	})
+	return s
+}
+
+func (s *signalStdio) send(t *testing.T, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if _, err := io.WriteString(s.stdin, l+"\n"); err != nil {
+			t.Fatalf("writing to toolgate stdio: %v", err)
+		}
+	}
+}
+
+// response reads stdout until the response with id arrives, at most for d.
+func (s *signalStdio) response(t *testing.T, id string, d time.Duration) rpcResponse {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case line, ok := <-s.lines:
+			if !ok {
+				t.Fatalf("stdout ended before the response to id %s", id)
+			}
+			var r rpcResponse
+			if json.Unmarshal([]byte(line), &r) == nil && string(r.ID) == id {
+				return r
+			}
+		case <-timer.C:
+			t.Fatalf("no response to id %s within %v", id, d)
+		}
+	}
+}
+
+// waitStderr waits until stderr holds substr.
+func (s *signalStdio) waitStderr(t *testing.T, substr string) {
+	t.Helper()
+	deadline := time.Now().Add(pollTimeout)
+	for !strings.Contains(s.Stderr(), substr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("toolgate stdio did not log %q within %v", substr, pollTimeout)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+func (s *signalStdio) signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("sending %v to toolgate stdio: %v", sig, err)
+	}
+}
+
+// wait waits at most d for the process to exit and returns its exit code.
+func (s *signalStdio) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-s.exited:
+		return s.cmd.ProcessState.ExitCode()
+	case <-timer.C:
+		t.Fatalf("toolgate stdio did not exit within %v", d)
+		return -1
+	}
+}
+
+// startSleep initializes the session and starts a sleep call of ms with id
+// 2, returning once the call is running.
+func (s *signalStdio) startSleep(t *testing.T, ms int) {
+	t.Helper()
+	s.send(t, stdioInitialize)
+	s.response(t, "1", callTimeout)
+	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":%d}}}`, ms))
+	s.waitStderr(t, "tool call arguments") // logged at debug once the call runs
+}
+
+func TestStdioSIGTERMWithStdinOpen(t *testing.T) {
+	t.Run("drains", func(t *testing.T) {
+		const grace = 5 * time.Second
+		s := startSignalStdio(t, "server:\n  shutdown_grace: 5s\nbuiltin: [sleep]\n")
+		s.startSleep(t, 2000)
+		start := time.Now()
+		s.signal(t, syscall.SIGTERM)
+		wantOK(t, s.response(t, "2", grace+exitMargin).toolResult(t), "slept 2000 ms")
+		if code := s.wait(t, grace+exitMargin); code != 0 {
+			t.Errorf("toolgate stdio exited with code %d after SIGTERM, want 0", code)
+		}
+		t.Logf("exited %v after SIGTERM", time.Since(start))
+	})
+
+	t.Run("grace runs out", func(t *testing.T) {
+		const grace = time.Second
+		s := startSignalStdio(t, "server:\n  shutdown_grace: 1s\nbuiltin: [sleep]\n")
+		s.startSleep(t, 30000)
+		start := time.Now()
+		s.signal(t, syscall.SIGTERM)
+		wantError(t, s.response(t, "2", grace+exitMargin).toolResult(t), "cancelled")
+		if code := s.wait(t, grace+exitMargin); code != 0 {
+			t.Errorf("toolgate stdio exited with code %d after SIGTERM, want 0", code)
+		}
+		t.Logf("exited %v after SIGTERM", time.Since(start))
+	})
+
+	for _, second := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run("second "+second.String(), func(t *testing.T) {
+			// A grace of 60 s: exiting within a few seconds is the second
+			// signal's doing.
+			s := startSignalStdio(t, "server:\n  shutdown_grace: 60s\nbuiltin: [sleep]\n")
+			s.startSleep(t, 30000)
+			s.signal(t, syscall.SIGTERM)
+			// A call refused as unavailable shows that the drain has begun.
+			s.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1}}}`)
+			wantError(t, s.response(t, "3", callTimeout).toolResult(t), "unavailable")
+			start := time.Now()
+			s.signal(t, second)
+			wantError(t, s.response(t, "2", exitMargin).toolResult(t), "cancelled")
+			if code := s.wait(t, exitMargin); code != 128+int(second) {
+				t.Errorf("toolgate stdio exited with code %d after a second signal, want %d", code, 128+int(second))
+			}
+			t.Logf("exited %v after the second signal", time.Since(start))
+			if !strings.Contains(s.Stderr(), "toolgate: second signal") {
+				t.Errorf("stderr does not say that a second signal stopped toolgate")
+			}
+		})
+	}
+}
+
+func TestServeSIGTERMWithHalfSentBody(t *testing.T) {
+	const grace = 2 * time.Second
+	srv := startServe(t, "server:\n  shutdown_grace: 2s\nbuiltin: [sleep]\n")
+	host := strings.TrimPrefix(srv.URL, "http://")
+	conn, err := net.DialTimeout("tcp", host, callTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(callTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	// With Expect: 100-continue, the server says "100 Continue" once the
+	// handler reads the body: then the request is surely in flight.
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n",
+		host, 2*len(body))
+	br := bufio.NewReader(conn)
+	status, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(status, " 100 ") {
+		t.Fatalf("POST /mcp with Expect: 100-continue: read %q, %v; want 100 Continue", status, err)
+	}
+	if _, err := io.WriteString(conn, body[:len(body)/2]); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	srv.Signal(t, syscall.SIGTERM)
+	if code := srv.Wait(t, grace+exitMargin); code != 0 {
+		t.Errorf("toolgate serve exited with code %d after SIGTERM, want 0", code)
+	}
+	t.Logf("exited %v after SIGTERM", time.Since(start))
+}
