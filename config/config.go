@@ -76,6 +76,10 @@ type Server struct {
 	// SessionIdleTTL ends an HTTP session after this long without a request.
 	// Default 30m.
 	SessionIdleTTL Duration `yaml:"session_idle_ttl"`
+	// MaxSessions caps the MCP sessions open at once, over streamable HTTP,
+	// SSE and stdio; past it a new session gets 503 with Retry-After, and
+	// open ones keep working. Default 10000.
+	MaxSessions int `yaml:"max_sessions"`
 	// AllowedOrigins lists the browser origins (scheme://host[:port]) allowed
 	// to call the endpoint cross-origin. Default none.
 	AllowedOrigins []string `yaml:"allowed_origins"`

@@ -75,6 +75,7 @@ func want(mutate func(*Config)) *Config {
 			ReadTimeout:    Duration(30 * time.Second),
 			ShutdownGrace:  Duration(20 * time.Second),
 			SessionIdleTTL: Duration(30 * time.Minute),
+			MaxSessions:    10000,
 		},
 		Defaults: Defaults{
 			Timeout:     Duration(30 * time.Second),
@@ -132,6 +133,7 @@ func TestParseValues(t *testing.T) {
 				"  read_timeout: 5s",
 				"  shutdown_grace: 1m30s",
 				"  session_idle_ttl: 2h",
+				"  max_sessions: 3",
 				"  allowed_origins: [https://app.example.com, 'http://localhost:5173']",
 				"defaults:",
 				"  timeout: 500ms",
@@ -158,7 +160,7 @@ func TestParseValues(t *testing.T) {
 			&Config{
 				Server: Server{
 					Listen: ":0", MCPPath: "/api/mcp", SSE: false, MaxBodyBytes: 1024, ReadTimeout: Duration(5 * time.Second),
-					ShutdownGrace: Duration(90 * time.Second), SessionIdleTTL: Duration(2 * time.Hour),
+					ShutdownGrace: Duration(90 * time.Second), SessionIdleTTL: Duration(2 * time.Hour), MaxSessions: 3,
 					AllowedOrigins: []string{"https://app.example.com", "http://localhost:5173"},
 				},
 				Defaults: Defaults{
@@ -279,7 +281,7 @@ func TestParseErrors(t *testing.T) {
 			"unknown key",
 			yamlLines("server:", "  listen: 127.0.0.1:1", "  listn: x"),
 			nil,
-			[]string{"t.yaml:3:3: server.listn: unknown key; valid keys: listen, mcp_path, sse, max_body_bytes, read_timeout, shutdown_grace, session_idle_ttl, allowed_origins"},
+			[]string{"t.yaml:3:3: server.listn: unknown key; valid keys: listen, mcp_path, sse, max_body_bytes, read_timeout, shutdown_grace, session_idle_ttl, max_sessions, allowed_origins"},
 		},
 		{
 			"unknown top-level key",
@@ -459,6 +461,12 @@ func TestParseErrors(t *testing.T) {
 			[]string{`t.yaml:2:19: server.max_body_bytes: must be between 1024 and 1073741824 (1 GiB); got 1023`},
 		},
 		{
+			"max_sessions zero",
+			yamlLines("server:", "  max_sessions: 0"),
+			nil,
+			[]string{`t.yaml:2:17: server.max_sessions: must be at least 1, like 10000; got 0`},
+		},
+		{
 			"max_body_bytes too large",
 			yamlLines("server:", "  max_body_bytes: 1073741825"),
 			nil,
@@ -584,7 +592,7 @@ func TestParseErrors(t *testing.T) {
 			nil,
 			[]string{
 				`t.yaml:2:11: log.format: must be text or json; got "xml"`,
-				`t.yaml:4:3: server.listn: unknown key; valid keys: listen, mcp_path, sse, max_body_bytes, read_timeout, shutdown_grace, session_idle_ttl, allowed_origins`,
+				`t.yaml:4:3: server.listn: unknown key; valid keys: listen, mcp_path, sse, max_body_bytes, read_timeout, shutdown_grace, session_idle_ttl, max_sessions, allowed_origins`,
 				`t.yaml:5:8: server.sse: expected true or false, got integer 1`,
 				`t.yaml:6:11: builtin[0]: unknown builtin; valid names: calc, clock_now, scratchpad, sleep; got "nope"`,
 			},

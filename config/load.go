@@ -52,6 +52,7 @@ func defaults() Config {
 			ReadTimeout:    Duration(30 * time.Second),
 			ShutdownGrace:  Duration(20 * time.Second),
 			SessionIdleTTL: Duration(30 * time.Minute),
+			MaxSessions:    10000,
 		},
 		Defaults: Defaults{
 			Timeout:               Duration(30 * time.Second),

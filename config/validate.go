@@ -77,6 +77,9 @@ func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 	if s.MaxBodyBytes < minBodyBytes || s.MaxBodyBytes > maxBodyBytes {
 		c.fail("server.max_body_bytes", strconv.FormatInt(s.MaxBodyBytes, 10), "must be between %d and %d (1 GiB)", minBodyBytes, maxBodyBytes)
 	}
+	if s.MaxSessions < 1 {
+		c.fail("server.max_sessions", strconv.Itoa(s.MaxSessions), "must be at least 1, like 10000")
+	}
 	for _, f := range []struct {
 		path string
 		d    Duration

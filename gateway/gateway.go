@@ -142,7 +142,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.front = mcpfront.New(frontBackend{g}, mcpfront.Options{
 		Name: "toolgate", Version: g.version, Instructions: instructions,
 		Logger:  g.logger,
-		MCPPath: s.MCPPath, SSE: s.SSE, SessionIdleTTL: s.SessionIdleTTL.D(),
+		MCPPath: s.MCPPath, SSE: s.SSE, SessionIdleTTL: s.SessionIdleTTL.D(), MaxSessions: s.MaxSessions,
 		MaxBodyBytes: s.MaxBodyBytes, ReadTimeout: s.ReadTimeout.D(), AllowedOrigins: s.AllowedOrigins,
 	})
 	g.unsubscribe = g.reg.Subscribe(g.syncTools)

@@ -35,10 +35,16 @@
 //  8. It counts as session activity only its own POST and GET handling, and
 //     a DELETE with Mcp-Session-Id ends a session as a client would
 //     (TestIdleExpiry); toolgate expires idle sessions itself.
-//  9. It registers a session for a GET naming an unknown ID, calling the
-//     register hook on the GET's goroutine, and registers an initialized
-//     session with its protocol version already set (TestIdleExpiry,
-//     TestBatchAfterReinitialize).
+//  9. It registers a session for a GET naming no or an unknown ID, which
+//     with an event store outlives the GET (TestMCPGoSessionInternals/8);
+//     sessions.go's serveStream answers such a GET 400 or 404 before
+//     mcp-go sees it. It calls the register hook with a ctx derived from
+//     the request's (TestMCPGoSessionInternals/8), asks a session ID
+//     resolver with the request (TestMCPGoSessionInternals/9), and
+//     registers an initialized session with its protocol version already
+//     set (TestBatchAfterReinitialize). server.max_sessions rests on the
+//     hook's ctx and the resolver's request: they tie a session, and its
+//     ID, to the slot its request reserved.
 //  10. AddTools replaces a tool of the same name in place
 //     (TestRelistKeepsTools); [Front.SetTools] never deletes a tool it
 //     re-adds.
@@ -55,6 +61,10 @@
 //     elicitation/create to the calling session and returns its answer
 //     (TestElicit, TestBatchClientResponses); [Request.Elicit] is set only
 //     for a client that declared elicitation.
+//  14. Its stateful session ID manager keeps the ID of every ended session
+//     forever (TestMCPGoSessionInternals/10), and one issued to an
+//     initialize that registers no session; sessions.go's sessionIDs
+//     replaces it and forgets both (TestEndedSessionIDsForgotten).
 //
 // mcpfront must not import gateway, chi or prometheus; only the gateway
 // (and its tests) import it.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -84,6 +85,11 @@ type Options struct {
 	// SessionIdleTTL ends streamable HTTP sessions idle that long; 0
 	// keeps them until the client ends them.
 	SessionIdleTTL time.Duration
+	// MaxSessions caps the live sessions, over every transport: past it an
+	// initialize over streamable HTTP, or a new SSE stream, gets 503 with
+	// Retry-After, and the sessions already live are unaffected. 0 sets no
+	// cap.
+	MaxSessions int
 	// MaxBodyBytes caps a request body and a stdio line.
 	MaxBodyBytes int64
 	// ReadTimeout bounds reading one HTTP request body (POST to the MCP
@@ -109,6 +115,9 @@ type Front struct {
 	root       context.Context
 	rootCancel context.CancelFunc
 	clients    sync.Map // live mcp-go session ID → *clientSession (sessions.go)
+
+	sessions atomic.Int64 // live sessions plus slots reserved for new ones (sessions.go)
+	ids      sessionIDs   // streamable HTTP session IDs issued (sessions.go)
 
 	mu        sync.Mutex // guards httpParts and closed
 	httpParts *httpParts // built by Mount; closed by Close

@@ -99,7 +99,7 @@ func newGateway(t testing.TB, mutate func(*config.Config)) (*harness, *counters)
 	reg := registry.New()
 	b := &fakeBackend{reg: reg, repair: cfg.Guards.NameRepair}
 	h := &harness{
-		Front: New(b, Options{Name: "toolgate", Version: "test", MCPPath: s.MCPPath, SSE: s.SSE,
+		Front: New(b, Options{Name: "toolgate", Version: "test", MCPPath: s.MCPPath, SSE: s.SSE, MaxSessions: s.MaxSessions,
 			SessionIdleTTL: s.SessionIdleTTL.D(), MaxBodyBytes: s.MaxBodyBytes, ReadTimeout: s.ReadTimeout.D(), AllowedOrigins: s.AllowedOrigins}),
 		cfg: cfg, reg: reg, b: b, funcs: map[string]executors.StatelessFunc{}, mux: http.NewServeMux(),
 	}

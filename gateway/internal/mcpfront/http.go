@@ -81,7 +81,9 @@ func (f *Front) Mount(mux Mux) {
 	heartbeat := min(25*time.Second, ttl/3)
 	p := &httpParts{
 		streamable: server.NewStreamableHTTPServer(f.mcp,
-			server.WithStateful(true),
+			// Stateful, with toolgate's session IDs: mcp-go's own manager
+			// keeps ended sessions' IDs forever (sessions.go).
+			server.WithSessionIdManagerResolver(&f.ids),
 			// Serve only the 2025 revisions: a 2026-07-28 client would get
 			// no session, so no thread, no session end and no list_changed
 			// (MCPGO.md pitfall 3).
@@ -203,6 +205,10 @@ func writeJSON(w http.ResponseWriter, code int, body []byte) {
 func (f *Front) streamableHandler(p *httpParts) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sid := r.Header.Get(server.HeaderKeySessionID)
+		if len(sid) > maxSessionIDLen {
+			writeLongSessionID(w)
+			return
+		}
 		if r.Method != http.MethodPost {
 			f.serveStream(w, r, p, sid)
 			return
@@ -217,14 +223,19 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 			f.serveHTTPBatch(w, r, p, msg)
 			return
 		}
+		if isInitialize(msg) {
+			// mcp-go makes a new session, whatever Mcp-Session-Id the
+			// initialize carries; its register hook records it (sessions.go).
+			replay(r, b, msg)
+			f.serveInitialize(w, r, p)
+			return
+		}
 		if sid == "" {
 			if needsSession(msg) {
 				writeMissingSession(w)
 				return
 			}
-			// Normally an initialize; mcp-go's register hook records the
-			// session it creates (sessions.go).
-			replay(r, b, msg)
+			replay(r, b, msg) // the discovery probe, or garbage: mcp-go answers
 			p.streamable.ServeHTTP(w, r)
 			return
 		}
@@ -259,13 +270,32 @@ func writeMissingSession(w http.ResponseWriter) {
 // discovery probe, which mcp-go answers). Garbage is left to mcp-go;
 // batches never get here (batch.go).
 func needsSession(body []byte) bool {
+	m := method(body)
+	return m != "" && m != string(mcp.MethodInitialize) && m != "server/discover"
+}
+
+// isInitialize reports whether a POSTed single message is an initialize
+// request, which makes mcp-go create a session. preflight's scanner reads
+// the method without allocating; a message it cannot read, or holding an
+// escape anywhere (a key it would not unescape), is decoded.
+func isInitialize(body []byte) bool {
+	if bytes.IndexByte(body, '\\') < 0 {
+		if m, _, _, ok := scanCall(body); ok {
+			return string(m) == string(mcp.MethodInitialize)
+		}
+	}
+	return method(body) == string(mcp.MethodInitialize)
+}
+
+// method is the method a JSON-RPC message names; "" for none or garbage.
+func method(body []byte) string {
 	var m struct {
 		Method string `json:"method"`
 	}
-	if json.Unmarshal(body, &m) != nil || m.Method == "" {
-		return false
+	if json.Unmarshal(body, &m) != nil {
+		return ""
 	}
-	return m.Method != string(mcp.MethodInitialize) && m.Method != "server/discover"
+	return m.Method
 }
 
 // sseHandler serves the legacy SSE stream through an sseStream, which lets
@@ -273,12 +303,17 @@ func needsSession(body []byte) bool {
 func (f *Front) sseHandler(p *httpParts) http.Handler {
 	h := p.sse.SSEHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, ok := w.(http.Flusher)
+		r, sl, ok := f.reserve(w, r) // the stream is a session
+		if !ok {
+			return
+		}
+		defer f.release(sl)
+		fl, ok := w.(http.Flusher)
 		if !ok {
 			h.ServeHTTP(w, r)
 			return
 		}
-		s := &sseStream{w: w, f: f, parts: p}
+		s := &sseStream{w: w, f: fl, parts: p}
 		defer s.done()
 		h.ServeHTTP(s, r)
 	})

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,6 +108,84 @@ func TestMCPGoInternals(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPGoSessionInternals pins what sessions.go relies on in mcp-go's
+// session handling (doc.go facts 9 and 14).
+func TestMCPGoSessionInternals(t *testing.T) {
+	type key struct{}
+	t.Run("8 a GET registers a session that outlives it", func(t *testing.T) {
+		registered := make(chan context.Context, 1)
+		var mu sync.Mutex
+		live := 0
+		hooks := &server.Hooks{}
+		hooks.AddOnRegisterSession(func(ctx context.Context, _ server.ClientSession) {
+			mu.Lock()
+			live++
+			mu.Unlock()
+			registered <- ctx
+		})
+		hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { mu.Lock(); live--; mu.Unlock() })
+		s := server.NewStreamableHTTPServer(server.NewMCPServer("pin", "1", server.WithHooks(hooks)),
+			server.WithStateful(true), server.WithEventStore(newEventStore(4)))
+		defer func() { _ = s.Shutdown(context.Background()) }()
+		ctx, cancel := context.WithCancel(context.WithValue(t.Context(), key{}, "request"))
+		req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		done := make(chan struct{})
+		go func() { defer close(done); s.ServeHTTP(httptest.NewRecorder(), req) }()
+		var hookCtx context.Context
+		select {
+		case hookCtx = <-registered:
+		case <-time.After(5 * time.Second):
+			t.Fatal("mcp-go registered no session for a GET without Mcp-Session-Id; serveStream's refusal may go")
+		}
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		if live != 1 {
+			t.Errorf("%d sessions registered after the GET ended, want 1: mcp-go no longer keeps it", live)
+		}
+		if hookCtx.Value(key{}) != "request" {
+			t.Error("the register hook's ctx does not derive from the request's; clientStarted finds no slot in it")
+		}
+	})
+
+	t.Run("9 the session ID resolver gets the request", func(t *testing.T) {
+		var got any
+		res := resolverFunc(func(r *http.Request) server.SessionIdManager {
+			if r != nil {
+				got = r.Context().Value(key{})
+			}
+			return &server.InsecureStatefulSessionIdManager{}
+		})
+		s := server.NewStreamableHTTPServer(server.NewMCPServer("pin", "1"), server.WithSessionIdManagerResolver(res))
+		defer func() { _ = s.Shutdown(context.Background()) }()
+		req := httptest.NewRequestWithContext(context.WithValue(t.Context(), key{}, "request"), http.MethodPost, "/mcp",
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"pin","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		s.ServeHTTP(httptest.NewRecorder(), req)
+		if got != "request" {
+			t.Error("the session ID resolver did not get the initialize's request; sessionIDs cannot tie an ID to its slot")
+		}
+	})
+
+	t.Run("10 the stateful ID manager keeps ended IDs", func(t *testing.T) {
+		m := &server.InsecureStatefulSessionIdManager{}
+		id := m.Generate()
+		if _, err := m.Terminate(id); err != nil {
+			t.Fatal(err)
+		}
+		if terminated, err := m.Validate(id); !terminated || err != nil {
+			t.Errorf("after Terminate, Validate = %v, %v; mcp-go forgets ended IDs now: sessionIDs may go", terminated, err)
+		}
+	})
+}
+
+type resolverFunc func(*http.Request) server.SessionIdManager
+
+func (f resolverFunc) ResolveSessionIdManager(r *http.Request) server.SessionIdManager { return f(r) }
 
 // pinSession is a minimal mcp-go session.
 type pinSession struct{ id string }

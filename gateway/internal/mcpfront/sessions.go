@@ -2,12 +2,17 @@ package mcpfront
 
 import (
 	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -42,10 +47,11 @@ type streamableSession interface {
 	UpgradeToSSEWhenReceiveNotification()
 }
 
-// clientStarted and clientEnded keep f.clients in step with mcp-go's
-// registered sessions (its register and unregister hooks).
-// A session mcp-go registers while it serves a GET (one naming no or an
-// unknown session ID) counts that GET as its request in flight.
+// clientStarted and clientEnded keep f.clients, and the count of live
+// sessions server.max_sessions bounds, in step with mcp-go's registered
+// sessions (its register and unregister hooks). A session registered
+// while serving a request that reserved a slot for it (an initialize, an
+// SSE stream) takes that slot; any other (stdio's) counts on its own.
 func (f *Front) clientStarted(ctx context.Context, s server.ClientSession) {
 	id := s.SessionID()
 	if id == "" {
@@ -55,28 +61,28 @@ func (f *Front) clientStarted(ctx context.Context, s server.ClientSession) {
 	c := &clientSession{session: s, streamable: streamable}
 	c.last.Store(time.Now().UnixNano())
 	// mcp-go registers a session it initializes with its version already
-	// set, whatever Mcp-Session-Id the initialize carried; one registered
-	// for a GET has none.
+	// set, whatever Mcp-Session-Id the initialize carried.
 	if v := protocolVersion(s); streamable && v != "" {
 		c.version.Store(&v)
 	}
-	if reg, ok := ctx.Value(streamRegKey{}).(*streamReg); ok && streamable {
-		c.begin()
-		reg.c = c // the hook runs on the GET's goroutine, within ServeHTTP
+	if sl, ok := ctx.Value(slotKey{}).(*slot); !ok || !sl.used.CompareAndSwap(false, true) {
+		f.sessions.Add(1)
 	}
-	f.clients.Store(id, c)
+	if _, replaced := f.clients.Swap(id, c); replaced {
+		f.sessions.Add(-1) // the older session's entry, gone with its count
+	}
 }
 
-// streamReg receives the session mcp-go registers while serving a GET.
-type streamReg struct{ c *clientSession }
-
-type streamRegKey struct{}
-
 func (f *Front) clientEnded(s server.ClientSession) {
-	// Only s's entry: a GET may have registered a new session under the
-	// same ID meanwhile.
-	if v, ok := f.clients.Load(s.SessionID()); ok && v.(*clientSession).session == s {
-		f.clients.CompareAndDelete(s.SessionID(), v)
+	// Only s's entry: a session registered under the same ID since
+	// replaced it.
+	v, ok := f.clients.Load(s.SessionID())
+	if !ok || v.(*clientSession).session != s || !f.clients.CompareAndDelete(s.SessionID(), v) {
+		return
+	}
+	f.sessions.Add(-1)
+	if v.(*clientSession).streamable {
+		f.ids.forget(s.SessionID())
 	}
 }
 
@@ -90,8 +96,7 @@ func (f *Front) liveClient(id string) *clientSession {
 }
 
 // streamableVersion is the protocol version of a session initialized over
-// streamable HTTP; "" for nil, a session of another transport, or one
-// mcp-go registered without an initialize (a GET with an unknown ID).
+// streamable HTTP; "" for nil or a session of another transport.
 func (c *clientSession) streamableVersion() string {
 	if c == nil {
 		return ""
@@ -146,21 +151,157 @@ func (c *clientSession) claimIdle(now time.Time, ttl time.Duration) bool {
 
 // serveStream serves a request other than a POST (a GET stream, a
 // DELETE) for session sid ("" for none), counting it as activity of the
-// session, including one mcp-go registers while serving it.
+// session. A GET or DELETE must name a live session initialized over
+// streamable HTTP: for any other mcp-go would register a new session, with
+// a goroutine, that outlives the GET (fact 9 of the package doc), or end a
+// session of another transport.
 func (f *Front) serveStream(w http.ResponseWriter, r *http.Request, p *httpParts, sid string) {
 	c := f.liveClient(sid)
+	if r.Method == http.MethodGet || r.Method == http.MethodDelete {
+		if sid == "" {
+			writeMissingSession(w)
+			return
+		}
+		if c.streamableVersion() == "" {
+			writeUnknownSession(w)
+			return
+		}
+	}
 	if !c.begin() {
 		writeUnknownSession(w)
 		return
 	}
 	defer c.end()
-	if c == nil && r.Method == http.MethodGet {
-		reg := &streamReg{}
-		defer func() { reg.c.end() }()
-		p.streamable.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), streamRegKey{}, reg)))
+	p.streamable.ServeHTTP(w, r)
+}
+
+// maxSessionIDLen bounds the Mcp-Session-Id a request may carry. The IDs
+// toolgate's transports issue are far shorter (streamable HTTP:
+// "mcp-session-" and 26 characters, sessionIDs.Generate; SSE: a 36-character
+// UUID; stdio: "stdio"); a longer one names no session, and is refused
+// before it is looked up or kept anywhere.
+const maxSessionIDLen = 128
+
+// writeLongSessionID answers a request whose Mcp-Session-Id is longer than
+// any session's.
+func writeLongSessionID(w http.ResponseWriter) {
+	writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
+		fmt.Sprintf("Mcp-Session-Id longer than %d bytes: repeat the session ID initialize returned", maxSessionIDLen)))
+}
+
+// A slot is the room for one session under server.max_sessions, reserved
+// by a request that may create a session (an initialize, an SSE stream)
+// and taken by the session mcp-go registers while serving it (clientStarted
+// finds it in the hook's ctx, which mcp-go derives from the request's).
+type slot struct {
+	used atomic.Bool
+	id   string // the streamable HTTP session ID generated for it, if any (sessionIDs)
+}
+
+type slotKey struct{}
+
+// reserve takes a slot for a request that may create a session, and
+// returns r carrying it; false when server.max_sessions sessions are live,
+// after answering 503. The caller must call release once mcp-go has served
+// the request.
+func (f *Front) reserve(w http.ResponseWriter, r *http.Request) (*http.Request, *slot, bool) {
+	for limit := int64(f.o.MaxSessions); ; {
+		n := f.sessions.Load()
+		if limit > 0 && n >= limit {
+			w.Header().Set("Retry-After", strconv.Itoa(sessionsRetryAfter))
+			writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR,
+				fmt.Sprintf("the gateway has %d sessions open (server.max_sessions): retry later, or end sessions no longer in use with DELETE", limit)))
+			return r, nil, false
+		}
+		if f.sessions.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	sl := &slot{}
+	return r.WithContext(context.WithValue(r.Context(), slotKey{}, sl)), sl, true
+}
+
+// sessionsRetryAfter is the Retry-After, in seconds, of a request refused
+// under server.max_sessions.
+const sessionsRetryAfter = 5
+
+// release gives back sl if no session took it, and forgets the session ID
+// generated for it.
+func (f *Front) release(sl *slot) {
+	if sl.used.CompareAndSwap(false, true) {
+		f.sessions.Add(-1)
+		if sl.id != "" {
+			f.ids.forget(sl.id)
+		}
+	}
+}
+
+// serveInitialize hands an initialize to mcp-go within a slot: it creates
+// a session.
+func (f *Front) serveInitialize(w http.ResponseWriter, r *http.Request, p *httpParts) {
+	r, sl, ok := f.reserve(w, r)
+	if !ok {
 		return
 	}
+	defer f.release(sl)
 	p.streamable.ServeHTTP(w, r)
+}
+
+// sessionIDs issues and checks the streamable HTTP session IDs in place of
+// mcp-go's InsecureStatefulSessionIdManager, which keeps the ID of every
+// session ever ended, forever (fact 14 of the package doc). It knows the
+// IDs issued to live sessions (and to initializes in flight) only: an
+// ended session's ID is forgotten, and mcp-go answers it 404 as it would a
+// terminated one.
+type sessionIDs struct {
+	live sync.Map // issued ID → struct{}
+}
+
+// sessionIDPrefix starts every streamable HTTP session ID, as mcp-go's
+// own do.
+const sessionIDPrefix = "mcp-session-"
+
+// ResolveSessionIdManager returns the manager for r: one that records the
+// ID it generates in r's slot, when r has one.
+func (ids *sessionIDs) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
+	if r != nil {
+		if sl, ok := r.Context().Value(slotKey{}).(*slot); ok {
+			return slotIDs{ids, sl}
+		}
+	}
+	return ids
+}
+
+func (ids *sessionIDs) Generate() string {
+	id := sessionIDPrefix + rand.Text()
+	ids.live.Store(id, struct{}{})
+	return id
+}
+
+func (ids *sessionIDs) Validate(id string) (isTerminated bool, err error) {
+	if _, ok := ids.live.Load(id); !ok {
+		return false, errors.New("unknown session ID")
+	}
+	return false, nil
+}
+
+func (ids *sessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
+	ids.forget(id)
+	return false, nil
+}
+
+func (ids *sessionIDs) forget(id string) { ids.live.Delete(id) }
+
+// slotIDs is the session ID manager of a request holding a slot.
+type slotIDs struct {
+	*sessionIDs
+	sl *slot
+}
+
+func (s slotIDs) Generate() string {
+	id := s.sessionIDs.Generate()
+	s.sl.id = id // the request's own goroutine; release reads it after
+	return id
 }
 
 // sweepInterval is how often idle sessions are looked for, for ttl: a

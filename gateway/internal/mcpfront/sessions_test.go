@@ -19,9 +19,9 @@ import (
 
 // TestBatchRefusesOtherSessions checks that a streamable HTTP batch runs
 // only in a session initialized over streamable HTTP: mcp-go keeps the
-// sessions of every transport in one table, and registers any ID a GET
-// names, but it refuses a single message in such a session, and so must a
-// batch — every time, not only the first.
+// sessions of every transport in one table, but it refuses a single
+// message in such a session, and so must a batch — every time, not only
+// the first.
 func TestBatchRefusesOtherSessions(t *testing.T) {
 	g, _ := newGateway(t, nil)
 	srv := serveHTTP(t, g)
@@ -53,21 +53,21 @@ func TestBatchRefusesOtherSessions(t *testing.T) {
 		}
 		refused(t, "stdio")
 	})
-	t.Run("ID invented for a GET", func(t *testing.T) {
-		s := &versionedSession{t: t, url: srv.URL + "/mcp", id: "invented-by-client"}
-		_ = s.listen()
-		if g.liveClient(s.id) == nil {
-			t.Fatal("mcp-go did not register the GET's session (the case this test is about)")
+	t.Run("ID invented by the client", func(t *testing.T) {
+		if rec := getStream(t, g, http.MethodGet, "invented-by-client"); rec.Code != http.StatusNotFound {
+			t.Errorf("GET with an invented session ID = HTTP %d %s, want 404", rec.Code, rec.Body)
 		}
-		refused(t, s.id)
+		if g.liveClient("invented-by-client") != nil {
+			t.Fatal("a GET registered the session ID it invented")
+		}
+		refused(t, "invented-by-client")
 	})
 }
 
 // TestIdleExpiry checks toolgate's expiry of idle streamable HTTP sessions
 // (sessions.go) in fake time: a session without requests ends after
 // server.session_idle_ttl, with its thread; an open GET stream or a call
-// in flight keeps it alive; a session mcp-go registered for a GET with an
-// unknown ID lives while that GET is open, and ends like any other after.
+// in flight keeps it alive.
 func TestIdleExpiry(t *testing.T) {
 	const ttl = 8 * time.Second // swept every ttl/4
 	idle := ttl + sweepInterval(ttl) + time.Second
@@ -140,28 +140,6 @@ func TestIdleExpiry(t *testing.T) {
 			}
 			if !alive(t, s) {
 				t.Error("session ended while its call ran")
-			}
-		})
-	})
-
-	t.Run("session registered by a GET ends too", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			g, _ := setup(t)
-			closeStream := openStream(t, g, "invented-by-client")
-			synctest.Wait()
-			if g.liveClient("invented-by-client") == nil {
-				t.Fatal("mcp-go did not register the GET's session (the case this test is about)")
-			}
-			time.Sleep(4 * ttl)
-			synctest.Wait()
-			if g.liveClient("invented-by-client") == nil {
-				t.Fatalf("session registered by a GET ended while the GET was open")
-			}
-			closeStream()
-			time.Sleep(idle)
-			synctest.Wait()
-			if g.liveClient("invented-by-client") != nil {
-				t.Errorf("session registered by a GET still there %v after it ended", idle)
 			}
 		})
 	})
@@ -295,25 +273,27 @@ func TestClaimIdle(t *testing.T) {
 	}
 }
 
-// A GET that panics after mcp-go registered its session still ends its
-// activity, so the session expires.
+// A GET stream that panics still ends its activity, so the session
+// expires.
 func TestPanickingStreamEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 8 * time.Second
 		g, _ := newGateway(t, func(c *config.Config) { c.Server.SessionIdleTTL = config.Duration(ttl) })
+		s := newHandlerSession(t, g)
 		req := httptest.NewRequest(http.MethodGet, g.cfg.Server.MCPPath, nil)
 		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Mcp-Session-Id", "panicky")
+		req.Header.Set("Mcp-Session-Id", s.id)
+		panicked := false
 		func() {
-			defer func() { _ = recover() }()
+			defer func() { panicked = recover() != nil }()
 			g.Handler().ServeHTTP(panicFlusher{httptest.NewRecorder()}, req)
 		}()
-		if g.liveClient("panicky") == nil {
-			t.Fatal("mcp-go did not register the GET's session (the case this test is about)")
+		if !panicked {
+			t.Fatal("the GET stream did not panic (the case this test is about)")
 		}
 		time.Sleep(ttl + sweepInterval(ttl) + time.Second)
 		synctest.Wait()
-		if g.liveClient("panicky") != nil {
+		if g.liveClient(s.id) != nil {
 			t.Error("the session of a GET that panicked never expired")
 		}
 	})
