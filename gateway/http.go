@@ -3,8 +3,12 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -15,8 +19,10 @@ import (
 // /metrics, /healthz, /readyz, the call lifecycle events at /events and
 // the live calls page at /ui. Request bodies are capped at
 // server.max_body_bytes and cross-origin browser requests are refused
-// unless their origin is in server.allowed_origins. The same handler is
-// returned on every call.
+// unless their origin is in server.allowed_origins. Every endpoint but
+// /healthz, which shows nothing, refuses a request that reached a loopback
+// address naming a Host that is not loopback (DNS rebinding protection;
+// see loopbackHost). The same handler is returned on every call.
 func (g *Gateway) Handler() http.Handler {
 	g.httpOnce.Do(func() {
 		r := chi.NewRouter()
@@ -24,18 +30,54 @@ func (g *Gateway) Handler() http.Handler {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			_, _ = io.WriteString(w, "ok\n")
 		})
-		r.Get("/readyz", g.serveReady)
-		r.Handle("/metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg}))
-		// Call data: the MCP endpoint's origin rules, GETs included, and,
-		// once authentication exists, its auth.
-		r.Handle("/events", readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, http.HandlerFunc(g.serveEvents)))
-		ui := readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, http.HandlerFunc(g.serveUI))
-		r.Handle("/ui", ui)
-		r.Handle("/ui/*", ui)
-		g.front.Mount(r)
+		// Everything else shows tool, upstream or backend names, or call
+		// data: the DNS rebinding rule, before anything else answers (mcp-go
+		// applies it too, but after toolgate's session checks).
+		r.Group(func(r chi.Router) {
+			r.Use(loopbackHost)
+			r.Get("/readyz", g.serveReady)
+			r.Handle("/metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg}))
+			// Call data: the MCP endpoint's origin rules, GETs included,
+			// and, once authentication exists, its auth.
+			r.Handle("/events", readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, http.HandlerFunc(g.serveEvents)))
+			ui := readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, http.HandlerFunc(g.serveUI))
+			r.Handle("/ui", ui)
+			r.Handle("/ui/*", ui)
+			g.front.Mount(r)
+		})
 		g.router = r
 	})
 	return g.router
+}
+
+// loopbackHost applies the MCP endpoints' DNS rebinding protection to h: a
+// request that reached a loopback address must name a loopback Host
+// (localhost, 127.0.0.1 or ::1, any port), or it gets 403. A page on a
+// domain its owner has pointed at 127.0.0.1 is same-origin to the browser,
+// so only the Host tells its requests apart from a local client's.
+// Requests to any other address pass: rebinding reaches only loopback.
+func loopbackHost(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(a.String()) && !isLoopback(r.Host) {
+			http.Error(w, fmt.Sprintf("Host %q refused: a request to a loopback address must name localhost, 127.0.0.1 or [::1] (DNS rebinding protection)", r.Host), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// isLoopback reports whether a host, with or without a port, is localhost
+// or a loopback IP address.
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]") // no port
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {

@@ -65,6 +65,10 @@
 //     forever (TestMCPGoSessionInternals/10), and one issued to an
 //     initialize that registers no session; sessions.go's sessionIDs
 //     replaces it and forgets both (TestEndedSessionIDsForgotten).
+//  15. Its SSE handler sets Access-Control-Allow-Origin: * on the stream
+//     unless given its own CORS settings (TestMCPGoSSEAllowsAnyOrigin);
+//     http.go's sseStream puts back what toolgate set, or nothing
+//     (TestSSEStreamKeepsToolgateOrigin).
 //
 // mcpfront must not import gateway, chi or prometheus; only the gateway
 // (and its tests) import it.

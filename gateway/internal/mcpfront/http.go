@@ -310,10 +310,13 @@ func (f *Front) sseHandler(p *httpParts) http.Handler {
 		defer f.release(sl)
 		fl, ok := w.(http.Flusher)
 		if !ok {
-			h.ServeHTTP(w, r)
+			// As mcp-go answers, without its Access-Control-Allow-Origin.
+			http.Error(w, "Streaming unsupported", http.StatusInternalServerError)
 			return
 		}
-		s := &sseStream{w: w, f: fl, parts: p}
+		// mcp-go sets Access-Control-Allow-Origin: * on the stream; the
+		// stream keeps what toolgate set instead (doc.go fact 15).
+		s := &sseStream{w: w, f: fl, parts: p, acao: w.Header().Get(headerACAO)}
 		defer s.done()
 		h.ServeHTTP(s, r)
 	})
@@ -354,25 +357,53 @@ func (f *Front) messageHandler(p *httpParts) http.Handler {
 // sseStream wraps the ResponseWriter of one SSE stream. It learns the
 // session ID from the endpoint event mcp-go writes first, and serialises
 // mcp-go's writes with preflight's. mcp-go writes each event in one Write.
+// Its response carries the Access-Control-Allow-Origin toolgate set before
+// mcp-go ran, if any, not mcp-go's "*".
 type sseStream struct {
 	parts *httpParts
+	acao  string // Access-Control-Allow-Origin as toolgate set it; "" for none
 
-	mu     sync.Mutex // guards w, f, id and closed
-	w      http.ResponseWriter
-	f      http.Flusher
-	id     string
-	closed bool
+	mu      sync.Mutex // guards w, f, id, closed and started
+	w       http.ResponseWriter
+	f       http.Flusher
+	id      string
+	closed  bool
+	started bool // the header is written
 
 	session sessionSlot // the stream's mcp-go session, learned from its first message (batch.go)
 }
 
+// headerACAO is the CORS response header naming the origin allowed to read.
+const headerACAO = "Access-Control-Allow-Origin"
+
 func (s *sseStream) Header() http.Header         { return s.w.Header() }
-func (s *sseStream) WriteHeader(code int)        { s.w.WriteHeader(code) }
 func (s *sseStream) Unwrap() http.ResponseWriter { return s.w }
+
+func (s *sseStream) WriteHeader(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start()
+	s.w.WriteHeader(code)
+}
+
+// start puts back toolgate's Access-Control-Allow-Origin before the header
+// goes out. s.mu is held.
+func (s *sseStream) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	if s.acao == "" {
+		s.w.Header().Del(headerACAO)
+	} else {
+		s.w.Header().Set(headerACAO, s.acao)
+	}
+}
 
 func (s *sseStream) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.start()
 	if s.id == "" {
 		if id := endpointSessionID(b); id != "" {
 			s.id = id
@@ -385,6 +416,7 @@ func (s *sseStream) Write(b []byte) (int, error) {
 func (s *sseStream) Flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.start()
 	s.f.Flush()
 }
 
