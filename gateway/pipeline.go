@@ -351,9 +351,9 @@ func (g *Gateway) dispatchStep(forwardRaw bool) Handler {
 
 // dispatch runs the call on its tool's executor and maps the outcome.
 func (g *Gateway) dispatch(ctx context.Context, c *Call, raw json.RawMessage) (*Result, error) {
-	if g.logger.Enabled(ctx, slog.LevelDebug) {
-		g.logger.Debug("tool call arguments", "tool", c.Tool.Name, "thread", threadLabel(c.Thread), "arguments", string(c.Raw))
-	}
+	// Only the arguments' size: they may hold anything a model was told,
+	// secrets included (STYLE 7.3: never log arguments).
+	g.logger.Debug("tool call arguments", "tool", c.Tool.Name, "thread", threadLabel(c.Thread), "argument_bytes", len(c.Raw))
 	r := c.route
 	if r.reentrant {
 		ctx = context.WithValue(ctx, callKey{}, c)

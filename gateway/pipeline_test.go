@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -278,5 +280,25 @@ func TestCallDecodesPassthrough(t *testing.T) {
 	}
 	if b, _ := json.Marshal(res.Structured); string(b) != `{"n":1}` {
 		t.Errorf("Structured = %s, want {\"n\":1}", b)
+	}
+}
+
+// TestDispatchLogsNoArguments checks that the debug record of a call
+// names its tool and the size of its arguments, never their values.
+func TestDispatchLogsNoArguments(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	var logs syncBuffer
+	g.logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	const value = "hunter2-arg-value"
+	args := json.RawMessage(`{"text":"` + value + `"}`)
+	if _, err := g.Call(t.Context(), "echo", args, nil); err != nil {
+		t.Fatal(err)
+	}
+	l := logs.String()
+	if !strings.Contains(l, "tool call arguments") || !strings.Contains(l, "argument_bytes="+strconv.Itoa(len(args))) {
+		t.Errorf("log = %q, want the call's record with argument_bytes=%d", l, len(args))
+	}
+	if strings.Contains(l, value) {
+		t.Errorf("log = %q, shows an argument value", l)
 	}
 }

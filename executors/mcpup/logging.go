@@ -88,13 +88,14 @@ func (u *upstream) logDropped(thread string, n int) {
 
 // logStderr logs r, a stdio upstream's stderr, line by line (as the
 // upstream wrote them: they are its own words) until it ends. Lines longer
-// than maxLogLine are cut.
+// than maxLogLine are cut, and the upstream's secrets are hidden: a
+// process handed a token in its environment may well print it.
 func (u *upstream) logStderr(r io.Reader, thread string) {
 	br := bufio.NewReaderSize(r, maxLogLine)
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
-			u.logLimited(slog.LevelInfo, "upstream stderr", thread, "line", logLine(line))
+			u.logLimited(slog.LevelInfo, "upstream stderr", thread, "line", u.redact(logLine(line)))
 		}
 		for errors.Is(err, bufio.ErrBufferFull) { // skip the rest of a long line
 			_, err = br.ReadSlice('\n')

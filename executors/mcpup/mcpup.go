@@ -113,9 +113,11 @@ type Upstream struct {
 	// annotations (idempotentHint or readOnlyHint set to true).
 	Idempotent *bool
 	// Secrets are values that must never appear in results, errors or
-	// logs: mcpup replaces them with "[redacted]" in every message it
-	// builds. Header values and the URL's query and password are treated
-	// as secrets too.
+	// logs: mcpup replaces them, raw, query- or path-escaped or in base64,
+	// with "[redacted]" in every message it builds and in the stderr lines
+	// it logs. Header values and the URL's query and password are treated
+	// as secrets too, and so is the base64 of the URL's user:password (the
+	// Basic credentials net/http sends).
 	Secrets []string
 }
 

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -749,4 +751,48 @@ func TestThreadPoolErrors(t *testing.T) {
 	_ = pool.Close()
 	_, err = callIn(t.Context(), t, m, "other", "fs__pid", "", nil)
 	wantClass(t, err, retry.Cancelled)
+}
+
+// lockedBuffer is a bytes.Buffer safe for the concurrent writes of a
+// slog handler.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer // guarded by mu
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestStderrRedacted pins down that a stdio upstream's stderr lines are
+// logged with its secrets hidden, raw, escaped or in base64.
+func TestStderrRedacted(t *testing.T) {
+	const secret = "s3cret/t0ken"
+	b64 := base64.StdEncoding.EncodeToString([]byte(secret))
+	line := "token=" + secret + " escaped=" + url.QueryEscape(secret) + " basic=" + b64
+	logs := newLogCapture()
+	var out lockedBuffer
+	logger := slog.New(slog.NewMultiHandler(logs, slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	up := stdioUpstream("-stderr", line)
+	up.Secrets = []string{secret}
+	m, _, _ := startUp(t, up, &Options{Logger: logger})
+
+	r := logs.waitFor(t, "upstream stderr")
+	_ = m.Close()
+	if got, want := attr(r, "line"), "token=[redacted] escaped=[redacted] basic=[redacted]"; got != want {
+		t.Errorf("stderr line logged = %q, want %q", got, want)
+	}
+	for _, leak := range []string{secret, url.QueryEscape(secret), b64, base64.RawStdEncoding.EncodeToString([]byte(secret))} {
+		if strings.Contains(out.String(), leak) {
+			t.Errorf("log shows %q:\n%s", leak, out.String())
+		}
+	}
 }

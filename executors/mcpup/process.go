@@ -167,7 +167,7 @@ func startProcess(u *upstream, thread string, c *conn) (*process, error) {
 		},
 		onGarbage: func(line []byte) {
 			u.m.logger.Warn("upstream wrote garbage to stdout; restarting it",
-				"upstream", u.cfg.Name, "thread", thread, "line", logLine(line))
+				"upstream", u.cfg.Name, "thread", thread, "line", u.redact(logLine(line)))
 			c.markDead(errGarbage)
 			p.signal(syscall.SIGKILL)
 		},

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolgate/toolgate/internal/redact"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -84,7 +85,10 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 	return u
 }
 
-// newRedactor returns the replacer that hides cfg's secrets in messages.
+// newRedactor returns the replacer that hides cfg's secrets in messages
+// and logs, in every encoding toolgate gives them ([redact.NewReplacer]),
+// and the Basic credentials net/http sends for a URL with userinfo; nil
+// when there are none.
 func newRedactor(cfg Upstream) *strings.Replacer {
 	var secrets []string
 	secrets = append(secrets, cfg.Secrets...)
@@ -93,6 +97,7 @@ func newRedactor(cfg Upstream) *strings.Replacer {
 			secrets = append(secrets, v)
 		}
 	}
+	var basic []string
 	if pu, err := url.Parse(cfg.URL); err == nil && cfg.URL != "" {
 		if pw, ok := pu.User.Password(); ok {
 			secrets = append(secrets, pw)
@@ -100,20 +105,18 @@ func newRedactor(cfg Upstream) *strings.Replacer {
 		if pu.RawQuery != "" {
 			secrets = append(secrets, pu.RawQuery)
 		}
+		basic = redact.BasicAuth(pu.User)
 	}
-	// Longest first, so a secret containing another is hidden whole.
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	var pairs []string
-	for _, s := range secrets {
-		if s != "" {
-			pairs = append(pairs, s, "[redacted]")
-		}
-	}
-	return strings.NewReplacer(pairs...)
+	return redact.NewReplacer(secrets, basic...)
 }
 
 // redact hides the upstream's secrets in s.
-func (u *upstream) redact(s string) string { return u.redactor.Replace(s) }
+func (u *upstream) redact(s string) string {
+	if u.redactor == nil {
+		return s
+	}
+	return u.redactor.Replace(s)
+}
 
 // errorf returns a *retry.Error of class c whose message, formatted from
 // format and args, has the upstream's secrets hidden. cause is kept for

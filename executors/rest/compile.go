@@ -168,7 +168,11 @@ func compile(s Spec) (*tool, registry.Tool, error) {
 		errs = append(errs, fe)
 	}
 	t.hosts = hosts
-	t.secrets = secretReplacer(s.Secrets)
+	var user *url.Userinfo
+	if sample != nil {
+		user = sample.User
+	}
+	t.secrets = secretReplacer(s.Secrets, user)
 
 	if err := errors.Join(errs...); err != nil {
 		return nil, registry.Tool{}, err

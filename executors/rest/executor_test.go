@@ -3,6 +3,7 @@ package rest
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1050,7 +1051,7 @@ func BenchmarkExecute(b *testing.B) {
 }
 
 func TestDisplayURL(t *testing.T) {
-	tl := &tool{secrets: secretReplacer([]string{"hunter2"})}
+	tl := &tool{secrets: secretReplacer([]string{"hunter2"}, nil)}
 	tests := []struct{ in, want string }{
 		{"https://api.example.com/v1/x?key=abc#f", "https://api.example.com/v1/x"},
 		{"https://user:pw@api.example.com:8443/x", "https://api.example.com:8443/x"},
@@ -1107,4 +1108,76 @@ func canonJSON(t testing.TB, v any) any {
 		t.Errorf("structured content %s is not one JSON value", b)
 	}
 	return out
+}
+
+// TestBasicAuthRedacted pins down that credentials written as the URL's
+// userinfo come back redacted when a backend echoes what it got: the
+// Authorization header net/http builds from them (base64 of user:pass),
+// the password alone, or its base64 alone.
+func TestBasicAuthRedacted(t *testing.T) {
+	const secret = "pa55-w0rd!"
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	srv := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		echo := map[string]any{
+			"authorization": r.Header.Get("Authorization"),
+			"url":           r.URL.String(),
+			"user":          user,
+			"password":      pass,
+			"password_b64":  b64(pass),
+			"raw_b64":       base64.RawStdEncoding.EncodeToString([]byte(pass)),
+		}
+		if r.URL.Path == "/bad" {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(echo)
+	})
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e := newTestExecutor(t, &Options{Rand: zeroRand, Logger: logger})
+	withUser := strings.Replace(srv.URL, "://", "://bob:"+secret+"@", 1)
+	spec := func(name, path string) Spec {
+		return Spec{Name: name, URL: withUser + path, Secrets: []string{secret}, InputSchema: json.RawMessage(`{"type":"object"}`)}
+	}
+	check := func(t *testing.T, what, s string) {
+		t.Helper()
+		for _, leak := range []string{secret, b64("bob:" + secret), b64(secret), base64.RawStdEncoding.EncodeToString([]byte(secret))} {
+			if strings.Contains(s, leak) {
+				t.Errorf("%s shows %q: %s", what, leak, s)
+			}
+		}
+		if !strings.Contains(s, redacted) {
+			t.Errorf("%s does not say %s: %s", what, redacted, s)
+		}
+	}
+
+	t.Run("result", func(t *testing.T) {
+		res, err := execute(t.Context(), mustAdd(t, e, spec("echo", "/echo")), nil)
+		if err != nil {
+			t.Fatalf("Execute = %v", err)
+		}
+		check(t, "text", res.Content[0].Text)
+		b, _ := json.Marshal(res.Structured)
+		check(t, "structured", string(b))
+		if !strings.Contains(res.Content[0].Text, `"authorization":"Basic [redacted]"`) {
+			t.Errorf("text = %s, want the Authorization echo redacted", res.Content[0].Text)
+		}
+	})
+	t.Run("error", func(t *testing.T) {
+		_, err := execute(t.Context(), mustAdd(t, e, spec("bad", "/bad")), nil)
+		if err == nil {
+			t.Fatal("Execute = nil error, want a status error")
+		}
+		check(t, "error", err.Error())
+	})
+	t.Run("log", func(t *testing.T) {
+		logMu.Lock()
+		out := logs.String()
+		logMu.Unlock()
+		if strings.Contains(out, secret) || strings.Contains(out, b64("bob:"+secret)) {
+			t.Errorf("log shows the credentials:\n%s", out)
+		}
+	})
 }

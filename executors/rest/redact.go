@@ -1,37 +1,23 @@
 package rest
 
 import (
-	"cmp"
 	"net/url"
-	"slices"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/redact"
 )
 
 // redacted replaces a secret in everything the executor returns or logs.
-const redacted = "[redacted]"
+const redacted = redact.Redacted
 
-// secretReplacer returns a replacer of every non-empty secret, and of its
-// query- and path-escaped forms, by [redacted]; nil when there are none.
-// Longer secrets are tried first, so a secret that contains another is
-// replaced whole.
-func secretReplacer(secrets []string) *strings.Replacer {
-	var forms []string
-	for _, s := range secrets {
-		if s == "" {
-			continue
-		}
-		forms = append(forms, s, url.QueryEscape(s), url.PathEscape(s))
-	}
-	if len(forms) == 0 {
-		return nil
-	}
-	slices.SortFunc(forms, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
-	forms = slices.Compact(forms)
-	pairs := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		pairs = append(pairs, f, redacted)
-	}
-	return strings.NewReplacer(pairs...)
+// secretReplacer returns a replacer of every non-empty secret, in each
+// encoding toolgate gives it (see [redact.Forms]), and of the Basic
+// credentials net/http builds from user, the userinfo of the tool's URL
+// (nil: none), by [redacted]; nil when there is nothing to replace. So a
+// backend that echoes the request's Authorization header shows neither
+// the password nor its base64.
+func secretReplacer(secrets []string, user *url.Userinfo) *strings.Replacer {
+	return redact.NewReplacer(secrets, redact.BasicAuth(user)...)
 }
 
 // redact returns s with t's secrets replaced.

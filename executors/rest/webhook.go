@@ -65,7 +65,7 @@ func (e *Executor) Webhook(s WebhookSpec) (*Webhook, error) {
 			return http.ErrUseLastResponse
 		}},
 		u:        u,
-		secrets:  secretReplacer(s.Secrets),
+		secrets:  secretReplacer(s.Secrets, u.User),
 		maxBytes: s.MaxResponseBytes,
 	}
 	if w.maxBytes <= 0 {

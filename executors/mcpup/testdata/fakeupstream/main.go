@@ -108,7 +108,12 @@ func main() {
 	mode := flag.String("mode", "stdio", "stdio, http or sse")
 	page := flag.Int("page", 3, "tools/list page size")
 	stderrLines := flag.Int("stderr-lines", 0, "lines to write to stderr at start")
+	stderrText := flag.String("stderr", "", "a line to write to stderr at start")
 	flag.Parse()
+
+	if *stderrText != "" {
+		fmt.Fprintln(os.Stderr, *stderrText)
+	}
 
 	for i := range *stderrLines {
 		fmt.Fprintf(os.Stderr, "fake stderr line %d\n", i)
