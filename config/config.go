@@ -81,7 +81,9 @@ type Server struct {
 	// open ones keep working. Default 10000.
 	MaxSessions int `yaml:"max_sessions"`
 	// AllowedOrigins lists the browser origins (scheme://host[:port]) allowed
-	// to call the endpoint cross-origin. Default none.
+	// to call the MCP endpoints cross-origin: their CORS preflights are
+	// answered and the responses to them are readable. Other origins'
+	// cross-origin requests get 403. Default none.
 	AllowedOrigins []string `yaml:"allowed_origins"`
 }
 

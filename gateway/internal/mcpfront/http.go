@@ -75,7 +75,8 @@ func (p *httpParts) close() {
 // Options.MCPPath and, with Options.SSE, legacy SSE at /sse and /message.
 // Request bodies are capped at Options.MaxBodyBytes and cross-origin
 // browser requests are refused unless their origin is in
-// Options.AllowedOrigins (net/http's CrossOriginProtection). Mount once.
+// Options.AllowedOrigins (net/http's CrossOriginProtection); pages on those
+// origins get CORS answers (see cors). Mount once.
 func (f *Front) Mount(mux Mux) {
 	ttl := f.o.SessionIdleTTL
 	heartbeat := min(25*time.Second, ttl/3)
@@ -110,16 +111,82 @@ func (f *Front) Mount(mux Mux) {
 	}
 	f.mu.Unlock()
 
-	cop := http.NewCrossOriginProtection()
-	for _, o := range f.o.AllowedOrigins {
-		// Validated by config; an error here cannot happen.
-		_ = cop.AddTrustedOrigin(o)
-	}
-	mux.Handle(f.o.MCPPath, cop.Handler(f.streamableHandler(p)))
+	c := newCORS(f.o.AllowedOrigins)
+	mux.Handle(f.o.MCPPath, c.handler(f.streamableHandler(p)))
 	if p.sse != nil {
-		mux.Handle("/sse", cop.Handler(f.sseHandler(p)))
-		mux.Handle("/message", cop.Handler(f.messageHandler(p)))
+		mux.Handle("/sse", c.handler(f.sseHandler(p)))
+		mux.Handle("/message", c.handler(f.messageHandler(p)))
 	}
+}
+
+// The CORS answer to an allowed origin: what a page may send to the MCP
+// endpoints, and which response headers its script may read.
+const (
+	corsAllowMethods  = "GET, POST, DELETE"
+	corsAllowHeaders  = "Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Authorization, Last-Event-ID"
+	corsExposeHeaders = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate"
+	corsMaxAge        = "600" // seconds a browser may reuse a preflight's answer
+)
+
+// cors lets pages on Options.AllowedOrigins use the MCP endpoints from a
+// browser: it answers their preflights and marks responses to them
+// readable. Every other cross-origin browser request is refused by
+// net/http's CrossOriginProtection, and every other origin's preflight
+// with 403; both name server.allowed_origins.
+type cors struct {
+	allowed map[string]bool
+	cop     *http.CrossOriginProtection
+}
+
+func newCORS(origins []string) *cors {
+	c := &cors{allowed: make(map[string]bool, len(origins)), cop: http.NewCrossOriginProtection()}
+	for _, o := range origins {
+		// Validated by config; an error here cannot happen.
+		_ = c.cop.AddTrustedOrigin(o)
+		c.allowed[o] = true
+	}
+	c.cop.SetDenyHandler(http.HandlerFunc(writeOriginRefused))
+	return c
+}
+
+func (c *cors) handler(h http.Handler) http.Handler {
+	protected := c.cop.Handler(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		hdr := w.Header()
+		if len(c.allowed) > 0 {
+			hdr.Add("Vary", "Origin") // the answer depends on it
+		}
+		if r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != "" {
+			if !c.allowed[origin] {
+				writeOriginRefused(w, r)
+				return
+			}
+			hdr.Set("Access-Control-Allow-Origin", origin)
+			hdr.Set("Access-Control-Allow-Methods", corsAllowMethods)
+			hdr.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			hdr.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+			hdr.Set("Access-Control-Max-Age", corsMaxAge)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if c.allowed[origin] {
+			// sseStream keeps this over mcp-go's "*" (doc.go fact 15).
+			hdr.Set("Access-Control-Allow-Origin", origin)
+			hdr.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+		}
+		protected.ServeHTTP(w, r)
+	})
+}
+
+// writeOriginRefused answers a cross-origin browser request, or preflight,
+// from an origin not in server.allowed_origins.
+func writeOriginRefused(w http.ResponseWriter, r *http.Request) {
+	msg := "cross-origin browser request refused: list its origin in server.allowed_origins"
+	if o := r.Header.Get("Origin"); o != "" {
+		msg = fmt.Sprintf("cross-origin browser request from %q refused: list the origin in server.allowed_origins", o)
+	}
+	writeJSON(w, http.StatusForbidden, jsonRPCError(mcp.INVALID_REQUEST, msg))
 }
 
 // bodyChunk bounds what readBody reserves before bytes arrive: a body
