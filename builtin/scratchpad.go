@@ -14,8 +14,14 @@ import (
 	"github.com/toolgate/toolgate/retry"
 )
 
-// scratchpadMaxKeys is the most notes one thread's scratchpad holds.
-const scratchpadMaxKeys = 1000
+// The limits of one thread's scratchpad, on top of the input schema's
+// per-note ones (a key of 256 characters, a value of 65536): at most
+// scratchpadMaxKeys notes and scratchpadMaxBytes of keys and values in all,
+// counted in UTF-8 bytes.
+const (
+	scratchpadMaxKeys  = 1000
+	scratchpadMaxBytes = 1 << 20
+)
 
 func scratchpadTool() registry.Tool {
 	return registry.Tool{
@@ -23,7 +29,7 @@ func scratchpadTool() registry.Tool {
 		Title: "Scratchpad",
 		Description: "A key-value notepad private to the current conversation thread; notes persist between " +
 			"calls in the same thread and are lost when the thread ends. Operations: " +
-			"op=put stores value under key (overwriting any previous note; at most 1000 keys); " +
+			"op=put stores value under key (overwriting any previous note; at most 1000 keys and 1 MiB of keys and values in all); " +
 			"op=get returns the note stored under key; op=list returns all keys, sorted; " +
 			"op=clear deletes every note and reports how many were removed.",
 		Kind:   registry.Stateful,
@@ -90,6 +96,7 @@ func scratchpadFactory() executors.Factory {
 type scratchpad struct {
 	mu     sync.Mutex
 	notes  map[string]string // guarded by mu
+	size   int               // bytes of notes' keys and values; guarded by mu
 	closed bool              // guarded by mu
 }
 
@@ -132,6 +139,7 @@ func (s *scratchpad) Call(_ context.Context, args map[string]any) (executors.Res
 	case "clear":
 		n := len(s.notes)
 		clear(s.notes)
+		s.size = 0
 		text := fmt.Sprintf("cleared %d notes", n)
 		if n == 1 {
 			text = "cleared 1 note"
@@ -149,12 +157,23 @@ func (s *scratchpad) put(a scratchpadArgs) (executors.Result, error) {
 	if a.Value == nil {
 		return executors.Result{}, needs("put", "value")
 	}
-	key := *a.Key
-	if _, exists := s.notes[key]; !exists && len(s.notes) >= scratchpadMaxKeys {
-		return executors.Result{}, fail(retry.Execution, "scratchpad",
-			"scratchpad is full (%d keys); overwrite an existing key or call op=clear", scratchpadMaxKeys)
+	key, value := *a.Key, *a.Value
+	old, exists := s.notes[key]
+	if !exists && len(s.notes) >= scratchpadMaxKeys {
+		return executors.Result{}, fail(retry.Validation, "scratchpad",
+			"this thread's scratchpad is full: it holds at most %d notes; overwrite an existing key or call op=clear", scratchpadMaxKeys)
 	}
-	s.notes[key] = *a.Value
+	size := s.size + len(key) + len(value)
+	if exists {
+		size -= len(key) + len(old)
+	}
+	if size > scratchpadMaxBytes {
+		return executors.Result{}, fail(retry.Validation, "scratchpad",
+			"this thread's scratchpad is full: its keys and values may take at most %d bytes (1 MiB) in all, and this put would make %d; "+
+				"store less, overwrite a note with a shorter value or call op=clear", scratchpadMaxBytes, size)
+	}
+	s.notes[key] = value
+	s.size = size
 	return executors.Structured(map[string]any{"key": key}, "stored "+key), nil
 }
 
@@ -182,6 +201,7 @@ func needs(op, arg string) error {
 func (s *scratchpad) Close() error {
 	s.mu.Lock()
 	s.notes = nil
+	s.size = 0
 	s.closed = true
 	s.mu.Unlock()
 	return nil

@@ -133,7 +133,11 @@ func TestScratchpadKeyLimit(t *testing.T) {
 			t.Fatalf("put of key %d: %v", i, err)
 		}
 	}
-	wantClass(t, put("one-too-many"), retry.Execution)
+	err := put("one-too-many")
+	wantClass(t, err, retry.Validation)
+	if want := "scratchpad: this thread's scratchpad is full: it holds at most 1000 notes; overwrite an existing key or call op=clear"; err == nil || err.Error() != want {
+		t.Errorf("put past the key limit: %v, want %q", err, want)
+	}
 	if err := put("k0999"); err != nil {
 		t.Errorf("overwriting a key of a full scratchpad: %v, want success", err)
 	}
@@ -149,6 +153,66 @@ func TestScratchpadKeyLimit(t *testing.T) {
 	}
 	if err := put("one-too-many"); err != nil {
 		t.Errorf("put after clear: %v, want success", err)
+	}
+}
+
+// One thread's notes take at most 1 MiB: puts of maximal values (65536
+// three-byte characters each) stop succeeding once it is reached, whereas
+// without the limit 1000 of them would hold almost 200 MB (50 are tried).
+func TestScratchpadByteLimit(t *testing.T) {
+	call := newScratchpad(t, "t").Call // the values are valid: see TestScratchpad's size limits
+	put := func(key, value string) error {
+		_, err := call(t.Context(), map[string]any{"op": "put", "key": key, "value": value})
+		return err
+	}
+	big := strings.Repeat("€", 65536) // 196608 bytes, the schema's longest value
+	stored := 0
+	for i := range 50 {
+		key := fmt.Sprintf("k%04d", i)
+		err := put(key, big)
+		if err == nil {
+			stored += len(key) + len(big)
+			continue
+		}
+		wantClass(t, err, retry.Validation)
+		if !strings.Contains(err.Error(), "at most 1048576 bytes (1 MiB)") || !strings.Contains(err.Error(), "op=clear") {
+			t.Fatalf("put %d past the byte limit: %q, want it to name the limit and op=clear", i, err)
+		}
+	}
+	if stored > 1<<20 || stored < 1<<20-len(big)-5 {
+		t.Errorf("stored %d bytes, want at most 1 MiB and within one note of it", stored)
+	}
+
+	// Up to the byte, then overwriting with less, then clear.
+	if _, err := call(t.Context(), map[string]any{"op": "clear"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := put(fmt.Sprintf("%d", i), big); err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	rest := 1<<20 - 5*(1+len(big)) - 1 // the exact room left for key "r" and its value
+	if err := put("r", strings.Repeat("x", rest+1)); err == nil {
+		t.Fatal("put one byte past 1 MiB succeeded")
+	}
+	if err := put("r", strings.Repeat("x", rest)); err != nil {
+		t.Fatalf("put filling 1 MiB exactly: %v", err)
+	}
+	if err := put("s", ""); err == nil {
+		t.Fatal("put of a one-byte note into a full scratchpad succeeded")
+	}
+	if err := put("0", "short"); err != nil {
+		t.Fatalf("overwriting a note with a shorter value: %v", err)
+	}
+	if err := put("s", ""); err != nil {
+		t.Fatalf("put after freeing room: %v", err)
+	}
+	if _, err := call(t.Context(), map[string]any{"op": "clear"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("0", big); err != nil {
+		t.Errorf("put after clear: %v", err)
 	}
 }
 

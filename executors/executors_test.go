@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/registry"
@@ -155,4 +157,84 @@ func TestStatefulCapacityIsRateLimited(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("the call holding the instance: %v", err)
 	}
+}
+
+// noteInstance is a stateful instance whose get fails with not_found until
+// a put, as a scratchpad's would.
+type noteInstance struct{ note string }
+
+func (n *noteInstance) Call(_ context.Context, args map[string]any) (Result, error) {
+	if v, ok := args["put"].(string); ok {
+		n.note = v
+		return Result{Content: []Content{{Type: TextContent, Text: "stored"}}, Meta: map[string]any{"mine": 1}}, nil
+	}
+	if n.note == "" {
+		return Result{}, retry.Errorf(retry.NotFound, "no note")
+	}
+	return Text(n.note), nil
+}
+
+// A call that runs on a new instance because the thread's previous one was
+// evicted says so, in its result or its error, and only that call does.
+func TestStatefulEvictionNotice(t *testing.T) {
+	pool := threadctx.NewPool(&threadctx.Options{MaxInstances: 1})
+	defer pool.Close()
+	s := NewStateful(pool).Bind("notes", Factory{New: func(context.Context, string) (Instance, error) { return &noteInstance{}, nil }})
+	tool := &registry.Tool{Name: "notes", Kind: registry.Stateful}
+	exec := func(thread string, args map[string]any) (Result, error) {
+		t.Helper()
+		return s.Execute(t.Context(), Call{Tool: tool, Thread: thread, Args: args})
+	}
+	const notice = `the previous instance of "notes" in this thread was evicted (threads.max_instances of 1 reached) and a new one was created; its state from before is gone`
+
+	if _, err := exec("victim", map[string]any{"put": "plan"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec("other", map[string]any{"put": "x"}); err != nil { // evicts victim's
+		t.Fatal(err)
+	}
+	// The victim's get fails on the new, empty instance, and says why.
+	_, err := exec("victim", nil)
+	if retry.Classify(err) != retry.NotFound || err.Error() != "no note; note: "+notice {
+		t.Errorf("get after eviction: %v (class %q), want not_found with the notice", err, retry.Classify(err))
+	}
+	if _, err := exec("victim", nil); err == nil || strings.Contains(err.Error(), "evicted") {
+		t.Errorf("second get after eviction: %v, want not_found without the notice", err)
+	}
+
+	// other's instance was evicted by victim's last calls: its put succeeds
+	// on a new one, with a text block and _meta saying so.
+	res, err := exec("other", map[string]any{"put": "y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Result{
+		Content: []Content{{Type: TextContent, Text: "stored"}, {Type: TextContent, Text: "Note: " + notice + "."}},
+		Meta:    map[string]any{"mine": 1, EvictedMetaKey: "max_instances"},
+	}
+	if diff := cmp.Diff(want, res); diff != "" {
+		t.Errorf("put after eviction (-want +got):\n%s", diff)
+	}
+	if res, err := exec("other", nil); err != nil || len(res.Content) != 1 || res.Meta != nil {
+		t.Errorf("get after the replacement = %+v, %v; want the note alone", res, err)
+	}
+}
+
+func TestStatefulIdleEvictionNotice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pool := threadctx.NewPool(&threadctx.Options{IdleTTL: time.Minute})
+		defer pool.Close()
+		s := NewStateful(pool).Bind("notes", Factory{New: func(context.Context, string) (Instance, error) { return &noteInstance{}, nil }})
+		tool := &registry.Tool{Name: "notes", Kind: registry.Stateful}
+		if _, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "a", Args: map[string]any{"put": "plan"}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		_, err := s.Execute(t.Context(), Call{Tool: tool, Thread: "a"})
+		const want = `no note; note: the previous instance of "notes" in this thread was closed after being idle for threads.idle_ttl (1m0s) and a new one was created; its state from before is gone`
+		if err == nil || err.Error() != want {
+			t.Errorf("get after the idle TTL: %v, want %q", err, want)
+		}
+	})
 }

@@ -3,6 +3,9 @@ package executors
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/threadctx"
@@ -37,7 +40,9 @@ type statefulTool struct {
 }
 
 // Execute acquires call.Thread's instance (creating it on first use;
-// waiting for it when instances are not concurrent) and calls it.
+// waiting for it when instances are not concurrent) and calls it. When the
+// instance replaces one the pool evicted, the result or error says so (see
+// [EvictedMetaKey]).
 func (t *statefulTool) Execute(ctx context.Context, call Call) (Result, error) {
 	thread, f := call.Thread, t.factory
 	lease, err := t.pool.Acquire(ctx, thread, t.name, threadctx.Spec{
@@ -52,7 +57,55 @@ func (t *statefulTool) Execute(ctx context.Context, call Call) (Result, error) {
 	if !ok || inst == nil {
 		return Result{}, retry.Errorf(retry.Internal, "factory of %q returned no instance", t.name)
 	}
-	return inst.Call(ctx, call.Args)
+	res, err := inst.Call(ctx, call.Args)
+	if ev, ok := lease.Evicted(); ok {
+		return withEvictionNotice(t.name, ev, res, err)
+	}
+	return res, err
+}
+
+// EvictedMetaKey is the result _meta key present when a stateful tool's call
+// ran on a new instance because the thread's previous one was evicted. Its
+// value names the limit that evicted it: "max_instances" or "idle_ttl".
+const EvictedMetaKey = "toolgate/instance_evicted"
+
+// withEvictionNotice tells the model that the call of tool ran on a new
+// instance because the thread's previous one was evicted as ev says: a
+// result gets a text block and [EvictedMetaKey], an error the notice
+// appended to its message (its class kept).
+func withEvictionNotice(tool string, ev threadctx.Eviction, res Result, err error) (Result, error) {
+	notice := evictionNotice(tool, ev)
+	if err != nil {
+		return Result{}, &retry.Error{
+			Class:      retry.Classify(err),
+			Msg:        err.Error() + "; note: " + notice,
+			RetryAfter: retry.RetryAfterOf(err),
+			Err:        err,
+		}
+	}
+	if res.Passthrough == nil {
+		res.Content = append(slices.Clip(res.Content), Content{Type: TextContent, Text: "Note: " + notice + "."})
+	}
+	res.Meta = maps.Clone(res.Meta)
+	if res.Meta == nil {
+		res.Meta = map[string]any{}
+	}
+	res.Meta[EvictedMetaKey] = ev.Reason.String()
+	return res, nil
+}
+
+// evictionNotice says that the thread's previous instance of tool was
+// evicted as ev says and that its state is gone.
+func evictionNotice(tool string, ev threadctx.Eviction) string {
+	why := "evicted"
+	switch ev.Reason {
+	case threadctx.EvictedForRoom:
+		why = fmt.Sprintf("evicted (threads.max_instances of %d reached)", ev.MaxInstances)
+	case threadctx.EvictedIdle:
+		why = fmt.Sprintf("closed after being idle for threads.idle_ttl (%v)", ev.IdleTTL)
+	}
+	return fmt.Sprintf("the previous instance of %q in this thread was %s and a new one was created; "+
+		"its state from before is gone", tool, why)
 }
 
 // PoolError classifies an error of [threadctx.Pool.Acquire]. Both pool

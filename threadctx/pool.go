@@ -1,6 +1,7 @@
 package threadctx
 
 import (
+	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,7 +27,44 @@ const (
 	defaultMaxInstances = 1000
 	minJanitorPeriod    = 10 * time.Millisecond
 	maxJanitorPeriod    = time.Minute
+	minEvictionMemory   = 1000
 )
+
+// EvictReason says why the pool closed an instance that its thread had not
+// given up.
+type EvictReason int
+
+const (
+	// EvictedForRoom: the instance was the least recently used idle one
+	// when a new instance needed room under [Options.MaxInstances].
+	EvictedForRoom EvictReason = iota + 1
+	// EvictedIdle: the instance had no lease for [Options.IdleTTL].
+	EvictedIdle
+)
+
+// String returns "max_instances" or "idle_ttl", after the limit that
+// caused the eviction.
+func (r EvictReason) String() string {
+	switch r {
+	case EvictedForRoom:
+		return "max_instances"
+	case EvictedIdle:
+		return "idle_ttl"
+	}
+	return fmt.Sprintf("EvictReason(%d)", int(r))
+}
+
+// Eviction describes an evicted instance that a later [Pool.Acquire] in its
+// thread replaced with a new one. See [Lease.Evicted].
+type Eviction struct {
+	Reason EvictReason
+	// MaxInstances is the pool's cap (for EvictedForRoom); IdleTTL is its
+	// idle TTL (for EvictedIdle). The other is zero.
+	MaxInstances int
+	IdleTTL      time.Duration
+	// At is when the instance was evicted.
+	At time.Time
+}
 
 // Options configures a [Pool]. The zero value is ready to use, and
 // [NewPool] accepts a nil *Options.
@@ -38,8 +76,9 @@ type Options struct {
 	// counting those being created. Zero or negative means 1000.
 	MaxInstances int
 	// Logger receives Warn records for instances whose Close fails (keys
-	// "thread", a hash of the thread ID, and "tool") and Debug records when
-	// instances are discarded. Nil means discard.
+	// "thread", a hash of the thread ID, and "tool"), Info records when an
+	// evicted instance is replaced (key "reason" added) and Debug records
+	// when instances are discarded. Nil means discard.
 	Logger *slog.Logger
 }
 
@@ -64,6 +103,11 @@ type Spec struct {
 // when evicted to make room under the cap, when its thread ends
 // ([Pool.CloseThread]) and when the pool closes ([Pool.Close]).
 //
+// The pool remembers the latest evictions, by TTL or cap, of instances
+// whose thread has not ended (at most max(2 × MaxInstances, 1000), the
+// oldest forgotten first), so that the lease that creates an evicted
+// instance's replacement can say so ([Lease.Evicted]).
+//
 // A Pool is safe for concurrent use. It owns a janitor goroutine, so its
 // creator must call [Pool.Close].
 type Pool struct {
@@ -81,6 +125,18 @@ type Pool struct {
 	mu      sync.Mutex
 	closed  bool
 	entries map[slot]*entry // live instances, including ones being created
+	// evicted maps the slots of evicted instances not yet replaced to their
+	// element in evictions, a list of *evictionRecord, oldest first, of at
+	// most maxEvicted.
+	evicted    map[slot]*list.Element
+	evictions  list.List
+	maxEvicted int
+}
+
+// evictionRecord is a remembered eviction.
+type evictionRecord struct {
+	slot slot
+	ev   Eviction
 }
 
 // slot identifies an instance: one per tool key per thread.
@@ -99,6 +155,10 @@ type entry struct {
 	err   error         // creation failed; val is nil
 	retry bool          // err came from the creator's ctx ending: waiters try again
 	sem   chan struct{} // 1-buffered lease semaphore; nil when Spec.Concurrent
+
+	// replaces is the eviction of the slot's previous instance, if any;
+	// set under Pool.mu before the entry is published, read-only after.
+	replaces *Eviction
 
 	// Guarded by Pool.mu.
 	creating  bool      // Spec.New is running
@@ -134,6 +194,8 @@ func NewPool(opts *Options) *Pool {
 		logger:      o.Logger,
 		stopJanitor: cancel,
 		entries:     make(map[slot]*entry),
+		evicted:     make(map[slot]*list.Element),
+		maxEvicted:  max(2*o.MaxInstances, minEvictionMemory),
 	}
 	period := janitorPeriod(o.IdleTTL)
 	p.janitor.Go(func() { p.runJanitor(ctx, period) })
@@ -159,7 +221,8 @@ func janitorPeriod(ttl time.Duration) time.Duration {
 // again. When a new instance is needed and the pool is at its cap, Acquire
 // closes the least recently used idle instance to make room, or returns an
 // error wrapping [ErrCapacity] if none is idle. After [Pool.Close] it
-// returns an error wrapping [ErrClosed].
+// returns an error wrapping [ErrClosed]. When the instance Acquire creates
+// replaces one the pool evicted, its lease says so ([Lease.Evicted]).
 //
 // On success the caller must call [Lease.Release] exactly once.
 func (p *Pool) Acquire(ctx context.Context, thread, key string, spec Spec) (*Lease, error) {
@@ -190,17 +253,22 @@ func (p *Pool) acquire(ctx context.Context, s slot, spec Spec) (l *Lease, retry 
 		p.mu.Unlock()
 		return p.join(ctx, e)
 	}
+	replaces := p.takeEvictionLocked(s) // before remembering another, which may push it out
 	var evicted *entry
 	if len(p.entries) >= p.max {
 		evicted = p.lruIdleLocked()
 		if evicted == nil {
+			if replaces != nil {
+				p.rememberLocked(s, *replaces)
+			}
 			p.mu.Unlock()
 			return nil, false, fmt.Errorf("acquiring instance of %q: all %d thread instances are in use; raise threads.max_instances or wait for calls to finish: %w",
 				s.key, p.max, ErrCapacity)
 		}
 		p.discardLocked(evicted) // idle, so it is ours to close
+		p.rememberLocked(evicted.slot, Eviction{Reason: EvictedForRoom, MaxInstances: p.max, At: time.Now()})
 	}
-	e := &entry{slot: s, ready: make(chan struct{}), creating: true, refs: 1}
+	e := &entry{slot: s, ready: make(chan struct{}), creating: true, refs: 1, replaces: replaces}
 	p.entries[s] = e
 	p.mu.Unlock()
 
@@ -227,6 +295,11 @@ func (p *Pool) create(ctx context.Context, e *entry, spec Spec) (*Lease, error) 
 		}
 		e.refs--
 		e.finished = true // nothing to close
+		if e.replaces != nil && !p.closed {
+			// No replacement was made: the next one still replaces the
+			// evicted instance.
+			p.rememberLocked(e.slot, *e.replaces)
+		}
 		close(e.ready)
 		p.mu.Unlock()
 		return nil, e.err
@@ -247,7 +320,41 @@ func (p *Pool) create(ctx context.Context, e *entry, spec Spec) (*Lease, error) 
 		return nil, fmt.Errorf("acquiring instance of %q: %w", e.slot.key, ErrClosed)
 	}
 	p.mu.Unlock()
-	return &Lease{p: p, e: e}, nil
+	if ev := e.replaces; ev != nil {
+		p.logger.Info("replacing evicted thread instance", "thread", threadLabel(e.slot.thread), "tool", e.slot.key,
+			"reason", ev.Reason.String())
+	}
+	return &Lease{p: p, e: e, evicted: e.replaces}, nil
+}
+
+// rememberLocked records the eviction of s's instance, forgetting the
+// oldest record past maxEvicted. p.mu must be held.
+func (p *Pool) rememberLocked(s slot, ev Eviction) {
+	if el, ok := p.evicted[s]; ok {
+		p.evictions.Remove(el)
+	}
+	p.evicted[s] = p.evictions.PushBack(&evictionRecord{slot: s, ev: ev})
+	for p.evictions.Len() > p.maxEvicted {
+		p.forgetLocked(p.evictions.Front())
+	}
+}
+
+// takeEvictionLocked returns and forgets the eviction of s's previous
+// instance, or nil if none is remembered. p.mu must be held.
+func (p *Pool) takeEvictionLocked(s slot) *Eviction {
+	el, ok := p.evicted[s]
+	if !ok {
+		return nil
+	}
+	ev := el.Value.(*evictionRecord).ev
+	p.forgetLocked(el)
+	return &ev
+}
+
+// forgetLocked drops the eviction record el. p.mu must be held.
+func (p *Pool) forgetLocked(el *list.Element) {
+	delete(p.evicted, el.Value.(*evictionRecord).slot)
+	p.evictions.Remove(el)
 }
 
 // join waits for e, which the caller found in the pool and took a ref on,
@@ -352,7 +459,8 @@ func (p *Pool) closeValue(e *entry, msg string) {
 // CloseThread discards every instance of thread, for when the thread ends.
 // Idle instances are closed before it returns; leased ones are removed at
 // once (a later Acquire in thread creates a fresh instance) and closed when
-// their last lease is released. Unknown threads are ignored.
+// their last lease is released. The thread's remembered evictions are
+// forgotten. Unknown threads are ignored.
 func (p *Pool) CloseThread(thread string) {
 	p.mu.Lock()
 	var idle []*entry
@@ -360,6 +468,13 @@ func (p *Pool) CloseThread(thread string) {
 		if s.thread == thread && p.discardLocked(e) {
 			idle = append(idle, e)
 		}
+	}
+	for el := p.evictions.Front(); el != nil; {
+		next := el.Next()
+		if el.Value.(*evictionRecord).slot.thread == thread {
+			p.forgetLocked(el)
+		}
+		el = next
 	}
 	p.mu.Unlock()
 	for _, e := range idle {
@@ -435,6 +550,7 @@ func (p *Pool) sweep(now time.Time) {
 	for _, e := range p.entries {
 		if e.refs == 0 && !e.creating && now.Sub(e.lastUsed) >= p.idleTTL && p.discardLocked(e) {
 			expired = append(expired, e)
+			p.rememberLocked(e.slot, Eviction{Reason: EvictedIdle, IdleTTL: p.idleTTL, At: now})
 		}
 	}
 	p.mu.Unlock()
@@ -458,9 +574,22 @@ func threadLabel(thread string) string {
 // While it is held the instance is neither closed nor evicted, and, for an
 // exclusive [Spec], no other lease of it exists.
 type Lease struct {
-	p    *Pool
-	e    *entry
-	once sync.Once
+	p       *Pool
+	e       *entry
+	evicted *Eviction // set on the lease whose Acquire created a replacement
+	once    sync.Once
+}
+
+// Evicted reports whether this lease's Acquire created the instance to
+// replace one of the same thread and tool that the pool evicted (idle past
+// [Options.IdleTTL], or to make room under [Options.MaxInstances]), and if
+// so how. Only that one lease reports it. The evicted instance's state is
+// gone.
+func (l *Lease) Evicted() (Eviction, bool) {
+	if l.evicted == nil {
+		return Eviction{}, false
+	}
+	return *l.evicted, true
 }
 
 // Value returns the instance that [Spec.New] created. It must not be used

@@ -1012,3 +1012,102 @@ func TestCloseErrorLogged(t *testing.T) {
 		t.Errorf("Warn records mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// evictedOn acquires thread's instance of key and returns what its lease
+// says about an evicted predecessor.
+func evictedOn(t *testing.T, p *Pool, thread, key string, spec Spec) (Eviction, bool) {
+	t.Helper()
+	l := mustAcquire(t, p, thread, key, spec)
+	defer l.Release()
+	return l.Evicted()
+}
+
+func TestEvictionReportedAfterCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, ff := newFixture(t, &Options{MaxInstances: 2})
+		start := time.Now()
+		for _, th := range []string{"a", "b"} {
+			if ev, ok := evictedOn(t, p, th, "k", ff.spec(false)); ok {
+				t.Errorf("first Acquire in %s: Evicted() = %+v, want none", th, ev)
+			}
+			time.Sleep(time.Second)
+		}
+		use(t, p, "c", "k", ff.spec(false)) // evicts a
+		if ev, ok := evictedOn(t, p, "b", "k", ff.spec(false)); ok {
+			t.Errorf("Acquire of b's live instance: Evicted() = %+v, want none", ev)
+		}
+		if ev, ok := evictedOn(t, p, "a", "k2", ff.spec(false)); ok { // evicts c
+			t.Errorf("Acquire of another tool in a: Evicted() = %+v, want none", ev)
+		}
+		ev, ok := evictedOn(t, p, "a", "k", ff.spec(false)) // evicts b
+		want := Eviction{Reason: EvictedForRoom, MaxInstances: 2, At: start.Add(2 * time.Second)}
+		if !ok || ev != want {
+			t.Errorf("Acquire in a after its eviction: Evicted() = %+v, %t; want %+v", ev, ok, want)
+		}
+		if ev, ok := evictedOn(t, p, "a", "k", ff.spec(false)); ok {
+			t.Errorf("second Acquire in a: Evicted() = %+v, want none: only the replacing lease reports it", ev)
+		}
+		if got := EvictedForRoom.String(); got != "max_instances" {
+			t.Errorf("EvictedForRoom.String() = %q, want max_instances", got)
+		}
+	})
+}
+
+func TestEvictionReportedAfterIdleTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, ff := newFixture(t, &Options{IdleTTL: testTTL})
+		use(t, p, "a", "k", ff.spec(false))
+		time.Sleep(2 * testTTL)
+		synctest.Wait()
+		ev, ok := evictedOn(t, p, "a", "k", ff.spec(false))
+		if !ok || ev.Reason != EvictedIdle || ev.IdleTTL != testTTL || ev.MaxInstances != 0 {
+			t.Errorf("Acquire after the TTL: Evicted() = %+v, %t; want reason %v and IdleTTL %v", ev, ok, EvictedIdle, testTTL)
+		}
+		if got := EvictedIdle.String(); got != "idle_ttl" {
+			t.Errorf("EvictedIdle.String() = %q, want idle_ttl", got)
+		}
+	})
+}
+
+func TestEvictionForgottenWhenThreadEnds(t *testing.T) {
+	p, ff := newFixture(t, &Options{MaxInstances: 1})
+	use(t, p, "a", "k", ff.spec(false))
+	use(t, p, "b", "k", ff.spec(false)) // evicts a
+	p.CloseThread("a")
+	if ev, ok := evictedOn(t, p, "a", "k", ff.spec(false)); ok {
+		t.Errorf("Acquire in a after CloseThread(a): Evicted() = %+v, want none", ev)
+	}
+}
+
+func TestEvictionKeptWhenReplacementFails(t *testing.T) {
+	p, ff := newFixture(t, &Options{MaxInstances: 1})
+	use(t, p, "a", "k", ff.spec(false))
+	use(t, p, "b", "k", ff.spec(false)) // evicts a
+	failing := &fakeFactory{err: errFakeNew}
+	if _, err := p.Acquire(t.Context(), "a", "k", failing.spec(false)); !errors.Is(err, errFakeNew) {
+		t.Fatalf("Acquire with a failing New = %v, want %v", err, errFakeNew)
+	}
+	if ev, ok := evictedOn(t, p, "a", "k", ff.spec(false)); !ok || ev.Reason != EvictedForRoom {
+		t.Errorf("Acquire after a failed replacement: Evicted() = %+v, %t; want reason %v", ev, ok, EvictedForRoom)
+	}
+}
+
+func TestEvictionMemoryBounded(t *testing.T) {
+	p, ff := newFixture(t, &Options{MaxInstances: 1})
+	n := minEvictionMemory + 2
+	for i := range n {
+		use(t, p, fmt.Sprint(i), "k", ff.spec(false)) // evicts thread i-1
+	}
+	p.mu.Lock()
+	records, indexed := p.evictions.Len(), len(p.evicted)
+	p.mu.Unlock()
+	if records != minEvictionMemory || indexed != minEvictionMemory {
+		t.Errorf("after %d evictions: %d records, %d indexed; want %d", n-1, records, indexed, minEvictionMemory)
+	}
+	if ev, ok := evictedOn(t, p, "0", "k", ff.spec(false)); ok {
+		t.Errorf("oldest eviction: Evicted() = %+v, want it forgotten", ev)
+	}
+	if _, ok := evictedOn(t, p, "2", "k", ff.spec(false)); !ok {
+		t.Error("a recent eviction was forgotten")
+	}
+}
