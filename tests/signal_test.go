@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -205,8 +206,22 @@ func TestStdioSIGTERMWithStdinOpen(t *testing.T) {
 			s.startSleep(t, 30000)
 			s.signal(t, syscall.SIGTERM)
 			// A call refused as unavailable shows that the drain has begun.
-			s.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1}}}`)
-			wantError(t, s.response(t, "3", callTimeout).toolResult(t), "unavailable")
+			// The signal arrives asynchronously, so probe until one is
+			// refused (each probe a round trip; the arguments differ so the
+			// loop guard never sees a repeat).
+			refused := false
+			for i := range 200 {
+				id := strconv.Itoa(100 + i)
+				s.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":`+strconv.Itoa(i%7)+`}}}`)
+				if res := s.response(t, id, callTimeout).toolResult(t); res.IsError {
+					wantError(t, res, "unavailable")
+					refused = true
+					break
+				}
+			}
+			if !refused {
+				t.Fatal("no call was refused after SIGTERM: the drain never began")
+			}
 			start := time.Now()
 			s.signal(t, second)
 			wantError(t, s.response(t, "2", exitMargin).toolResult(t), "cancelled")
