@@ -426,3 +426,26 @@ func TestBatchInvalidRequests(t *testing.T) {
 		check(t, c.next())
 	})
 }
+
+// TestNotificationPostAccepted checks that a POSTed notification gets 202
+// and no body, as the transport spec says, even while notifications wait
+// in the session's queue: mcp-go's POST handling would stream them in the
+// reply (taking them from the client's GET stream) and answer 200.
+func TestNotificationPostAccepted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 5
+		g, _ := newGateway(t, nil)
+		s := newHandlerSession(t, g)
+		synctest.Wait()
+		addTools(t, g, "queued", n)
+		c := g.liveClient(s.id)
+		rec := s.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		if rec.Code != http.StatusAccepted || rec.Body.Len() != 0 {
+			t.Fatalf("notification = HTTP %d %q, want 202 and no body", rec.Code, rec.Body)
+		}
+		synctest.Wait()
+		if got := len(c.session.NotificationChannel()); got != n {
+			t.Errorf("after a notification %d notifications are queued for the session, want all %d", got, n)
+		}
+	})
+}

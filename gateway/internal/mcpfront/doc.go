@@ -30,8 +30,10 @@
 //  6. CallToolRequest keeps the arguments' raw bytes
 //     (TestMCPGoInternals/6); proxied calls forward them.
 //  7. Its streamable POST handling starts a forwarder that drops session
-//     notifications it cannot stream (TestBatchKeepsSessionNotifications);
-//     batches therefore run through HandleMessage in the session.
+//     notifications it cannot stream, and streams them in the reply to a
+//     POSTed notification when it can (TestBatchKeepsSessionNotifications,
+//     TestNotificationPostAccepted); batches and single notifications
+//     therefore run through HandleMessage in the session.
 //  8. It counts as session activity only its own POST and GET handling, and
 //     a DELETE with Mcp-Session-Id ends a session as a client would
 //     (TestIdleExpiry); toolgate expires idle sessions itself.

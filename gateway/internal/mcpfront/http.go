@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -318,10 +319,49 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 				writeJSON(w, http.StatusOK, reply)
 				return
 			}
+			if c.streamableVersion() != "" && isNotification(msg) {
+				f.serveNotification(w, r, p, c, msg)
+				return
+			}
 		}
 		replay(r, b, msg)
 		p.streamable.ServeHTTP(w, r)
 	})
+}
+
+// serveNotification handles a notification POSTed in streamable session
+// c: in the session through HandleMessage, as batch messages are, and
+// answers 202 with no body, as the transport spec says. mcp-go's own POST
+// handling would start a forwarder that takes the session's queued
+// notifications (meant for the GET stream) and streams them in the reply
+// with 200, or drops them (TestNotificationPostAccepted). The checks
+// mcp-go makes on a POST are made here too: the Host (through a HEAD) and
+// the Content-Type.
+func (f *Front) serveNotification(w http.ResponseWriter, r *http.Request, p *httpParts, c *clientSession, msg []byte) {
+	if p.hostRefused(w, r) {
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
+			"a message must be sent with Content-Type: application/json"))
+		return
+	}
+	f.mcp.HandleMessage(f.mcp.WithContext(r.Context(), c.session), msg)
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// isNotification reports whether a single message is a notification: a
+// method and no id member. Read with preflight's scanner; a message it
+// cannot read is decoded.
+func isNotification(msg []byte) bool {
+	if m, _, hasID, ok := scanCall(msg); ok {
+		return len(m) > 0 && !hasID && !bytes.Contains(msg, []byte(`"id"`))
+	}
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	return json.Unmarshal(msg, &head) == nil && head.Method != "" && head.ID == nil
 }
 
 // writeMissingSession answers a message sent without a session that needs
