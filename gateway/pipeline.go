@@ -353,7 +353,10 @@ func (g *Gateway) dispatchStep(forwardRaw bool) Handler {
 func (g *Gateway) dispatch(ctx context.Context, c *Call, raw json.RawMessage) (*Result, error) {
 	// Only the arguments' size: they may hold anything a model was told,
 	// secrets included (STYLE 7.3: never log arguments).
-	g.logger.Debug("tool call arguments", "tool", c.Tool.Name, "thread", threadLabel(c.Thread), "argument_bytes", len(c.Raw))
+	if g.logger.Enabled(ctx, slog.LevelDebug) { // threadLabel hashes: only when logged
+		g.logger.LogAttrs(ctx, slog.LevelDebug, "tool call arguments", slog.String("tool", c.Tool.Name),
+			slog.String("thread", threadLabel(c.Thread)), slog.Int("argument_bytes", len(c.Raw)))
+	}
 	r := c.route
 	if r.reentrant {
 		ctx = context.WithValue(ctx, callKey{}, c)
