@@ -64,8 +64,7 @@ type batchResult struct {
 	Failed  int            `json:"failed"`
 }
 
-// batchSource is the source of toolgate_batch, which marks it re-entrant
-// (routes.go).
+// batchSource is the source of toolgate_batch.
 const batchSource = "toolgate"
 
 // batchTimeout bounds a whole toolgate_batch, as a backstop only: each of
@@ -102,6 +101,10 @@ type batchArgs struct {
 // the batch's Call in its context, and each call of the batch goes through
 // the whole pipeline in the batch's thread, session and principal.
 type batchExec struct{ g *Gateway }
+
+func (batchExec) reentrant() {}
+
+var _ reentrantExecutor = batchExec{}
 
 // Execute runs the calls of one toolgate_batch, at most max_parallel at
 // once, and waits for all of them. Progress, when asked for, is reported

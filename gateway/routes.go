@@ -28,6 +28,13 @@ type route struct {
 	gone atomic.Bool
 }
 
+// reentrantExecutor is implemented by the executors of tools that run
+// calls of other tools through the pipeline (toolgate_batch's).
+type reentrantExecutor interface {
+	executors.Executor
+	reentrant()
+}
+
 // execKey names an executor: by the tool's source as well as its name, so
 // that a source whose tool the registry refuses (a name another source
 // holds) can never touch the other source's executor.
@@ -107,7 +114,8 @@ func (g *Gateway) newRoute(t *registry.Tool) *route {
 	if exec == nil {
 		exec = missingExec{}
 	}
-	return &route{tool: t, exec: exec, plan: g.res.plan(t), reentrant: t.Name == BatchToolName && t.Source == batchSource}
+	_, reentrant := exec.(reentrantExecutor)
+	return &route{tool: t, exec: exec, plan: g.res.plan(t), reentrant: reentrant}
 }
 
 // missingExec runs a tool whose executor is gone (it was removed while a
