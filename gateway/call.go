@@ -74,6 +74,25 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	return mcpfront.EncodeResult(&e)
 }
 
+// decoded returns r with an upstream's raw result (Passthrough) read into
+// Content, Structured and IsError, Passthrough kept and the error class
+// the upstream's _meta names in Class; r itself when it has no raw result,
+// has its parts already, or the raw result cannot be read.
+func (r *Result) decoded() *Result {
+	if r.Passthrough == nil || len(r.Content) > 0 {
+		return r
+	}
+	d, err := mcpfront.DecodeResult(r.Passthrough)
+	if err != nil {
+		return r
+	}
+	d.Class, d.Meta = r.Class, r.Meta
+	if d.IsError && d.Class == "" {
+		d.Class = resultClass(r)
+	}
+	return (*Result)(&d)
+}
+
 // Text returns the text of r's text parts, one per line.
 func (r *Result) Text() string {
 	var s string

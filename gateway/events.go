@@ -17,7 +17,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -347,12 +346,8 @@ func errorMessage(res *Result, err error) string {
 	switch {
 	case err != nil:
 		s = string(retry.Classify(err)) + ": " + err.Error()
-	case res.Passthrough != nil && len(res.Content) == 0:
-		if d, derr := mcpfront.DecodeResult(res.Passthrough); derr == nil {
-			s = (*Result)(&d).Text()
-		}
 	default:
-		s = res.Text()
+		s = res.decoded().Text()
 	}
 	if len(s) > maxEventMessage {
 		i := maxEventMessage

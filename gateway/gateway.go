@@ -212,15 +212,12 @@ func (g *Gateway) Use(mw ...Middleware) {
 // Passthrough.
 func (g *Gateway) Call(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (*Result, error) {
 	res, err := g.handle(ctx, &Call{Name: name, Raw: args, Meta: meta})
-	if err == nil && res.Passthrough != nil && len(res.Content) == 0 {
-		// An upstream's result, forwarded as raw MCP JSON: an embedder
-		// reads it as content parts like any other.
-		if d, derr := mcpfront.DecodeResult(res.Passthrough); derr == nil {
-			d.Class, d.Meta = res.Class, res.Meta
-			res = (*Result)(&d)
-		}
+	if err != nil {
+		return nil, err
 	}
-	return res, err
+	// An upstream's result, forwarded to MCP clients as raw JSON: an
+	// embedder reads it as content parts like any other.
+	return res.decoded(), nil
 }
 
 // RegisterStateless adds a stateless tool implemented by fn. t.Kind is set

@@ -15,7 +15,6 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -121,19 +120,18 @@ func loopNotice(tool string, count int) string {
 // warning reaches the model; only if it cannot be decoded does the notice
 // go into _meta under [LoopWarningMetaKey] instead.
 func withLoopWarning(res *Result, notice string) *Result {
-	out := *res
+	d := res.decoded()
+	out := *d
 	if out.Passthrough != nil {
-		d, err := mcpfront.DecodeResult(out.Passthrough)
-		if err != nil {
+		if d == res && len(res.Content) == 0 { // could not be read: keep its bytes
 			out.Meta = mergeMeta(out.Meta, LoopWarningMetaKey, notice)
 			return &out
 		}
-		if out.IsError && out.Class == "" {
-			// The class the upstream's _meta names, before its JSON goes.
-			out.Class = resultClass(res)
+		if out.IsError {
+			// The class the upstream's _meta named, before its JSON goes.
 			out.Meta = mergeMeta(out.Meta, ErrorClassMetaKey, string(out.Class))
 		}
-		out.Content, out.Structured, out.IsError, out.Passthrough = d.Content, d.Structured, d.IsError, nil
+		out.Passthrough = nil
 	}
 	out.Content = append(slices.Clip(out.Content), Content{Type: executors.TextContent, Text: "toolgate " + notice})
 	return &out
