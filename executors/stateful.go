@@ -76,12 +76,7 @@ const EvictedMetaKey = "toolgate/instance_evicted"
 func withEvictionNotice(tool string, ev threadctx.Eviction, res Result, err error) (Result, error) {
 	notice := evictionNotice(tool, ev)
 	if err != nil {
-		return Result{}, &retry.Error{
-			Class:      retry.Classify(err),
-			Msg:        err.Error() + "; note: " + notice,
-			RetryAfter: retry.RetryAfterOf(err),
-			Err:        err,
-		}
+		return Result{}, retry.Annotate(err, "note: "+notice)
 	}
 	if res.Passthrough == nil {
 		res.Content = append(slices.Clip(res.Content), Content{Type: TextContent, Text: "Note: " + notice + "."})
