@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/schemas"
+	"github.com/toolgate/toolgate/threadctx"
 )
 
 // ThreadMetaKey is the _meta key by which a call names its thread
@@ -272,15 +271,9 @@ func (g *Gateway) sessionThread(id string) string {
 
 func sessionThread(session string) string { return "s:" + session }
 
-// threadLabel is how a thread appears in logs: a short hash, since session
-// IDs grant access to a session and explicit thread names are the client's.
-func threadLabel(thread string) string {
-	if thread == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(thread))
-	return hex.EncodeToString(sum[:6])
-}
+// threadLabel is how a thread appears in logs and events
+// ([threadctx.Label]).
+func threadLabel(thread string) string { return threadctx.Label(thread) }
 
 // limit runs the call in a slot under the concurrency limits. A session's
 // calls share its per-session slots; so do the calls of an explicit

@@ -321,7 +321,7 @@ func (p *Pool) create(ctx context.Context, e *entry, spec Spec) (*Lease, error) 
 	}
 	p.mu.Unlock()
 	if ev := e.replaces; ev != nil {
-		p.logger.Info("replacing evicted thread instance", "thread", threadLabel(e.slot.thread), "tool", e.slot.key,
+		p.logger.Info("replacing evicted thread instance", "thread", Label(e.slot.thread), "tool", e.slot.key,
 			"reason", ev.Reason.String())
 	}
 	return &Lease{p: p, e: e, evicted: e.replaces}, nil
@@ -449,7 +449,7 @@ func (p *Pool) closeValue(e *entry, msg string) {
 	if !ok {
 		return
 	}
-	thread := threadLabel(e.slot.thread)
+	thread := Label(e.slot.thread)
 	p.logger.Debug(msg, "thread", thread, "tool", e.slot.key)
 	if err := c.Close(); err != nil {
 		p.logger.Warn("closing thread instance", "thread", thread, "tool", e.slot.key, "error", err)
@@ -559,10 +559,11 @@ func (p *Pool) sweep(now time.Time) {
 	}
 }
 
-// threadLabel is how a thread appears in logs: a short hash, since session
-// IDs grant access to a session and explicit thread names are the client's.
-// It matches the label gateway logs, so records can be correlated.
-func threadLabel(thread string) string {
+// Label is how a thread appears in logs, events and webhook payloads: a
+// short hash, since session IDs grant access to a session and explicit
+// thread names are the client's. Every package labels threads with it, so
+// records can be correlated.
+func Label(thread string) string {
 	if thread == "" {
 		return ""
 	}

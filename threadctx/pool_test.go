@@ -1004,7 +1004,7 @@ func TestCloseErrorLogged(t *testing.T) {
 		warns = append(warns, attrs)
 	}
 	want := []map[string]string{{
-		"thread": threadLabel("secret-session"),
+		"thread": Label("secret-session"),
 		"tool":   "k",
 		"error":  errFakeClose.Error(),
 	}}
