@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
 )
 
 // defaultWebhookBytes caps a webhook's answer when its spec sets no cap:
@@ -99,13 +100,13 @@ func (w *Webhook) Post(ctx context.Context, payload json.RawMessage) ([]byte, er
 	req.Header.Set("User-Agent", "toolgate")
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("posting to %s: %w", w.shown, stripURLErr(err))
+		return nil, w.transportError("posting to", err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, w.maxBytes+1))
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("reading the answer of %s: %w", w.shown, stripURLErr(err))
+		return nil, w.transportError("reading the answer of", err)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		return nil, fmt.Errorf("%s answered HTTP %d", w.shown, resp.StatusCode)
 	case int64(len(b)) > w.maxBytes:
@@ -130,6 +131,15 @@ func (w *Webhook) scrub(payload json.RawMessage) ([]byte, error) {
 		return nil, errors.New("payload holds more than one JSON value")
 	}
 	return json.Marshal(replaceValue(w.secrets, v))
+}
+
+// transportError is the error of a transport failure err while doing
+// what to the webhook: its text has the secrets replaced (a dial or DNS
+// error names the host, which may hold one), and it wraps err's cause
+// for errors.Is and errors.As.
+func (w *Webhook) transportError(what string, err error) error {
+	cause := stripURLErr(err)
+	return &retry.Error{Class: transportClass(err), Msg: w.redact(fmt.Sprintf("%s %s: %v", what, w.shown, cause)), Err: cause}
 }
 
 func (w *Webhook) redact(s string) string {
