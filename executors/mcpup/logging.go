@@ -110,11 +110,37 @@ func (u *upstream) logStderr(r io.Reader, thread string) {
 }
 
 // logMessage logs an upstream's notifications/message at the slog level
-// matching its MCP level.
+// matching its MCP level, with the upstream's secrets hidden, as in its
+// stderr.
 func (u *upstream) logMessage(thread string, f map[string]any) {
 	level, _ := f["level"].(string)
 	logger, _ := f["logger"].(string)
-	u.logWith(u.logs, mcpLevel(level), "upstream log", thread, "logger", logger, "data", f["data"])
+	u.logWith(u.logs, mcpLevel(level), "upstream log", thread, "logger", u.redact(logger), "data", u.redactValue(f["data"]))
+}
+
+// redactValue returns v, a decoded JSON value, with the upstream's secrets
+// hidden in every string of it, keys included. v is not modified.
+func (u *upstream) redactValue(v any) any {
+	if u.redactor == nil {
+		return v
+	}
+	switch v := v.(type) {
+	case string:
+		return u.redactor.Replace(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = u.redactValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[u.redactor.Replace(k)] = u.redactValue(e)
+		}
+		return out
+	}
+	return v // a number, a bool or nil
 }
 
 // mcpLevel maps an MCP (syslog) logging level to slog's.

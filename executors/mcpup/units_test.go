@@ -359,3 +359,37 @@ func TestMCPLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestLogMessageRedacted pins down that an upstream's log notification is
+// logged with its secrets hidden in every string, keys included, and that
+// the notification itself is left as it came.
+func TestLogMessageRedacted(t *testing.T) {
+	logs := newLogCapture()
+	m, err := New(nil, &Options{Logger: slog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	u := newUpstream(m, Upstream{Name: "up", Secrets: []string{"hunter2"}})
+	data := map[string]any{"msg": "token hunter2", "hunter2": []any{"x hunter2", 1.0, nil}}
+	u.logMessage("", map[string]any{"level": "error", "logger": "l-hunter2", "data": data})
+
+	r := logs.waitFor(t, "upstream log")
+	var got any
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "data" {
+			got = a.Value.Any()
+		}
+		return true
+	})
+	want := map[string]any{"msg": "token [redacted]", "[redacted]": []any{"x [redacted]", 1.0, nil}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("logged data (-want +got):\n%s", diff)
+	}
+	if got := attr(r, "logger"); got != "l-[redacted]" {
+		t.Errorf("logged logger = %q, want %q", got, "l-[redacted]")
+	}
+	if data["msg"] != "token hunter2" {
+		t.Errorf("the notification was modified: %v", data)
+	}
+}
