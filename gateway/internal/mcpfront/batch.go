@@ -243,12 +243,7 @@ func (f *Front) serveElement(ctx context.Context, e batchElem, handle elementHan
 // unexported context key it sets only in its own POST handling. toolgate's
 // tool handler does not read them.
 func (f *Front) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *httpParts, msg []byte) {
-	if p.hostRefused(w, r) {
-		return
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
-			"a batch must be sent with Content-Type: application/json"))
+	if p.postRefused(w, r, "a batch") {
 		return
 	}
 	elems, reject := splitBatch(msg)
@@ -303,6 +298,22 @@ func (f *Front) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *httpPa
 func writeUnknownSession(w http.ResponseWriter) {
 	writeJSON(w, http.StatusNotFound, jsonRPCError(mcp.INVALID_REQUEST,
 		"unknown or expired Mcp-Session-Id: send initialize again for a new session"))
+}
+
+// postRefused makes the checks mcp-go makes on a POST that toolgate
+// answers itself (what is "a batch" or "a message"): the Host
+// (hostRefused) and the Content-Type. It reports whether it wrote a
+// refusal.
+func (p *httpParts) postRefused(w http.ResponseWriter, r *http.Request, what string) bool {
+	if p.hostRefused(w, r) {
+		return true
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
+			what+" must be sent with Content-Type: application/json"))
+		return true
+	}
+	return false
 }
 
 // hostRefused applies mcp-go's DNS rebinding protection to a batch request

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -335,15 +334,9 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 // handling would start a forwarder that takes the session's queued
 // notifications (meant for the GET stream) and streams them in the reply
 // with 200, or drops them (TestNotificationPostAccepted). The checks
-// mcp-go makes on a POST are made here too: the Host (through a HEAD) and
-// the Content-Type.
+// mcp-go makes on a POST are made here too (postRefused).
 func (f *Front) serveNotification(w http.ResponseWriter, r *http.Request, p *httpParts, c *clientSession, msg []byte) {
-	if p.hostRefused(w, r) {
-		return
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
-			"a message must be sent with Content-Type: application/json"))
+	if p.postRefused(w, r, "a message") {
 		return
 	}
 	f.mcp.HandleMessage(f.mcp.WithContext(r.Context(), c.session), msg)
