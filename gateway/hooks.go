@@ -441,7 +441,7 @@ func redactResult(res *Result, patterns []*regexp.Regexp) *Result {
 		}
 		return s
 	}
-	out, err := editResult(res, text, func(v any) any { return mapStrings(v, text) }, "")
+	out, err := editResult(res, text, editStructured, "")
 	if err != nil {
 		// Fail closed: a result the hook cannot read is not shown.
 		return errorResult(retry.Errorf(retry.Internal, "a redact hook could not read the result: %v", err))
@@ -456,7 +456,7 @@ func redactResult(res *Result, patterns []*regexp.Regexp) *Result {
 // output schema promises.
 func truncateResult(res *Result, limit int) *Result {
 	total := 0
-	if _, err := editResult(res, func(s string) string { total += len(s); return s }, nil, ""); err != nil {
+	if _, err := editResult(res, func(s string) string { total += len(s); return s }, keepStructured, ""); err != nil {
 		return errorResult(retry.Errorf(retry.Internal, "a truncate hook could not read the result: %v", err))
 	}
 	if total <= limit {
@@ -476,20 +476,29 @@ func truncateResult(res *Result, limit int) *Result {
 		return s[:k]
 	}
 	notice := fmt.Sprintf("[truncated: the result text is %d bytes; only the first %d are shown]", total, limit)
-	out, err := editResult(res, cut, nil, notice)
+	out, err := editResult(res, cut, keepStructured, notice)
 	if err != nil {
 		return errorResult(retry.Errorf(retry.Internal, "a truncate hook could not read the result: %v", err))
 	}
 	return out
 }
 
+// structuredEdit says whether editResult applies text to the strings of
+// a result's structured content.
+type structuredEdit int
+
+const (
+	keepStructured structuredEdit = iota
+	editStructured
+)
+
 // editResult returns a copy of res whose texts (text parts, embedded text
-// resources), in order, are text's results, whose structured content is
-// structured's (unchanged when structured is nil), and with a text part
+// resources), in order, are text's results, whose structured content has
+// text applied to its strings under editStructured, and with a text part
 // appended when notice is not empty. An upstream's passed-through JSON is
 // decoded, edited the same way and encoded again, so nothing in it
 // escapes the edit; it is kept byte for byte when nothing changed.
-func editResult(res *Result, text func(string) string, structured func(any) any, notice string) (*Result, error) {
+func editResult(res *Result, text func(string) string, structured structuredEdit, notice string) (*Result, error) {
 	out := *res
 	if res.Passthrough != nil {
 		raw, err := editPassthrough(res.Passthrough, text, structured, notice)
@@ -505,12 +514,12 @@ func editResult(res *Result, text func(string) string, structured func(any) any,
 			out.Content[i].Text = text(p.Text)
 		}
 	}
-	if structured != nil && res.Structured != nil {
+	if structured == editStructured && res.Structured != nil {
 		v, err := genericJSON(res.Structured)
 		if err != nil {
 			return nil, fmt.Errorf("encoding the structured content: %v", err)
 		}
-		out.Structured = structured(v)
+		out.Structured = mapStrings(v, text)
 	}
 	if notice != "" {
 		out.Content = append(out.Content, Content{Type: executors.TextContent, Text: notice})
@@ -519,17 +528,22 @@ func editResult(res *Result, text func(string) string, structured func(any) any,
 }
 
 // editPassthrough is editResult for an MCP CallToolResult as JSON.
-func editPassthrough(raw json.RawMessage, text func(string) string, structured func(any) any, notice string) (json.RawMessage, error) {
+func editPassthrough(raw json.RawMessage, text func(string) string, structured structuredEdit, notice string) (json.RawMessage, error) {
 	var m map[string]any
 	if err := decodeNumbers(raw, &m); err != nil {
 		return nil, fmt.Errorf("decoding the upstream's result: %v", err)
 	}
 	changed := false
+	tracked := func(s string) string {
+		t := text(s)
+		if t != s {
+			changed = true
+		}
+		return t
+	}
 	edit := func(obj map[string]any) {
 		if s, ok := obj["text"].(string); ok {
-			if t := text(s); t != s {
-				obj["text"], changed = t, true
-			}
+			obj["text"] = tracked(s)
 		}
 	}
 	parts, _ := m["content"].([]any)
@@ -547,12 +561,8 @@ func editPassthrough(raw json.RawMessage, text func(string) string, structured f
 			}
 		}
 	}
-	if sc, ok := m["structuredContent"]; ok && structured != nil && sc != nil {
-		before, _ := json.Marshal(sc)
-		v := structured(sc)
-		if after, _ := json.Marshal(v); !bytes.Equal(before, after) {
-			m["structuredContent"], changed = v, true
-		}
+	if sc := m["structuredContent"]; structured == editStructured && sc != nil {
+		m["structuredContent"] = mapStrings(sc, tracked)
 	}
 	if notice != "" {
 		m["content"], changed = append(parts, map[string]any{"type": "text", "text": notice}), true
