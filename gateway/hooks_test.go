@@ -20,6 +20,10 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
+// leakyPassthrough is the MCP JSON "up__leaky" returns. Its spacing is
+// not what encoding/json writes, so a result re-encoded shows.
+const leakyPassthrough = `{"content": [{"type":"text","text":"token ghp_abcd"},{"type":"resource","resource":{"uri":"x:y","text":"ghp_abcd"}}], "structuredContent":{"token":"ghp_abcd"}}`
+
 // hookGateway returns newGateway's gateway with hooks configured, and a
 // "leaky" tool whose result holds a token in its text and structured
 // content, and an upstream-like "up__leaky" that returns the same as
@@ -31,7 +35,7 @@ func hookGateway(t *testing.T, hooks ...config.Hook) *Gateway {
 		return executors.Structured(map[string]any{"token": "ghp_abcd", "n": 1}, "token ghp_abcd and mail a.b@example.com"), nil
 	})
 	up := executors.StatelessFunc(func(context.Context, map[string]any) (executors.Result, error) {
-		return executors.Result{Passthrough: json.RawMessage(`{"content":[{"type":"text","text":"token ghp_abcd"},{"type":"resource","resource":{"uri":"x:y","text":"ghp_abcd"}}],"structuredContent":{"token":"ghp_abcd"}}`)}, nil
+		return executors.Result{Passthrough: json.RawMessage(leakyPassthrough)}, nil
 	})
 	err := g.register(
 		executors.Bound{Tool: registry.Tool{Name: "leaky", Kind: registry.Stateless, Source: "test"}, Exec: leaky},
@@ -69,6 +73,12 @@ func TestHookRedact(t *testing.T) {
 	res = call(t, g, &Call{Name: "echo", Raw: json.RawMessage(`{"text":"plain"}`)})
 	if res.Text() != "plain" {
 		t.Errorf("echo text = %q, want plain", res.Text())
+	}
+	// A passed-through result that holds no match is forwarded byte for
+	// byte.
+	g = hookGateway(t, config.Hook{Type: config.HookRedact, Patterns: []string{"no such token"}})
+	if res := call(t, g, &Call{Name: "up__leaky"}); string(res.Passthrough) != leakyPassthrough {
+		t.Errorf("up__leaky passthrough = %s, want %s unchanged", res.Passthrough, leakyPassthrough)
 	}
 }
 
