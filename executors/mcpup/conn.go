@@ -286,13 +286,27 @@ func (c *conn) call(ctx context.Context, orig string, call executors.Call) (exec
 	if len(res) == 0 || res[0] != '{' {
 		return executors.Result{}, retry.Errorf(retry.Execution, "calling upstream %q tool %q: the upstream sent no result object", name, orig)
 	}
-	// isError is read (not the rest: the result is forwarded as sent) so
-	// that the pipeline counts and reports the call as the failure it is.
+	return executors.Result{Passthrough: resp.Result, IsError: isErrorResult(res)}, nil
+}
+
+var isErrorKey = []byte(`"isError"`)
+
+// isErrorResult reports whether res, a tool result object, is a tool
+// error, so that the pipeline counts and reports the call as the failure
+// it is. Only isError is read: the result is forwarded as sent. A result
+// that does not spell the key exactly (mcp-go and the TypeScript SDK leave
+// it out when false) is only searched, not decoded; a key spelt in
+// another case, which encoding/json would take, is no error to a client
+// either.
+func isErrorResult(res []byte) bool {
+	if !bytes.Contains(res, isErrorKey) {
+		return false
+	}
 	var head struct {
 		IsError bool `json:"isError"`
 	}
 	_ = json.Unmarshal(res, &head)
-	return executors.Result{Passthrough: resp.Result, IsError: head.IsError}, nil
+	return head.IsError
 }
 
 // arguments returns the arguments to forward: the client's raw bytes, or

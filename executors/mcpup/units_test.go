@@ -393,3 +393,24 @@ func TestLogMessageRedacted(t *testing.T) {
 		t.Errorf("the notification was modified: %v", data)
 	}
 }
+
+func TestIsErrorResult(t *testing.T) {
+	tests := []struct {
+		res  string
+		want bool
+	}{
+		{`{"content":[]}`, false},
+		{`{"content":[],"isError":true}`, true},
+		{`{"isError" : true,"content":[]}`, true},
+		{`{"content":[],"isError":false}`, false},
+		{`{"content":[{"type":"text","text":"isError"}]}`, false},
+		{`{"content":[{"type":"text","text":"\"isError\":true"}]}`, false},
+		{`{"content":[],"ISERROR":true}`, false},
+		{`{"structuredContent":{"isError":true},"content":[]}`, false},
+	}
+	for _, tc := range tests {
+		if got := isErrorResult([]byte(tc.res)); got != tc.want {
+			t.Errorf("isErrorResult(%s) = %v, want %v", tc.res, got, tc.want)
+		}
+	}
+}
