@@ -449,3 +449,15 @@ func TestNotificationPostAccepted(t *testing.T) {
 		}
 	})
 }
+
+// TestNotificationPostRefused: a notification mcp-go cannot accept (the
+// scanner passes an invalid escape in a value it skips) is answered 400
+// with mcp-go's JSON-RPC error, not 202.
+func TestNotificationPostRefused(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	s := newHandlerSession(t, g)
+	rec := s.post(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{"x":"\q"}}`)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"error"`) {
+		t.Fatalf("invalid notification = HTTP %d %q, want 400 with a JSON-RPC error", rec.Code, rec.Body)
+	}
+}

@@ -290,7 +290,8 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 			f.serveHTTPBatch(w, r, p, msg)
 			return
 		}
-		if isInitialize(msg) {
+		method, idMember := readHead(msg)
+		if string(method) == string(mcp.MethodInitialize) {
 			// mcp-go makes a new session, whatever Mcp-Session-Id the
 			// initialize carries; its register hook records it (sessions.go).
 			replay(r, b, msg)
@@ -298,7 +299,10 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 			return
 		}
 		if sid == "" {
-			if needsSession(msg) {
+			// Every single message needs a session but initialize and the
+			// 2026-07-28 discovery probe, which mcp-go answers. Garbage is
+			// left to mcp-go; batches never get here (batch.go).
+			if len(method) > 0 && string(method) != "server/discover" {
 				writeMissingSession(w)
 				return
 			}
@@ -318,7 +322,7 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 				writeJSON(w, http.StatusOK, reply)
 				return
 			}
-			if c.streamableVersion() != "" && isNotification(msg) {
+			if c.streamableVersion() != "" && len(method) > 0 && !idMember {
 				f.serveNotification(w, r, p, c, msg)
 				return
 			}
@@ -334,27 +338,23 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 // handling would start a forwarder that takes the session's queued
 // notifications (meant for the GET stream) and streams them in the reply
 // with 200, or drops them (TestNotificationPostAccepted). The checks
-// mcp-go makes on a POST are made here too (postRefused).
+// mcp-go makes on a POST are made here too (postRefused). A message
+// mcp-go refuses (not valid JSON, say: the scanner is lenient) gets its
+// JSON-RPC error with 400, as the transport spec asks for input the server
+// cannot accept.
 func (f *Front) serveNotification(w http.ResponseWriter, r *http.Request, p *httpParts, c *clientSession, msg []byte) {
 	if p.postRefused(w, r, "a message") {
 		return
 	}
-	f.mcp.HandleMessage(f.mcp.WithContext(r.Context(), c.session), msg)
+	if reply := f.mcp.HandleMessage(f.mcp.WithContext(r.Context(), c.session), msg); reply != nil {
+		b, err := json.Marshal(reply)
+		if err != nil {
+			b = jsonRPCError(mcp.INVALID_REQUEST, "the notification was refused")
+		}
+		writeJSON(w, http.StatusBadRequest, b)
+		return
+	}
 	w.WriteHeader(http.StatusAccepted)
-}
-
-// isNotification reports whether a single message is a notification: a
-// method and no id member. Read with preflight's scanner; a message it
-// cannot read is decoded.
-func isNotification(msg []byte) bool {
-	if m, _, hasID, ok := scanCall(msg); ok {
-		return len(m) > 0 && !hasID && !bytes.Contains(msg, []byte(`"id"`))
-	}
-	var head struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	return json.Unmarshal(msg, &head) == nil && head.Method != "" && head.ID == nil
 }
 
 // writeMissingSession answers a message sent without a session that needs
@@ -365,37 +365,23 @@ func writeMissingSession(w http.ResponseWriter) {
 		"missing Mcp-Session-Id header: send initialize first and repeat the session ID it returns on every request"))
 }
 
-// needsSession reports whether a POSTed message may only be sent within a
-// session: every single message except initialize (and the 2026-07-28
-// discovery probe, which mcp-go answers). Garbage is left to mcp-go;
-// batches never get here (batch.go).
-func needsSession(body []byte) bool {
-	m := method(body)
-	return m != "" && m != string(mcp.MethodInitialize) && m != "server/discover"
-}
-
-// isInitialize reports whether a POSTed single message is an initialize
-// request, which makes mcp-go create a session. preflight's scanner reads
-// the method without allocating; a message it cannot read, or holding an
-// escape anywhere (a key it would not unescape), is decoded.
-func isInitialize(body []byte) bool {
-	if bytes.IndexByte(body, '\\') < 0 {
-		if m, _, _, ok := scanCall(body); ok {
-			return string(m) == string(mcp.MethodInitialize)
-		}
+// readHead reads what the front end routes a single POSTed message by:
+// its method (nil for none or garbage) and whether it has an id member,
+// null included (a message without one is a notification). scanCall reads
+// it without allocating; a message it cannot read (an escape in a key or
+// the method, say) is decoded.
+func readHead(msg []byte) (method []byte, idMember bool) {
+	if m, _, id, ok := scanCall(msg); ok {
+		return m, id != nil
 	}
-	return method(body) == string(mcp.MethodInitialize)
-}
-
-// method is the method a JSON-RPC message names; "" for none or garbage.
-func method(body []byte) string {
-	var m struct {
-		Method string `json:"method"`
+	var h struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
 	}
-	if json.Unmarshal(body, &m) != nil {
-		return ""
+	if json.Unmarshal(msg, &h) != nil {
+		return nil, false
 	}
-	return m.Method
+	return []byte(h.Method), h.ID != nil
 }
 
 // sseHandler serves the legacy SSE stream through an sseStream, which lets

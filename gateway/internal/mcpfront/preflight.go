@@ -26,9 +26,9 @@ func (f *Front) preflight(msg []byte) (reply, forward []byte) {
 	}
 	var repaired string
 	var err error
-	method, name, hasID, scanned := scanCall(msg)
+	method, name, id, scanned := scanCall(msg)
 	if scanned {
-		if !hasID || string(method) != string(mcp.MethodToolsCall) || name == nil {
+		if !isRequestID(id) || string(method) != string(mcp.MethodToolsCall) || name == nil {
 			return nil, msg
 		}
 		if repaired, err = f.b.Resolve(name); err == nil && repaired == "" {

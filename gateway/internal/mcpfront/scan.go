@@ -1,11 +1,12 @@
 package mcpfront
 
-// scanCall reads, without allocating, what preflight needs from one
-// JSON-RPC message: whether it is a request (it has a non-null id) for
-// method, and the string value of params.name. ok is false when the message
-// is not a single well-formed JSON object, or when a string that matters
-// uses escapes: preflight then falls back to encoding/json.
-func scanCall(msg []byte) (method, name []byte, hasID, ok bool) {
+// scanCall reads, without allocating, what the front end needs from one
+// JSON-RPC message: its method, its id member's raw value (nil when it has
+// none; see isRequestID) and the string value of params.name. ok is false
+// when the message is not a single well-formed JSON object, or when a
+// string that matters uses escapes: callers then fall back to
+// encoding/json.
+func scanCall(msg []byte) (method, name, id []byte, ok bool) {
 	s := scanner{b: msg}
 	// Keys match case-insensitively, as encoding/json (and so mcp-go) matches
 	// them.
@@ -15,11 +16,12 @@ func scanCall(msg []byte) (method, name []byte, hasID, ok bool) {
 			method, ok = s.plainString()
 			return ok
 		case asciiFold(key, "id"):
+			s.ws()
 			start := s.i
 			if !s.value() {
 				return false
 			}
-			hasID = string(msg[start:s.i]) != "null"
+			id = msg[start:s.i]
 			return true
 		case asciiFold(key, "params"):
 			s.ws()
@@ -36,11 +38,15 @@ func scanCall(msg []byte) (method, name []byte, hasID, ok bool) {
 		}
 		return s.value()
 	}) {
-		return nil, nil, false, false
+		return nil, nil, nil, false
 	}
 	s.ws()
-	return method, name, hasID, s.i == len(s.b)
+	return method, name, id, s.i == len(s.b)
 }
+
+// isRequestID reports whether id, an id member's raw value from scanCall,
+// makes its message a request: present and not null.
+func isRequestID(id []byte) bool { return id != nil && string(id) != "null" }
 
 // asciiFold reports whether key equals the lower-case ASCII word,
 // ignoring case. Keys are ASCII here (plainString refuses anything else).

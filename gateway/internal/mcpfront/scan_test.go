@@ -21,7 +21,8 @@ func TestScanCall(t *testing.T) {
 		{`[{"id":1,"method":"tools/call"}]`, "", "", false, false},
 		{`{"id":1,"method":"tools/call","params":{"name":"echo"}} trailing`, "", "", false, false},
 	} {
-		method, name, hasID, ok := scanCall([]byte(tc.msg))
+		method, name, id, ok := scanCall([]byte(tc.msg))
+		hasID := isRequestID(id)
 		if ok != tc.ok || (ok && (string(method) != tc.method || string(name) != tc.name || hasID != tc.hasID)) {
 			t.Errorf("scanCall(%s) = %q, %q, %v, %v; want %q, %q, %v, %v", tc.msg, method, name, hasID, ok, tc.method, tc.name, tc.hasID, tc.ok)
 		}
@@ -40,7 +41,8 @@ func FuzzScanCall(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		method, name, hasID, ok := scanCall(msg)
+		method, name, id, ok := scanCall(msg)
+		hasID := isRequestID(id)
 		if !ok || !json.Valid(msg) {
 			return
 		}
@@ -64,6 +66,9 @@ func FuzzScanCall(f *testing.F) {
 		if refHasID := len(ref.ID) > 0 && string(ref.ID) != "null"; refHasID != hasID {
 			t.Fatalf("hasID %v, json says %v (%s)", hasID, refHasID, ref.ID)
 		}
+		if (id != nil) != (ref.ID != nil) {
+			t.Fatalf("id member %q, json says %q", id, ref.ID)
+		}
 	})
 }
 
@@ -73,5 +78,25 @@ func BenchmarkPreflight(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		g.preflight(msg)
+	}
+}
+
+func TestReadHead(t *testing.T) {
+	for _, tc := range []struct {
+		msg      string
+		method   string
+		idMember bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"a\"b\n"}}}`, "initialize", true},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "notifications/initialized", false},
+		{`{"jsonrpc":"2.0","ID":null,"method":"notifications/initialized"}`, "notifications/initialized", true},
+		{`{"jsonrpc":"2.0","id":1,"\u006dethod":"initialize"}`, "initialize", true}, // decoded
+		{`{"jsonrpc":"2.0","id":1,"method":"init\u0069alize"}`, "initialize", true}, // decoded
+		{`{"jsonrpc":"2.0","method":`, "", false},
+	} {
+		method, idMember := readHead([]byte(tc.msg))
+		if string(method) != tc.method || idMember != tc.idMember {
+			t.Errorf("readHead(%s) = %q, %v; want %q, %v", tc.msg, method, idMember, tc.method, tc.idMember)
+		}
 	}
 }
