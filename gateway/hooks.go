@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -337,23 +338,23 @@ func (w *webhook) before(ctx context.Context, c *Call) *Result {
 func (w *webhook) after(ctx context.Context, c *Call, res *Result) *Result {
 	enc, err := res.MarshalJSON()
 	if err != nil {
-		return w.failedAfter(ctx, c, res, fmt.Errorf("encoding the result: %v", err))
+		return cmp.Or(w.failed(ctx, c, "after", fmt.Errorf("encoding the result: %v", err)), res)
 	}
 	a, err := w.ask(ctx, c, "after", enc)
 	if err != nil {
-		return w.failedAfter(ctx, c, res, err)
+		return cmp.Or(w.failed(ctx, c, "after", err), res)
 	}
 	switch {
 	case a.Decision == "deny":
 		return w.denied(a.Reason, "the call ran, but its result was withheld")
 	case a.Arguments != nil:
-		return w.failedAfter(ctx, c, res, errors.New(`the answer holds "arguments", which only an answer before the call may replace`))
+		return cmp.Or(w.failed(ctx, c, "after", errors.New(`the answer holds "arguments", which only an answer before the call may replace`)), res)
 	case a.Result == nil:
 		return res
 	}
 	d, err := mcpfront.DecodeResult(a.Result)
 	if err != nil || !bytes.HasPrefix(bytes.TrimSpace(a.Result), []byte("{")) {
-		return w.failedAfter(ctx, c, res, errors.New(`the answer's "result" is not an MCP tool result object`))
+		return cmp.Or(w.failed(ctx, c, "after", errors.New(`the answer's "result" is not an MCP tool result object`)), res)
 	}
 	d.Passthrough = nil // the gateway encodes it: the webhook's JSON is not forwarded as it is
 	return (*Result)(&d)
@@ -403,31 +404,23 @@ func (w *webhook) denied(reason, what string) *Result {
 	return errorResult(retry.Errorf(retry.Permission, "%s", reason))
 }
 
-// failed handles a failure of the webhook before the call: nil (go on)
-// under on_error allow, else a permission error saying the webhook
-// failed. A call whose client went away is cancelled either way.
+// failed handles a failure of the webhook in phase (before or after):
+// nil under on_error allow, so that the call goes on as if the webhook
+// had allowed it, else a permission error saying the webhook failed. A
+// call whose client went away is cancelled either way.
 func (w *webhook) failed(ctx context.Context, c *Call, phase string, err error) *Result {
+	about, refused := "it", "the call was refused"
+	if phase == "after" {
+		about, refused = "its result", "the call ran, but its result was withheld"
+	}
 	if ctx.Err() != nil {
-		return errorResult(retry.Errorf(retry.Cancelled, "the call to %q was cancelled while a webhook (hooks[%d]) was asked about it", c.Tool.Name, w.index))
+		return errorResult(retry.Errorf(retry.Cancelled, "the call to %q was cancelled while a webhook (hooks[%d]) was asked about %s", c.Tool.Name, w.index, about))
 	}
 	w.g.logger.Warn("hook webhook failed", "hook", w.index, "tool", c.Tool.Name, "phase", phase, "call_id", c.ID, "error", err.Error(), "allowed", w.allowOnError)
 	if w.allowOnError {
 		return nil
 	}
-	return errorResult(retry.Errorf(retry.Permission, "the call was refused because its webhook (hooks[%d]) failed: %v", w.index, err))
-}
-
-// failedAfter is failed for the webhook after the call: res under
-// on_error allow, else a permission error in its place.
-func (w *webhook) failedAfter(ctx context.Context, c *Call, res *Result, err error) *Result {
-	if ctx.Err() != nil {
-		return errorResult(retry.Errorf(retry.Cancelled, "the call to %q was cancelled while a webhook (hooks[%d]) was asked about its result", c.Tool.Name, w.index))
-	}
-	w.g.logger.Warn("hook webhook failed", "hook", w.index, "tool", c.Tool.Name, "phase", "after", "call_id", c.ID, "error", err.Error(), "allowed", w.allowOnError)
-	if w.allowOnError {
-		return res
-	}
-	return errorResult(retry.Errorf(retry.Permission, "the call ran, but its result was withheld because its webhook (hooks[%d]) failed: %v", w.index, err))
+	return errorResult(retry.Errorf(retry.Permission, "%s because its webhook (hooks[%d]) failed: %v", refused, w.index, err))
 }
 
 // redactResult returns res with every match of res's patterns replaced by
