@@ -83,18 +83,7 @@ func (s *scanner) ws() {
 // object reads an object, calling member for each key with the scanner
 // positioned before the value; member must consume the value.
 func (s *scanner) object(member func(key []byte) bool) bool {
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		return false
-	}
-	s.i++
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		return true
-	}
-	for {
-		s.ws()
+	return s.list('{', '}', func() bool {
 		key, ok := s.plainString()
 		if !ok {
 			return false
@@ -104,7 +93,26 @@ func (s *scanner) object(member func(key []byte) bool) bool {
 			return false
 		}
 		s.i++
-		if !member(key) {
+		return member(key)
+	})
+}
+
+// list reads the comma-separated items between open and close (an
+// object's members, an array's elements), calling item for each; item must
+// consume it.
+func (s *scanner) list(open, close byte, item func() bool) bool {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != open {
+		return false
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == close {
+		s.i++
+		return true
+	}
+	for {
+		if !item() {
 			return false
 		}
 		s.ws()
@@ -114,7 +122,7 @@ func (s *scanner) object(member func(key []byte) bool) bool {
 		switch s.b[s.i] {
 		case ',':
 			s.i++
-		case '}':
+		case close:
 			s.i++
 			return true
 		default:
@@ -154,30 +162,7 @@ func (s *scanner) value() bool {
 	case c == '{':
 		return s.object(func([]byte) bool { return s.value() })
 	case c == '[':
-		s.i++
-		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == ']' {
-			s.i++
-			return true
-		}
-		for {
-			if !s.value() {
-				return false
-			}
-			s.ws()
-			if s.i >= len(s.b) {
-				return false
-			}
-			switch s.b[s.i] {
-			case ',':
-				s.i++
-			case ']':
-				s.i++
-				return true
-			default:
-				return false
-			}
-		}
+		return s.list('[', ']', s.value)
 	case c == '"':
 		for j := s.i + 1; j < len(s.b); j++ {
 			switch s.b[j] {
