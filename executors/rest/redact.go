@@ -11,7 +11,7 @@ import (
 const redacted = redact.Redacted
 
 // secretReplacer returns a replacer of every non-empty secret, in each
-// encoding toolgate gives it (see [redact.Forms]), and of the Basic
+// encoding toolgate gives it (see [redact.NewReplacer]), and of the Basic
 // credentials net/http builds from user, the userinfo of the tool's URL
 // (nil: none), by [redacted]; nil when there is nothing to replace. So a
 // backend that echoes the request's Authorization header shows neither

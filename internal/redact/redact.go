@@ -18,25 +18,25 @@ import (
 // Redacted is what a secret is replaced by.
 const Redacted = "[redacted]"
 
-// MinEncodedLen is the length of the shortest secret whose base64 forms
+// minEncodedLen is the length of the shortest secret whose base64 forms
 // are replaced. The base64 of a shorter value is a few letters that occur
 // in ordinary text; replacing them would garble it and hide nothing worth
 // hiding (the raw value is still replaced).
-const MinEncodedLen = 6
+const minEncodedLen = 6
 
-// Forms returns the forms of secret that toolgate may send or show: the
+// encodings returns the forms of secret that toolgate may send or show: the
 // secret itself, query- and path-escaped, and (when it has at least
-// [MinEncodedLen] bytes) its standard base64, padded and unpadded. It
+// minEncodedLen bytes) its standard base64, padded and unpadded. It
 // returns nil for an empty secret.
-func Forms(secret string) []string {
+func encodings(secret string) []string {
 	if secret == "" {
 		return nil
 	}
-	forms := []string{secret, url.QueryEscape(secret), url.PathEscape(secret)}
-	if len(secret) >= MinEncodedLen {
-		forms = append(forms, base64Forms(secret)...)
+	fs := []string{secret, url.QueryEscape(secret), url.PathEscape(secret)}
+	if len(secret) >= minEncodedLen {
+		fs = append(fs, base64Forms(secret)...)
 	}
-	return forms
+	return fs
 }
 
 // BasicAuth returns the forms of the credentials net/http sends for a URL
@@ -54,15 +54,17 @@ func base64Forms(s string) []string {
 	return []string{base64.StdEncoding.EncodeToString([]byte(s)), base64.RawStdEncoding.EncodeToString([]byte(s))}
 }
 
-// NewReplacer returns a replacer of every form ([Forms]) of each secret,
-// and of each of the extra strings as they are, by [Redacted]; nil when
+// NewReplacer returns a replacer of every form of each secret (the
+// secret itself, query- and path-escaped, and from 6 bytes on its
+// standard base64, padded and unpadded), and of each of the extra
+// strings as they are, by [Redacted]; nil when
 // there is nothing to replace. Longer forms are tried first, so a secret
 // that contains another is replaced whole. A Replacer is safe for
 // concurrent use.
 func NewReplacer(secrets []string, extra ...string) *strings.Replacer {
 	var forms []string
 	for _, s := range secrets {
-		forms = append(forms, Forms(s)...)
+		forms = append(forms, encodings(s)...)
 	}
 	for _, s := range extra {
 		if s != "" {
