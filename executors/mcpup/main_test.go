@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,11 +157,11 @@ func (m *testManager) exec(t testing.TB, name string) executors.Executor {
 		return e
 	}
 	prefix, orig, _ := strings.Cut(name, Separator)
-	u := m.byName[prefix]
-	if u == nil {
+	i := slices.IndexFunc(m.ups, func(u *upstream) bool { return u.cfg.Name == prefix })
+	if i < 0 {
 		t.Fatalf("no upstream for tool %q", name)
 	}
-	return u.bind(orig)
+	return m.ups[i].bind(orig)
 }
 
 // start creates and starts a Manager for ups and closes it when t ends.

@@ -165,7 +165,6 @@ type Manager struct {
 	onState   func(string, bool)
 	onRestart func(string)
 	ups       []*upstream
-	byName    map[string]*upstream
 	ctx       context.Context // root of every goroutine m owns; cancelled by Close
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup // the supervisors started by Start
@@ -224,15 +223,12 @@ func New(ups []Upstream, opts *Options) (*Manager, error) {
 		onTools:   o.OnTools,
 		onState:   o.OnState,
 		onRestart: o.OnRestart,
-		byName:    make(map[string]*upstream, len(ups)),
 		ctx:       ctx,
 		cancel:    cancel,
 		threads:   make(map[*threadInstance]struct{}),
 	}
 	for _, cfg := range ups {
-		u := newUpstream(m, cfg)
-		m.ups = append(m.ups, u)
-		m.byName[u.cfg.Name] = u
+		m.ups = append(m.ups, newUpstream(m, cfg))
 	}
 	return m, nil
 }
