@@ -27,9 +27,6 @@ import (
 // secrets.
 const redactedText = "[redacted]"
 
-// maxWebhookAnswer caps the body of a webhook's answer.
-const maxWebhookAnswer = 1 << 20
-
 // hook is one configured hook (config.Hook), built once by New. The hooks
 // step runs its before function ahead of the call and its after function
 // on the result, for the calls it matches.
@@ -157,7 +154,7 @@ func (g *Gateway) newHook(i int, hc config.Hook, secrets []string) (*hook, error
 		}
 		h.before = func(_ context.Context, c *Call) *Result { return denyArgs(rules, c.Args) }
 	case config.HookWebhook:
-		wh, err := g.rest.Webhook(rest.WebhookSpec{URL: hc.URL, MaxResponseBytes: maxWebhookAnswer, Secrets: secrets})
+		wh, err := g.rest.Webhook(rest.WebhookSpec{URL: hc.URL, Secrets: secrets})
 		if err != nil {
 			errs = append(errs, err)
 			break

@@ -303,7 +303,7 @@ func TestHookWebhookFailure(t *testing.T) {
 		{"timeout after deny", block, config.PhaseAfter, config.OnErrorDeny, "permission", "result was withheld"},
 		{"status deny", status, config.PhaseBefore, config.OnErrorDeny, "permission", "answered HTTP 500"},
 		{"redirect not followed", redirect, config.PhaseBefore, config.OnErrorDeny, "permission", "answered HTTP 307"},
-		{"answer over 1 MiB", answerWith(`{"decision":"allow","reason":"` + strings.Repeat("x", maxWebhookAnswer) + `"}`), config.PhaseBefore, config.OnErrorDeny, "permission", "larger than 1048576 bytes"},
+		{"answer over 1 MiB", answerWith(`{"decision":"allow","reason":"` + strings.Repeat("x", 1<<20) + `"}`), config.PhaseBefore, config.OnErrorDeny, "permission", "larger than 1048576 bytes"},
 		{"bad JSON allow", answerWith("nope"), config.PhaseBefore, config.OnErrorAllow, "", "hi"},
 		{"bad JSON deny", answerWith("nope"), config.PhaseBefore, config.OnErrorDeny, "permission", "is not JSON"},
 	}

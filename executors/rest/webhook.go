@@ -15,9 +15,8 @@ import (
 	"github.com/toolgate/toolgate/retry"
 )
 
-// defaultWebhookBytes caps a webhook's answer when its spec sets no cap:
-// 1 MiB.
-const defaultWebhookBytes = 1 << 20
+// maxWebhookBytes caps the body of a webhook's answer: 1 MiB.
+const maxWebhookBytes = 1 << 20
 
 // WebhookSpec describes an HTTP endpoint that toolgate asks about calls
 // (a configured hook of type webhook).
@@ -25,8 +24,6 @@ type WebhookSpec struct {
 	// URL is the endpoint: an absolute http or https URL with no
 	// placeholders or fragment. Required.
 	URL string
-	// MaxResponseBytes caps the answer's body. Zero means 1 MiB.
-	MaxResponseBytes int64
 	// Secrets are scrubbed from every string of the payload, and from
 	// error messages, as from a REST tool's results.
 	Secrets []string
@@ -37,11 +34,10 @@ type WebhookSpec struct {
 // URL's host only, and a redirect is never followed (it is an answer
 // other than 2xx). A Webhook is safe for concurrent use.
 type Webhook struct {
-	client   *http.Client
-	u        *url.URL
-	shown    string // the URL as errors show it: no userinfo, query or fragment
-	secrets  *strings.Replacer
-	maxBytes int64
+	client  *http.Client
+	u       *url.URL
+	shown   string // the URL as errors show it: no userinfo, query or fragment
+	secrets *strings.Replacer
 }
 
 // Webhook checks s and returns its webhook. Problems are
@@ -65,12 +61,8 @@ func (e *Executor) Webhook(s WebhookSpec) (*Webhook, error) {
 		client: &http.Client{Transport: e.client.Transport, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		}},
-		u:        u,
-		secrets:  secretReplacer(s.Secrets, u.User),
-		maxBytes: s.MaxResponseBytes,
-	}
-	if w.maxBytes <= 0 {
-		w.maxBytes = defaultWebhookBytes
+		u:       u,
+		secrets: secretReplacer(s.Secrets, u.User),
 	}
 	c := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
 	w.shown = w.redact(c.String())
@@ -82,10 +74,10 @@ func (e *Executor) Webhook(s WebhookSpec) (*Webhook, error) {
 func (w *Webhook) String() string { return w.shown }
 
 // Post sends payload, a JSON value, with every secret replaced in its
-// strings and object keys, and returns the body of a 2xx answer. ctx
-// bounds the whole exchange. An error names the URL as [Webhook.String]
-// shows it; a failure of the transport wraps its cause (context.Canceled,
-// context.DeadlineExceeded, a net.Error).
+// strings and object keys, and returns the body of a 2xx answer of at
+// most 1 MiB. ctx bounds the whole exchange. An error names the URL as
+// [Webhook.String] shows it; a failure of the transport wraps its cause
+// (context.Canceled, context.DeadlineExceeded, a net.Error).
 func (w *Webhook) Post(ctx context.Context, payload json.RawMessage) ([]byte, error) {
 	body, err := w.scrub(payload)
 	if err != nil {
@@ -103,14 +95,14 @@ func (w *Webhook) Post(ctx context.Context, payload json.RawMessage) ([]byte, er
 		return nil, w.transportError("posting to", err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, w.maxBytes+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxWebhookBytes+1))
 	switch {
 	case err != nil:
 		return nil, w.transportError("reading the answer of", err)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		return nil, fmt.Errorf("%s answered HTTP %d", w.shown, resp.StatusCode)
-	case int64(len(b)) > w.maxBytes:
-		return nil, fmt.Errorf("the answer of %s is larger than %d bytes", w.shown, w.maxBytes)
+	case len(b) > maxWebhookBytes:
+		return nil, fmt.Errorf("the answer of %s is larger than %d bytes", w.shown, maxWebhookBytes)
 	}
 	return b, nil
 }
