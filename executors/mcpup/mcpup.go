@@ -202,7 +202,11 @@ func New(ups []Upstream, opts *Options) (*Manager, error) {
 			label = fmt.Sprintf("upstream #%d", i+1)
 		}
 		if err := up.Validate(); err != nil {
-			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			problems := []error{err}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				problems = j.Unwrap()
+			}
+			for _, e := range problems {
 				errs = append(errs, fmt.Errorf("%s: %w: %w", label, ErrInvalidUpstream, e))
 			}
 		}
