@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -396,5 +398,23 @@ func TestRESTSecretNeverInError(t *testing.T) {
 		if !strings.Contains(l, "(value came from ") {
 			t.Errorf("error does not say the value came from the environment: %s", l)
 		}
+	}
+}
+
+// TestConfigCheckSpecURLCase pins down that a spec URL whose scheme is
+// written in capitals, which config accepts, is fetched, not opened as a
+// file (whose error would quote the URL, query and all).
+func TestConfigCheckSpecURLCase(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	u := "HTTP://" + strings.TrimPrefix(srv.URL, "http://") + "/spec?token=t0ken"
+	lines := checkLines(t, yamlLines(
+		"openapi:",
+		"  - name: o",
+		"    spec: '"+u+"'",
+	), nil)
+	want := []string{"t.yaml:3:11: openapi[0].spec: fetching the spec: HTTP 404"}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("New errors mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -296,9 +296,11 @@ func restSecrets(all []string) []string {
 	return out
 }
 
-// readSpec reads an OpenAPI document from a file or an http(s) URL.
+// readSpec reads an OpenAPI document from a file or an http(s) URL,
+// told apart as config told them apart when it checked the location: a
+// URL holds "://" (and config has checked its scheme, in any case).
 func (g *Gateway) readSpec(location string) ([]byte, error) {
-	if !strings.HasPrefix(location, "http://") && !strings.HasPrefix(location, "https://") {
+	if !strings.Contains(location, "://") {
 		f, err := os.Open(location)
 		if err != nil {
 			return nil, fmt.Errorf("reading the spec: %w", err)
