@@ -198,21 +198,34 @@ func (s *server) Stderr() string {
 // Signal sends sig to the process.
 func (s *server) Signal(t *testing.T, sig os.Signal) {
 	t.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("sending %v to toolgate serve: %v", sig, err)
-	}
+	signalProcess(t, "toolgate serve", s.cmd, sig)
 }
 
 // Wait waits at most d for the process to exit and returns its exit code.
 func (s *server) Wait(t *testing.T, d time.Duration) int {
 	t.Helper()
+	return waitExit(t, "toolgate serve", s.cmd, s.exited, d)
+}
+
+// signalProcess sends sig to cmd's process, which what names.
+func signalProcess(t *testing.T, what string, cmd *exec.Cmd, sig os.Signal) {
+	t.Helper()
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("sending %v to %s: %v", sig, what, err)
+	}
+}
+
+// waitExit waits at most d for cmd's process, which what names, to exit
+// (exited is closed once it is reaped) and returns its exit code.
+func waitExit(t *testing.T, what string, cmd *exec.Cmd, exited <-chan struct{}, d time.Duration) int {
+	t.Helper()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
-	case <-s.exited:
-		return s.cmd.ProcessState.ExitCode()
+	case <-exited:
+		return cmd.ProcessState.ExitCode()
 	case <-timer.C:
-		t.Fatalf("toolgate serve did not exit within %v", d)
+		t.Fatalf("%s did not exit within %v", what, d)
 		return -1
 	}
 }

@@ -141,23 +141,13 @@ func (s *signalStdio) waitStderr(t *testing.T, substr string) {
 
 func (s *signalStdio) signal(t *testing.T, sig os.Signal) {
 	t.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("sending %v to toolgate stdio: %v", sig, err)
-	}
+	signalProcess(t, "toolgate stdio", s.cmd, sig)
 }
 
 // wait waits at most d for the process to exit and returns its exit code.
 func (s *signalStdio) wait(t *testing.T, d time.Duration) int {
 	t.Helper()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-s.exited:
-		return s.cmd.ProcessState.ExitCode()
-	case <-timer.C:
-		t.Fatalf("toolgate stdio did not exit within %v", d)
-		return -1
-	}
+	return waitExit(t, "toolgate stdio", s.cmd, s.exited, d)
 }
 
 // startSleep initializes the session and starts a sleep call of ms with id
