@@ -113,14 +113,9 @@ func (w *Webhook) scrub(payload json.RawMessage) ([]byte, error) {
 	if w.secrets == nil {
 		return payload, nil
 	}
-	d := json.NewDecoder(bytes.NewReader(payload))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	if d.More() {
-		return nil, errors.New("payload holds more than one JSON value")
+	v, ok := decodeBody(payload)
+	if !ok {
+		return nil, errors.New("the payload is not one JSON value")
 	}
 	return json.Marshal(replaceValue(w.secrets, v))
 }
