@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -121,24 +120,7 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 // joinPositioned joins errs (*config.PosError values) sorted by their
 // position in the file, as config reports its own problems; problems at
 // the same place keep their order.
-func joinPositioned(errs []error) error {
-	slices.SortStableFunc(errs, func(a, b error) int {
-		pa, _ := errors.AsType[*config.PosError](a)
-		pb, _ := errors.AsType[*config.PosError](b)
-		if pa == nil || pb == nil {
-			return cmp.Compare(boolInt(pa == nil), boolInt(pb == nil))
-		}
-		return cmp.Or(cmp.Compare(pa.Line, pb.Line), cmp.Compare(pa.Col, pb.Col))
-	})
-	return errors.Join(errs...)
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
+func joinPositioned(errs []error) error { return joinProblems(errs...) }
 
 // documentErrors places the problems the REST executor found in the spec
 // of tool, made from an OpenAPI document, at path (the source's spec):
