@@ -116,7 +116,6 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	for _, o := range cfg.OpenAPI {
 		g.reg.ReserveNamespaces(o.Name)
 	}
-	g.chain.Store(new(g.buildChain(nil)))
 	g.root, g.rootCancel = context.WithCancelCause(context.Background())
 	g.pool = threadctx.NewPool(&threadctx.Options{
 		IdleTTL:      cfg.Threads.IdleTTL.D(),
@@ -165,6 +164,9 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 			return nil, err
 		}
 	}
+	// Built last: its steps decide at build time what is configured (the
+	// loop guard, hooks). Nothing calls before New returns.
+	g.chain.Store(new(g.buildChain(nil)))
 	return g, nil
 }
 

@@ -59,6 +59,9 @@ func (h *hook) matches(c *Call) bool {
 // Then the call runs, and each after function (webhook after, redact,
 // truncate) gets the result in turn.
 func (g *Gateway) hooks(next Handler) Handler {
+	if len(g.hookSet) == 0 {
+		return next
+	}
 	return func(ctx context.Context, c *Call) (*Result, error) {
 		var matched []*hook
 		for _, h := range g.hookSet {
