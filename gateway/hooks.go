@@ -110,7 +110,7 @@ func (g *Gateway) buildHooks(cfg *config.Config) error {
 	}
 	if len(errs) > 0 {
 		g.hookSet = nil
-		return joinPositioned(errs)
+		return joinProblems(errs...)
 	}
 	return nil
 }

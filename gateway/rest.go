@@ -112,15 +112,10 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 		g.metrics.circuitState(backend, g.res.backends.Get(backend).State())
 	}
 	if len(errs) > 0 {
-		return nil, joinPositioned(errs)
+		return nil, joinProblems(errs...)
 	}
 	return bound, nil
 }
-
-// joinPositioned joins errs (*config.PosError values) sorted by their
-// position in the file, as config reports its own problems; problems at
-// the same place keep their order.
-func joinPositioned(errs []error) error { return joinProblems(errs...) }
 
 // documentErrors places the problems the REST executor found in the spec
 // of tool, made from an OpenAPI document, at path (the source's spec):

@@ -48,7 +48,7 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 	}
 	errs = append(errs, upstreamNameErrors(cfg)...)
 	if len(errs) > 0 {
-		return joinPositioned(errs)
+		return joinProblems(errs...)
 	}
 	m, err := mcpup.New(ups, &mcpup.Options{
 		Logger: g.logger,
