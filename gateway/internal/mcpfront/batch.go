@@ -257,8 +257,7 @@ func (f *Front) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *httpPa
 		return
 	}
 	// Only a session initialized over streamable HTTP: mcp-go registers
-	// the sessions of every transport in one table, and a GET may register
-	// an ID it never issued.
+	// the sessions of every transport (SSE, stdio) in one table.
 	c := f.liveClient(sid)
 	version := c.streamableVersion()
 	if version == "" {
