@@ -33,6 +33,9 @@ type Config struct {
 	// Hooks run, in order, around the calls they match: redact, truncate,
 	// deny_args and webhook. Default none.
 	Hooks []Hook `yaml:"hooks"`
+	// Auth configures inbound authentication, per-principal tool
+	// permissions and limits. Default none: no authentication.
+	Auth Auth `yaml:"auth"`
 
 	// Source is where the configuration came from: a file path, or
 	// "(embedded default)". Set by the loader.

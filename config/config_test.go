@@ -90,6 +90,7 @@ func want(mutate func(*Config)) *Config {
 		Threads: Threads{IdleTTL: Duration(30 * time.Minute), MaxInstances: 1000},
 		Guards:  Guards{NameRepair: true, Loop: LoopGuard{Threshold: 3, Action: LoopBlock}},
 		Log:     Log{Level: "info", Format: "text"},
+		Auth:    Auth{MaxSessions: 100},
 		Source:  "t.yaml",
 	}
 	if mutate != nil {
@@ -178,6 +179,7 @@ func TestParseValues(t *testing.T) {
 				Guards:    Guards{NameRepair: false, Loop: LoopGuard{Threshold: 3, Action: LoopBlock}},
 				Log:       Log{Level: "debug", Format: "json"},
 				Builtin:   []string{"calc", "sleep"},
+				Auth:      Auth{MaxSessions: 100},
 				Source:    "t.yaml",
 			},
 		},
@@ -287,7 +289,7 @@ func TestParseErrors(t *testing.T) {
 			"unknown top-level key",
 			yamlLines("builtins: [calc]"),
 			nil,
-			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks"},
+			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth"},
 		},
 		{
 			"odd key is quoted in the path",
@@ -359,7 +361,7 @@ func TestParseErrors(t *testing.T) {
 			"root must be a mapping",
 			yamlLines("- calc"),
 			nil,
-			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, got a list`},
+			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, got a list`},
 		},
 		{
 			"duration without a unit",
@@ -883,8 +885,8 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	// The commented-out upstreams block documents its keys too; it must
 	// load and validate once uncommented (TestExampleUpstreams checks what
 	// it loads to).
-	// So does the commented-out hooks block.
-	for _, name := range []string{"upstreams", "hooks"} {
+	// So do the commented-out hooks and auth blocks.
+	for _, name := range []string{"upstreams", "hooks", "auth"} {
 		block := commentedBlock(t, string(data), "# BEGIN "+name+" example", "# END "+name+" example")
 		if _, err := Parse("example-"+name, []byte(block), &Options{LookupEnv: envOf(nil)}); err != nil {
 			t.Errorf("the commented %s example does not load once uncommented:\n%v", name, err)

@@ -66,6 +66,7 @@ func defaults() Config {
 		Threads: Threads{IdleTTL: Duration(30 * time.Minute), MaxInstances: 1000},
 		Guards:  Guards{NameRepair: true, Loop: LoopGuard{Threshold: 3, Action: LoopBlock}},
 		Log:     Log{Level: "info", Format: "text"},
+		Auth:    Auth{MaxSessions: defaultPrincipalSessions},
 	}
 }
 
@@ -111,6 +112,7 @@ func Parse(name string, data []byte, opts *Options) (*Config, error) {
 	complete(&cfg, name, d.written)
 	completeUpstreams(&cfg, name, d.written)
 	completeHooks(&cfg, d.written)
+	completeAuth(&cfg)
 	errs := append(d.errs, validate(&cfg, opts, name, d)...)
 	if err := joinSorted(errs); err != nil {
 		return nil, err

@@ -124,6 +124,7 @@ func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 	c.restSections(cfg)
 	c.upstreams(cfg)
 	c.hooks(cfg)
+	c.auth(cfg)
 	c.resilience(&cfg.Defaults)
 	return c.errs
 }
