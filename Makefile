@@ -12,7 +12,10 @@ NPM_DIR := tests/npm
 test: fmt-check vet npm-deps chromium
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
-# The real MCP servers the end-to-end tests run behind toolgate, pinned in
+# The real MCP servers the end-to-end tests run behind toolgate, the official
+# MCP conformance suite and the Node 22 it runs on (tests/npm/node_modules/
+# .bin/node: the prebuilt node-<os>-<cpu> package matching this machine, an
+# optional dependency, so no install script runs), pinned in
 # tests/npm/package-lock.json. Reinstalled when the lockfile changes.
 npm-deps: $(NPM_DIR)/node_modules/.package-lock.json
 
