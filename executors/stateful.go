@@ -96,6 +96,9 @@ func evictionNotice(tool string, ev threadctx.Eviction) string {
 	switch ev.Reason {
 	case threadctx.EvictedForRoom:
 		why = fmt.Sprintf("evicted (threads.max_instances of %d reached)", ev.MaxInstances)
+		if ev.OwnerCap > 0 {
+			why = fmt.Sprintf("evicted (its principal's cap of %d instances reached: auth.max_instances, or an equal share of threads.max_instances)", ev.OwnerCap)
+		}
 	case threadctx.EvictedIdle:
 		why = fmt.Sprintf("closed after being idle for threads.idle_ttl (%v)", ev.IdleTTL)
 	}

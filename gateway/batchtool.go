@@ -192,7 +192,7 @@ func (g *Gateway) batchCall(ctx context.Context, outer *Call, name string, args 
 		return outcome(r.tool.Name, start, errorResult(retry.Errorf(retry.Validation,
 			"%s cannot run inside %s; list its calls in the outer batch", BatchToolName, BatchToolName)))
 	}
-	c := &Call{Name: name, route: r, Raw: args, Principal: outer.Principal, Session: outer.Session, Thread: outer.Thread}
+	c := &Call{Name: name, route: r, Raw: args, Principal: outer.Principal, ident: outer.ident, Session: outer.Session, Thread: outer.Thread}
 	if string(args) == "null" {
 		c.Raw = nil
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -55,6 +56,10 @@ type Call struct {
 	elicit func(ctx context.Context, message string, requestedSchema map[string]any) (action string, content map[string]any, err error)
 
 	attempts int // attempts made so far, counted by executors.Call.OnAttempt
+
+	// ident is who makes the call and what it may do (auth.go); nil for
+	// the embedding program's own calls. Principal is its name.
+	ident *principal.Identity
 }
 
 // Result is what a call returns: content parts, structured content, and,

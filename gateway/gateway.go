@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/threadctx"
 )
@@ -62,6 +63,7 @@ type Gateway struct {
 	res         *resilience
 	events      *eventBus // call lifecycle events (events.go)
 	front       *mcpfront.Front
+	auth        *auth.Authenticator // nil without authentication (auth.go)
 	unsubscribe func()
 	regMu       sync.Mutex // serialises Register* and Unregister
 
@@ -120,6 +122,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.pool = threadctx.NewPool(&threadctx.Options{
 		IdleTTL:      cfg.Threads.IdleTTL.D(),
 		MaxInstances: cfg.Threads.MaxInstances,
+		PerOwner:     cfg.Auth.MaxInstances,
 		Logger:       g.logger,
 	})
 	g.stateful = executors.NewStateful(g.pool)
@@ -137,12 +140,18 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		OnResponse: g.metrics.httpResponse,
 		OnRetry:    g.metrics.retry,
 	})
+	g.auth = auth.New(&cfg.Auth, nil, g.logger)
+	principalSessions, authenticate := 0, (func(h http.Handler) http.Handler)(nil)
+	if g.auth != nil {
+		principalSessions, authenticate = cfg.Auth.SessionCap(), g.auth.Middleware
+	}
 	s := cfg.Server
 	g.front = mcpfront.New(frontBackend{g}, mcpfront.Options{
 		Name: "toolgate", Version: g.version, Instructions: instructions,
 		Logger:  g.logger,
 		MCPPath: s.MCPPath, SSE: s.SSE, SessionIdleTTL: s.SessionIdleTTL.D(), MaxSessions: s.MaxSessions,
 		MaxBodyBytes: s.MaxBodyBytes, ReadTimeout: s.ReadTimeout.D(), AllowedOrigins: s.AllowedOrigins,
+		MaxSessionsPerPrincipal: principalSessions, Authenticate: authenticate,
 	})
 	g.unsubscribe = g.reg.Subscribe(g.syncTools)
 	// Every problem of the file at once: REST and OpenAPI sources, then
@@ -213,7 +222,11 @@ func (g *Gateway) Use(mw ...Middleware) {
 // content decoded into Content and Structured, and the upstream's JSON in
 // Passthrough.
 func (g *Gateway) Call(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (*Result, error) {
-	res, err := g.handle(ctx, &Call{Name: name, Raw: args, Meta: meta})
+	c := &Call{Name: name, Raw: args, Meta: meta}
+	if id := g.embedderIdentity(ctx); id != nil {
+		c.ident, c.Principal = id, id.Name
+	}
+	res, err := g.handle(ctx, c)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/toolgate/toolgate/internal/auth"
 )
 
 // Handler returns the gateway's HTTP handler: MCP over streamable HTTP at
@@ -22,7 +24,11 @@ import (
 // unless their origin is in server.allowed_origins. Every endpoint but
 // /healthz, which shows nothing, refuses a request that reached a loopback
 // address naming a Host that is not loopback (DNS rebinding protection;
-// see loopbackHost). The same handler is returned on every call.
+// see loopbackHost). With authentication configured, every endpoint but
+// /healthz and the protected resource metadata (RFC 9728, at
+// /.well-known/oauth-protected-resource and that path followed by the MCP
+// path) needs a bearer token; CORS preflights are answered without one.
+// The same handler is returned on every call.
 func (g *Gateway) Handler() http.Handler {
 	g.httpOnce.Do(func() {
 		r := chi.NewRouter()
@@ -30,17 +36,23 @@ func (g *Gateway) Handler() http.Handler {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			_, _ = io.WriteString(w, "ok\n")
 		})
+		r.Get(auth.MetadataPath, g.auth.ServeMetadata)
+		r.Get(auth.MetadataPath+g.cfg.Server.MCPPath, g.auth.ServeMetadata)
+		authed := func(h http.Handler) http.Handler { return h }
+		if g.auth != nil {
+			authed = g.auth.Middleware
+		}
 		// Everything else shows tool, upstream or backend names, or call
 		// data: the DNS rebinding rule, before anything else answers (mcp-go
 		// applies it too, but after toolgate's session checks).
 		r.Group(func(r chi.Router) {
 			r.Use(loopbackHost)
-			r.Get("/readyz", g.serveReady)
-			r.Handle("/metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg}))
+			r.Handle("/readyz", authed(http.HandlerFunc(g.serveReady)))
+			r.Handle("/metrics", authed(promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg})))
 			// Call data: the MCP endpoint's origin rules, GETs included,
-			// and, once authentication exists, its auth.
-			r.Handle("/events", readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, http.HandlerFunc(g.serveEvents)))
-			ui := readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, http.HandlerFunc(g.serveUI))
+			// and its auth.
+			r.Handle("/events", readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, authed(http.HandlerFunc(g.serveEvents))))
+			ui := readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, authed(http.HandlerFunc(g.serveUI)))
 			r.Handle("/ui", ui)
 			r.Handle("/ui/*", ui)
 			g.front.Mount(r)

@@ -25,15 +25,22 @@ import (
 // rawSession speaks JSON-RPC over streamable HTTP by hand, so tests can see
 // what goes over the wire (error codes, error data, HTTP statuses).
 type rawSession struct {
-	t    *testing.T
-	url  string
-	id   string
-	next int
+	t     *testing.T
+	url   string
+	id    string
+	next  int
+	token string // sent as a bearer token when not empty
 }
 
 func newRawSession(t *testing.T, url string) *rawSession {
 	t.Helper()
-	s := &rawSession{t: t, url: url}
+	return newRawSessionAs(t, url, "")
+}
+
+// newRawSessionAs opens a session authenticated with a bearer token.
+func newRawSessionAs(t *testing.T, url, token string) *rawSession {
+	t.Helper()
+	s := &rawSession{t: t, url: url, token: token}
 	status, body, hdr := s.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, mcp.ProtocolVersion20251125))
 	if status != http.StatusOK {
 		t.Fatalf("initialize: HTTP %d: %s", status, body)
@@ -48,6 +55,9 @@ func newRawSession(t *testing.T, url string) *rawSession {
 	t.Cleanup(func() {
 		req, _ := http.NewRequest(http.MethodDelete, s.url, nil)
 		req.Header.Set("Mcp-Session-Id", s.id)
+		if s.token != "" {
+			req.Header.Set("Authorization", "Bearer "+s.token)
+		}
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
@@ -63,6 +73,9 @@ func (s *rawSession) post(body string) (int, []byte, http.Header) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
 	if s.id != "" {
 		req.Header.Set("Mcp-Session-Id", s.id)
 		req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)

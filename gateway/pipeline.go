@@ -52,6 +52,8 @@ var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the c
 //	validate  arguments against the tool's input schema; violations are a
 //	          validation result listing each, and the tool is never called
 //	thread    the thread the call runs in, decided once
+//	permit    the principal's tool permissions and rate limit (auth.go);
+//	          nothing for calls without a principal
 //	guard     the loop guard: a thread repeating one call past
 //	          guards.loop.threshold is blocked, warned or asked (guard.go)
 //	hooks     the configured hooks: deny_args and webhooks before the call,
@@ -61,9 +63,6 @@ var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the c
 //	dispatch  the tool's executor, bound at registration, under its
 //	          deadline and retry plan (executors.Dispatcher)
 //	map       the executor's result or error → [Result]
-//
-// Permission (inbound authentication) is the step the security issue puts
-// between thread and guard.
 
 // step is one link of the chain.
 type step func(next Handler) Handler
@@ -85,6 +84,7 @@ func (g *Gateway) buildChain(use []Middleware) Handler {
 		g.track,
 		g.validate,
 		g.thread,
+		g.permit,
 		g.guard,
 		g.hooks,
 	}
@@ -251,6 +251,10 @@ func (g *Gateway) namedThread(c *Call) (string, error) {
 			// An empty name means "no explicit thread".
 		case len(s) > maxThreadIDLen:
 			return "", retry.Errorf(retry.Validation, "_meta %q is %d bytes long; use at most %d", ThreadMetaKey, len(s), maxThreadIDLen)
+		case c.Principal != "":
+			// Each principal names its own threads: another's of the
+			// same name is out of reach.
+			return "t:" + c.Principal + "\x00" + s, nil
 		default:
 			return "t:" + s, nil
 		}

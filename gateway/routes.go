@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -191,7 +192,8 @@ func (g *Gateway) serveFront(r *route) func(context.Context, *mcpfront.Request) 
 				return (*executors.Result)(errorResult(retry.Errorf(retry.NotFound, "tool %q was just removed; call tools/list", name)))
 			}
 		}
-		c := &Call{Name: r.tool.Name, route: r, input: req.Args, decoded: true, Raw: req.Raw, Meta: req.Meta, Session: req.Session, Progress: req.Progress, elicit: req.Elicit}
+		c := &Call{Name: r.tool.Name, route: r, input: req.Args, decoded: true, Raw: req.Raw, Meta: req.Meta, Session: req.Session, Progress: req.Progress, elicit: req.Elicit,
+			ident: req.Identity, Principal: principal.NameOf(req.Identity)}
 		res, err := g.handle(ctx, c)
 		if err != nil {
 			res = errorResult(err)

@@ -26,7 +26,9 @@ type NotFoundError struct {
 	// Ambiguous reports that Name was refused because it could be repaired
 	// to more than one registered name (the Suggestions).
 	Ambiguous bool
-	// Available is how many tools were registered at the time.
+	// Available is how many tools were registered at the time; negative
+	// when the caller may see only some of them (the message then gives
+	// no count).
 	Available int
 }
 
@@ -69,6 +71,8 @@ func (e *NotFoundError) Error() string {
 		b.WriteString("; did you mean ")
 		list(e.Suggestions)
 		b.WriteString("?")
+	case e.Available < 0:
+		b.WriteString("; call tools/list to see the tools available to you")
 	case e.Available == 0:
 		b.WriteString("; no tools are available")
 	case e.Available == 1:

@@ -18,15 +18,17 @@ const module = "github.com/toolgate/toolgate"
 var allowed = map[string][]string{
 	"cmd/toolgate":              {"builtin", "config", "gateway", "registry"},
 	"builtin":                   {"registry", "executors", "retry"},
-	"gateway":                   {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "internal/httpheader", "threadctx", "retry", "schemas"},
-	"gateway/internal/mcpfront": {"executors", "registry"},
+	"gateway":                   {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "internal/auth", "internal/httpheader", "internal/principal", "threadctx", "retry", "schemas"},
+	"gateway/internal/mcpfront": {"executors", "internal/principal", "registry"},
 	"executors/mcpup":           {"executors", "internal/httpheader", "internal/redact", "registry", "threadctx", "retry"},
 	"executors":                 {"registry", "threadctx", "retry"},
 	"executors/rest":            {"executors", "internal/httpheader", "internal/redact", "registry", "retry"},
 	"executors/rest/openapi":    {"executors/rest", "registry"},
 	"registry":                  {"schemas", "internal/keypath"},
 	"schemas":                   {},
-	"threadctx":                 {},
+	"threadctx":                 {"internal/principal"},
+	"internal/principal":        {},
+	"internal/auth":             {"config", "internal/principal"},
 	"retry":                     {},
 	"retry/retrytest":           {},
 	"internal/httpheader":       {},
@@ -49,6 +51,8 @@ var thirdParty = map[string][]string{
 	"github.com/goccy/go-yaml":              {"config"},
 	"github.com/hashicorp/go-retryablehttp": {"executors/rest"},
 	"github.com/getkin/kin-openapi":         {"executors/rest/openapi"},
+	"github.com/coreos/go-oidc":             {"internal/auth"},
+	"golang.org/x/time/rate":                {"internal/auth"},
 }
 
 func TestLayering(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/principal"
 )
 
 // ErrCapacity reports that the pool is at [Options.MaxInstances] and no idle
@@ -61,7 +63,11 @@ type Eviction struct {
 	// MaxInstances is the pool's cap (for EvictedForRoom); IdleTTL is its
 	// idle TTL (for EvictedIdle). The other is zero.
 	MaxInstances int
-	IdleTTL      time.Duration
+	// OwnerCap, for EvictedForRoom, is the cap of the instance's owner
+	// when the owner was at it (the owner made room for its own new
+	// instance); 0 when the pool as a whole was full.
+	OwnerCap int
+	IdleTTL  time.Duration
 	// At is when the instance was evicted.
 	At time.Time
 }
@@ -75,6 +81,14 @@ type Options struct {
 	// MaxInstances caps the live instances across all threads and tools,
 	// counting those being created. Zero or negative means 1000.
 	MaxInstances int
+	// PerOwner caps the instances of one owner: the principal
+	// ([principal.From]) of the Acquire that created them. Zero or
+	// negative gives each owner an equal share of MaxInstances among the
+	// owners holding instances. An owner at its cap makes room by
+	// evicting its own least recently used idle instance; room under
+	// MaxInstances is made from the requester's own instances or those
+	// of owners over their cap, never from an owner at or under its cap.
+	PerOwner int
 	// Logger receives Warn records for instances whose Close fails (keys
 	// "thread", a hash of the thread ID, and "tool"), Info records when an
 	// evicted instance is replaced (key "reason" added) and Debug records
@@ -114,6 +128,7 @@ type Pool struct {
 	// Fixed at creation.
 	idleTTL     time.Duration
 	max         int
+	perOwner    int
 	logger      *slog.Logger
 	stopJanitor context.CancelFunc
 	janitor     sync.WaitGroup
@@ -125,6 +140,7 @@ type Pool struct {
 	mu      sync.Mutex
 	closed  bool
 	entries map[slot]*entry // live instances, including ones being created
+	owners  map[string]int  // live instances (entries) per owner
 	// evicted maps the slots of evicted instances not yet replaced to their
 	// element in evictions, a list of *evictionRecord, oldest first, of at
 	// most maxEvicted.
@@ -147,6 +163,7 @@ type slot struct {
 // entry is one instance, from the start of its creation until it is closed.
 type entry struct {
 	slot  slot
+	owner string        // the principal whose Acquire created it
 	ready chan struct{} // closed by the creator when creation has ended
 
 	// Written under Pool.mu by the creator before ready is closed;
@@ -191,9 +208,11 @@ func NewPool(opts *Options) *Pool {
 	p := &Pool{
 		idleTTL:     o.IdleTTL,
 		max:         o.MaxInstances,
+		perOwner:    o.PerOwner,
 		logger:      o.Logger,
 		stopJanitor: cancel,
 		entries:     make(map[slot]*entry),
+		owners:      make(map[string]int),
 		evicted:     make(map[slot]*list.Element),
 		maxEvicted:  max(2*o.MaxInstances, minEvictionMemory),
 	}
@@ -254,22 +273,33 @@ func (p *Pool) acquire(ctx context.Context, s slot, spec Spec) (l *Lease, retry 
 		return p.join(ctx, e)
 	}
 	replaces := p.takeEvictionLocked(s) // before remembering another, which may push it out
+	owner := principal.NameOf(principal.From(ctx))
 	var evicted *entry
-	if len(p.entries) >= p.max {
-		evicted = p.lruIdleLocked()
+	atCap := p.owners[owner] >= p.ownerCapLocked(owner)
+	if atCap || len(p.entries) >= p.max {
+		evicted = p.lruIdleLocked(owner, atCap)
 		if evicted == nil {
 			if replaces != nil {
 				p.rememberLocked(s, *replaces)
 			}
 			p.mu.Unlock()
+			if atCap && owner != "" {
+				return nil, false, fmt.Errorf("acquiring instance of %q: all %d thread instances of principal %q are in use (auth.max_instances); wait for calls to finish: %w",
+					s.key, p.ownerCapLocked(owner), owner, ErrCapacity)
+			}
 			return nil, false, fmt.Errorf("acquiring instance of %q: all %d thread instances are in use; raise threads.max_instances or wait for calls to finish: %w",
 				s.key, p.max, ErrCapacity)
 		}
 		p.discardLocked(evicted) // idle, so it is ours to close
-		p.rememberLocked(evicted.slot, Eviction{Reason: EvictedForRoom, MaxInstances: p.max, At: time.Now()})
+		ev := Eviction{Reason: EvictedForRoom, MaxInstances: p.max, At: time.Now()}
+		if atCap && len(p.entries)+1 < p.max {
+			ev.OwnerCap = p.ownerCapLocked(owner)
+		}
+		p.rememberLocked(evicted.slot, ev)
 	}
-	e := &entry{slot: s, ready: make(chan struct{}), creating: true, refs: 1, replaces: replaces}
+	e := &entry{slot: s, owner: owner, ready: make(chan struct{}), creating: true, refs: 1, replaces: replaces}
 	p.entries[s] = e
+	p.owners[owner]++
 	p.mu.Unlock()
 
 	if evicted != nil {
@@ -290,8 +320,7 @@ func (p *Pool) create(ctx context.Context, e *entry, spec Spec) (*Lease, error) 
 		e.err = fmt.Errorf("creating instance of %q: %w", e.slot.key, err)
 		e.retry = ctx.Err() != nil
 		if !e.discarded {
-			delete(p.entries, e.slot)
-			e.discarded = true
+			p.removeLocked(e)
 		}
 		e.refs--
 		e.finished = true // nothing to close
@@ -410,15 +439,34 @@ func (p *Pool) drop(e *entry, leased bool) {
 }
 
 // lruIdleLocked returns the idle entry (no ref, not being created) used
-// least recently, or nil if none is idle. p.mu must be held.
-func (p *Pool) lruIdleLocked() *entry {
+// least recently that may make room for a new instance of owner, or nil if
+// there is none: with own, one of owner's; otherwise one of owner's or of
+// an owner over its cap. p.mu must be held.
+func (p *Pool) lruIdleLocked(owner string, own bool) *entry {
 	var lru *entry
 	for _, e := range p.entries {
-		if e.refs == 0 && !e.creating && (lru == nil || e.lastUsed.Before(lru.lastUsed)) {
+		if e.refs != 0 || e.creating || lru != nil && !e.lastUsed.Before(lru.lastUsed) {
+			continue
+		}
+		if e.owner == owner || !own && p.owners[e.owner] > p.ownerCapLocked(e.owner) {
 			lru = e
 		}
 	}
 	return lru
+}
+
+// ownerCapLocked is how many instances owner may hold: Options.PerOwner,
+// or an equal share of MaxInstances among the owners holding instances,
+// owner counted. p.mu must be held.
+func (p *Pool) ownerCapLocked(owner string) int {
+	if p.perOwner > 0 {
+		return min(p.perOwner, p.max)
+	}
+	n := len(p.owners)
+	if p.owners[owner] == 0 {
+		n++
+	}
+	return max(p.max/n, 1)
 }
 
 // discardLocked removes e from the pool and reports whether the caller must
@@ -426,10 +474,19 @@ func (p *Pool) lruIdleLocked() *entry {
 // must be held.
 func (p *Pool) discardLocked(e *entry) bool {
 	if !e.discarded {
-		delete(p.entries, e.slot)
-		e.discarded = true
+		p.removeLocked(e)
 	}
 	return p.finishLocked(e)
+}
+
+// removeLocked takes e out of the pool's entries and its owner's count.
+// p.mu must be held.
+func (p *Pool) removeLocked(e *entry) {
+	delete(p.entries, e.slot)
+	e.discarded = true
+	if p.owners[e.owner]--; p.owners[e.owner] <= 0 {
+		delete(p.owners, e.owner)
+	}
 }
 
 // finishLocked reports, once per entry, that e is discarded and unused, so

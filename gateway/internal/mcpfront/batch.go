@@ -209,7 +209,7 @@ func (f *Front) serveElement(ctx context.Context, e batchElem, handle elementHan
 			}
 		}
 	}()
-	pre, fwd := f.preflight(e.msg)
+	pre, fwd := f.preflight(e.msg, f.identity(ctx))
 	if pre != nil {
 		return pre
 	}
@@ -259,6 +259,10 @@ func (f *Front) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *httpPa
 	// Only a session initialized over streamable HTTP: mcp-go registers
 	// the sessions of every transport (SSE, stdio) in one table.
 	c := f.liveClient(sid)
+	if !ownedBy(c, r) {
+		writeUnknownSession(w) // another principal's
+		return
+	}
 	version := c.streamableVersion()
 	if version == "" {
 		writeUnknownSession(w)

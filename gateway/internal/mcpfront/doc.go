@@ -71,6 +71,11 @@
 //     unless given its own CORS settings (TestMCPGoSSEAllowsAnyOrigin);
 //     http.go's sseStream puts back what toolgate set, or nothing
 //     (TestSSEStreamKeepsToolgateOrigin).
+//  16. A tool removed by a WithToolFilter filter cannot be called either
+//     (tools/call answers "not found"), while an after-list-tools hook
+//     may change the result it is given before it is sent
+//     (TestMCPGoToolListHook); with authentication, tools/list is
+//     filtered by that hook and the pipeline's permit step refuses calls.
 //
 // mcpfront must not import gateway, chi or prometheus; only the gateway
 // (and its tests) import it.

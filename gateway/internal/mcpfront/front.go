@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -57,6 +58,9 @@ type Request struct {
 	// Session is the ID of the MCP session the call arrived in; "" when
 	// there is none (a 2026-07-28 client).
 	Session string
+	// Identity is who makes the call, as HTTP authentication established
+	// it (or the principal "stdio"); nil without authentication.
+	Identity *principal.Identity
 	// Progress reports progress to the client; nil when the client asked
 	// for none (no progressToken).
 	Progress func(progress, total float64, message string)
@@ -99,6 +103,16 @@ type Options struct {
 	// AllowedOrigins are the browser origins allowed besides same-origin
 	// requests.
 	AllowedOrigins []string
+	// Authenticate, when not nil, wraps the HTTP endpoints: it refuses
+	// unauthenticated requests and puts the identity of the others in
+	// their context ([principal.With]). A session belongs to the
+	// principal that opened it; tools/list shows each principal only the
+	// tools its Policy permits.
+	Authenticate func(http.Handler) http.Handler
+	// MaxSessionsPerPrincipal caps the sessions one authenticated
+	// principal may hold open, as MaxSessions caps everyone's; 0 sets no
+	// cap.
+	MaxSessionsPerPrincipal int
 }
 
 // Front serves MCP for a [Backend]: it owns the mcp-go server, its HTTP,
@@ -116,8 +130,9 @@ type Front struct {
 	rootCancel context.CancelFunc
 	clients    sync.Map // live mcp-go session ID → *clientSession (sessions.go)
 
-	sessions atomic.Int64 // live sessions plus slots reserved for new ones (sessions.go)
-	ids      sessionIDs   // streamable HTTP session IDs issued (sessions.go)
+	sessions   atomic.Int64 // live sessions plus slots reserved for new ones (sessions.go)
+	principals sync.Map     // principal name → *atomic.Int64, its sessions counted as sessions is (sessions.go)
+	ids        sessionIDs   // streamable HTTP session IDs issued (sessions.go)
 
 	mu        sync.Mutex // guards httpParts and closed
 	httpParts *httpParts // built by Mount; closed by Close
@@ -145,6 +160,16 @@ func New(b Backend, o Options) *Front {
 		}
 		f.clientEnded(s)
 	})
+	if o.Authenticate != nil {
+		// Not WithToolFilter: mcp-go answers a call of a filtered tool
+		// "not found", where the pipeline's permit step gives the
+		// permission result the caller should see (doc.go fact 16).
+		hooks.AddAfterListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
+			if res != nil {
+				res.Tools = f.visibleTools(ctx, res.Tools)
+			}
+		})
+	}
 	f.mcp = server.NewMCPServer(o.Name, o.Version,
 		server.WithToolCapabilities(true),
 		server.WithHooks(hooks),
@@ -203,8 +228,25 @@ func (f *Front) handler(call func(context.Context, *Request) *executors.Result) 
 			r.Session = s.SessionID()
 			r.Elicit = f.elicit(s)
 		}
+		r.Identity = f.identity(ctx)
 		return wireResult(call(ctx, &r)), nil
 	}
+}
+
+// visibleTools is the tools/list filter with authentication: the tools
+// the requesting principal's policy permits.
+func (f *Front) visibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	id := f.identity(ctx)
+	if id == nil || id.Policy == nil {
+		return tools
+	}
+	out := make([]mcp.Tool, 0, len(tools))
+	for _, t := range tools {
+		if id.Policy.Permits(t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // elicit returns the function that asks s's user through

@@ -15,6 +15,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/internal/principal"
 )
 
 // eventsPerSession bounds the event store (see eventStore).
@@ -112,10 +114,16 @@ func (f *Front) Mount(mux Mux) {
 	f.mu.Unlock()
 
 	c := newCORS(f.o.AllowedOrigins)
-	mux.Handle(f.o.MCPPath, c.handler(f.streamableHandler(p)))
+	// Authentication inside CORS: preflights carry no credentials, and a
+	// 401 to an allowed origin must be readable by its page.
+	authed := func(h http.Handler) http.Handler { return h }
+	if f.o.Authenticate != nil {
+		authed = f.o.Authenticate
+	}
+	mux.Handle(f.o.MCPPath, c.handler(authed(f.streamableHandler(p))))
 	if p.sse != nil {
-		mux.Handle("/sse", c.handler(f.sseHandler(p)))
-		mux.Handle("/message", c.handler(f.messageHandler(p)))
+		mux.Handle("/sse", c.handler(authed(f.sseHandler(p))))
+		mux.Handle("/message", c.handler(authed(f.messageHandler(p))))
 	}
 }
 
@@ -311,6 +319,10 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 			return
 		}
 		c := f.liveClient(sid)
+		if !ownedBy(c, r) {
+			writeUnknownSession(w) // another principal's
+			return
+		}
 		if !c.begin() {
 			writeUnknownSession(w) // expired just now
 			return
@@ -318,7 +330,7 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 		defer c.end()
 		if c != nil {
 			var reply []byte
-			if reply, msg = f.preflight(msg); reply != nil {
+			if reply, msg = f.preflight(msg, c.identity(r.Context())); reply != nil {
 				writeJSON(w, http.StatusOK, reply)
 				return
 			}
@@ -421,7 +433,12 @@ func (f *Front) messageHandler(p *httpParts) http.Handler {
 			return
 		}
 		msg := b.buf.Bytes()
-		if v, live := p.streams.Load(r.URL.Query().Get("sessionId")); live {
+		sid := r.URL.Query().Get("sessionId")
+		if !ownedBy(f.liveClient(sid), r) {
+			writeUnknownSession(w) // another principal's
+			return
+		}
+		if v, live := p.streams.Load(sid); live {
 			s := v.(*sseStream)
 			if isBatch(msg) {
 				f.serveSSEBatch(w, p, s, msg)
@@ -429,7 +446,7 @@ func (f *Front) messageHandler(p *httpParts) http.Handler {
 			}
 			r = s.watch(r)
 			var reply []byte
-			if reply, msg = f.preflight(msg); reply != nil {
+			if reply, msg = f.preflight(msg, principal.From(r.Context())); reply != nil {
 				w.WriteHeader(http.StatusAccepted)
 				s.send(reply)
 				return

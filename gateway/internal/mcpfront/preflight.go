@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -20,7 +21,10 @@ import (
 // the name rewritten. Otherwise forward is msg unchanged. Messages that are
 // not single, well-formed tools/call requests (batches, notifications,
 // garbage) pass through for mcp-go to answer.
-func (f *Front) preflight(msg []byte) (reply, forward []byte) {
+//
+// who sent msg: a name that repairs to a tool who may not see is unknown
+// to it, and suggestions list only tools it may see.
+func (f *Front) preflight(msg []byte, who *principal.Identity) (reply, forward []byte) {
 	if !bytes.Contains(msg, []byte(`tools/call`)) {
 		return nil, msg
 	}
@@ -51,6 +55,13 @@ func (f *Front) preflight(msg []byte) (reply, forward []byte) {
 	if !scanned {
 		repaired, err = f.b.Resolve([]byte(*req.Params.Name))
 	}
+	if err == nil && repaired != "" && !who.Permits(repaired) {
+		// Repaired to a tool who may not see: as unknown as any. A tool
+		// named exactly gets the pipeline's permission result instead,
+		// which names only that tool.
+		err = &registry.NotFoundError{Name: *req.Params.Name, Available: -1}
+	}
+	err = visibleOnly(err, who)
 	if err == nil {
 		if repaired == "" {
 			return nil, msg
@@ -66,6 +77,23 @@ func (f *Front) preflight(msg []byte) (reply, forward []byte) {
 		suggestions = nf.Suggestions
 	}
 	return rpcError(req.ID, mcp.INVALID_PARAMS, err.Error(), map[string]any{"suggestions": suggestions}), nil
+}
+
+// visibleOnly returns err, a name resolution's error, as id may see it:
+// a NotFoundError suggests only tools id may see, and counts none.
+func visibleOnly(err error, id *principal.Identity) error {
+	nf, ok := errors.AsType[*registry.NotFoundError](err)
+	if !ok || id == nil || id.Policy == nil {
+		return err
+	}
+	v := &registry.NotFoundError{Name: nf.Name, Available: -1}
+	for _, s := range nf.Suggestions {
+		if id.Permits(s) {
+			v.Suggestions = append(v.Suggestions, s)
+		}
+	}
+	v.Ambiguous = nf.Ambiguous && len(v.Suggestions) > 1
+	return v
 }
 
 // renameTool returns msg with params.name set to name, every other field

@@ -36,7 +36,7 @@ func TestPreflight(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			reply, fwd := tc.g.preflight([]byte(tc.msg))
+			reply, fwd := tc.g.preflight([]byte(tc.msg), nil)
 			if tc.wantReply != "" {
 				if fwd != nil || !strings.Contains(string(reply), tc.wantReply) || !json.Valid(reply) {
 					t.Fatalf("preflight = reply %s, forward %s; want a reply containing %s", reply, fwd, tc.wantReply)

@@ -77,7 +77,7 @@ func BenchmarkPreflight(b *testing.B) {
 	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, toolgate"}}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		g.preflight(msg)
+		g.preflight(msg, nil)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/internal/principal"
 )
 
 // Sessions as the HTTP paths need them, and the idle expiry of streamable
@@ -39,6 +41,41 @@ type clientSession struct {
 	version    atomic.Pointer[string] // negotiated over streamable HTTP; nil before (or for another transport)
 	active     atomic.Int32           // requests of the session in flight
 	last       atomic.Int64           // when the last request ended (or the session started); Unix ns
+	// ident is the principal that opened the session (nil without
+	// authentication); only it may use the session.
+	ident *principal.Identity
+	// owner is the count of its principal's sessions this one is in,
+	// under Options.MaxSessionsPerPrincipal; nil when not counted.
+	owner *atomic.Int64
+}
+
+// identity is who sends a request of session c: the identity the
+// request's own authentication put in ctx, else the session's.
+func (c *clientSession) identity(ctx context.Context) *principal.Identity {
+	if id := principal.From(ctx); id != nil || c == nil {
+		return id
+	}
+	return c.ident
+}
+
+// identity is who sends the message handled with ctx: the request's
+// authenticated identity, else that of the session in ctx.
+func (f *Front) identity(ctx context.Context) *principal.Identity {
+	if id := principal.From(ctx); id != nil {
+		return id
+	}
+	if s := server.ClientSessionFromContext(ctx); s != nil {
+		return f.liveClient(s.SessionID()).identity(ctx)
+	}
+	return nil
+}
+
+// ownedBy reports whether r may use session c: c is nil (mcp-go answers
+// for unknown sessions) or was opened by the principal r authenticated as.
+// Any other principal presenting the session's ID gets 404, as if it did
+// not exist.
+func ownedBy(c *clientSession, r *http.Request) bool {
+	return c == nil || principal.NameOf(c.ident) == principal.NameOf(principal.From(r.Context()))
 }
 
 // streamableSession is implemented by mcp-go's streamable HTTP sessions
@@ -58,7 +95,7 @@ func (f *Front) clientStarted(ctx context.Context, s server.ClientSession) {
 		return
 	}
 	_, streamable := s.(streamableSession)
-	c := &clientSession{session: s, streamable: streamable}
+	c := &clientSession{session: s, streamable: streamable, ident: principal.From(ctx)}
 	c.last.Store(time.Now().UnixNano())
 	// mcp-go registers a session it initializes with its version already
 	// set, whatever Mcp-Session-Id the initialize carried.
@@ -67,6 +104,8 @@ func (f *Front) clientStarted(ctx context.Context, s server.ClientSession) {
 	}
 	if sl, ok := ctx.Value(slotKey{}).(*slot); !ok || !sl.used.CompareAndSwap(false, true) {
 		f.sessions.Add(1)
+	} else {
+		c.owner = sl.owner // the slot's count is the session's now
 	}
 	if _, replaced := f.clients.Swap(id, c); replaced {
 		f.sessions.Add(-1) // the older session's entry, gone with its count
@@ -81,7 +120,11 @@ func (f *Front) clientEnded(s server.ClientSession) {
 		return
 	}
 	f.sessions.Add(-1)
-	if v.(*clientSession).streamable {
+	c := v.(*clientSession)
+	if c.owner != nil {
+		c.owner.Add(-1)
+	}
+	if c.streamable {
 		f.ids.forget(s.SessionID())
 	}
 }
@@ -157,6 +200,10 @@ func (c *clientSession) claimIdle(now time.Time, ttl time.Duration) bool {
 // session of another transport.
 func (f *Front) serveStream(w http.ResponseWriter, r *http.Request, p *httpParts, sid string) {
 	c := f.liveClient(sid)
+	if !ownedBy(c, r) {
+		writeUnknownSession(w)
+		return
+	}
 	if r.Method == http.MethodGet || r.Method == http.MethodDelete {
 		if sid == "" {
 			writeMissingSession(w)
@@ -196,6 +243,9 @@ func writeLongSessionID(w http.ResponseWriter) {
 type slot struct {
 	used atomic.Bool
 	id   string // the streamable HTTP session ID generated for it, if any (sessionIDs)
+	// owner is the count of the requesting principal's sessions the slot
+	// reserved room in; nil when principals are not capped.
+	owner *atomic.Int64
 }
 
 type slotKey struct{}
@@ -205,20 +255,42 @@ type slotKey struct{}
 // after answering 503. The caller must call release once mcp-go has served
 // the request.
 func (f *Front) reserve(w http.ResponseWriter, r *http.Request) (*http.Request, *slot, bool) {
-	for limit := int64(f.o.MaxSessions); ; {
-		n := f.sessions.Load()
-		if limit > 0 && n >= limit {
+	var owner *atomic.Int64
+	if id := principal.From(r.Context()); id != nil && f.o.MaxSessionsPerPrincipal > 0 {
+		v, _ := f.principals.LoadOrStore(id.Name, new(atomic.Int64))
+		owner = v.(*atomic.Int64)
+		if !tryAdd(owner, int64(f.o.MaxSessionsPerPrincipal)) {
 			w.Header().Set("Retry-After", strconv.Itoa(sessionsRetryAfter))
 			writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR,
-				fmt.Sprintf("the gateway has %d sessions open (server.max_sessions): retry later, or end sessions no longer in use with DELETE", limit)))
+				fmt.Sprintf("principal %q has %d sessions open (auth.max_sessions): end sessions no longer in use with DELETE, or retry later", id.Name, f.o.MaxSessionsPerPrincipal)))
 			return r, nil, false
 		}
-		if f.sessions.CompareAndSwap(n, n+1) {
-			break
+	}
+	if !tryAdd(&f.sessions, int64(f.o.MaxSessions)) {
+		if owner != nil {
+			owner.Add(-1)
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(sessionsRetryAfter))
+		writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR,
+			fmt.Sprintf("the gateway has %d sessions open (server.max_sessions): retry later, or end sessions no longer in use with DELETE", f.o.MaxSessions)))
+		return r, nil, false
+	}
+	sl := &slot{owner: owner}
+	return r.WithContext(context.WithValue(r.Context(), slotKey{}, sl)), sl, true
+}
+
+// tryAdd adds one to n unless that would take it past limit (0: no
+// limit), and reports whether it did.
+func tryAdd(n *atomic.Int64, limit int64) bool {
+	for {
+		v := n.Load()
+		if limit > 0 && v >= limit {
+			return false
+		}
+		if n.CompareAndSwap(v, v+1) {
+			return true
 		}
 	}
-	sl := &slot{}
-	return r.WithContext(context.WithValue(r.Context(), slotKey{}, sl)), sl, true
 }
 
 // sessionsRetryAfter is the Retry-After, in seconds, of a request refused
@@ -230,6 +302,9 @@ const sessionsRetryAfter = 5
 func (f *Front) release(sl *slot) {
 	if sl.used.CompareAndSwap(false, true) {
 		f.sessions.Add(-1)
+		if sl.owner != nil {
+			sl.owner.Add(-1)
+		}
 		if sl.id != "" {
 			f.ids.forget(sl.id)
 		}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/internal/principal"
 )
 
 // stdioWorkers is how many tool calls run at once over stdio; mcp-go's
@@ -38,7 +40,8 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	server.WithWorkerPoolSize(stdioWorkers)(stdio)
 	server.WithErrorLogger(slog.NewLogLogger(f.logger.Handler(), slog.LevelWarn))(stdio)
 
-	listenCtx, stopListen := context.WithCancel(context.WithoutCancel(ctx))
+	// The launching process is the one principal, with every tool.
+	listenCtx, stopListen := context.WithCancel(principal.With(context.WithoutCancel(ctx), &principal.Identity{Name: principal.Stdio}))
 	defer stopListen()
 	batches := f.newStdioBatches(listenCtx, lw, pw)
 	server.WithStdioContextFunc(batches.learn)(stdio)
@@ -124,7 +127,7 @@ func (f *Front) pumpStdio(lines <-chan stdinLine, stop <-chan struct{}, w io.Wri
 				return serr
 			}
 		} else if len(line) > 0 {
-			reply, fwd := f.preflight(line)
+			reply, fwd := f.preflight(line, nil) // stdio may call every tool
 			var werr error
 			if reply != nil {
 				_, werr = out.Write(append(reply, '\n'))

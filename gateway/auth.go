@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/principal"
+	"github.com/toolgate/toolgate/retry"
+)
+
+// WithPrincipal returns ctx naming the principal that [Gateway.Call] calls
+// as. With authentication configured, the call then has that principal's
+// permissions and rate limit: a static token's by its name, or, for any
+// other name with OAuth on, the oauth section's own allow and deny; a name
+// that is neither may call nothing. Without authentication the principal
+// is only recorded (logs, events, hooks). A call from a context without a
+// principal is the embedding program's own, with every tool.
+func WithPrincipal(ctx context.Context, name string) context.Context {
+	return principal.With(ctx, &principal.Identity{Name: name})
+}
+
+// embedderIdentity is the identity a call from [Gateway.Call] runs as:
+// the principal ctx names, with its policy when authentication is on.
+func (g *Gateway) embedderIdentity(ctx context.Context) *principal.Identity {
+	id := principal.From(ctx)
+	if id == nil || id.Policy != nil || g.auth == nil {
+		return id
+	}
+	return g.auth.Identity(id.Name)
+}
+
+// permit applies the principal's permissions and rate limit (auth): a tool
+// it may not use is refused with class permission, naming only that tool;
+// a call over its rate with class rate_limited and the wait in _meta. The
+// identity goes into ctx for the thread pool, which keeps each principal's
+// instances under its own cap. Calls without a principal pass untouched.
+func (g *Gateway) permit(next Handler) Handler {
+	return func(ctx context.Context, c *Call) (*Result, error) {
+		id := c.ident
+		if id == nil || id.Policy == nil {
+			if id != nil {
+				ctx = principal.With(ctx, id)
+			}
+			return next(ctx, c)
+		}
+		if !id.Policy.Permits(c.Tool.Name) {
+			return errorResult(retry.Errorf(retry.Permission,
+				"tool %q is not permitted for principal %q; ask the operator to allow it (auth allow/deny)", c.Tool.Name, id.Name)), nil
+		}
+		if wait := id.Policy.Take(); wait > 0 {
+			err := retry.Errorf(retry.RateLimited, "principal %q is over its rate limit (auth rate); call again in %s", id.Name, wait.Round(time.Millisecond))
+			err.RetryAfter = wait
+			return errorResult(err), nil
+		}
+		if principal.From(ctx) != id {
+			ctx = principal.With(ctx, id)
+		}
+		return next(ctx, c)
+	}
+}
