@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"syscall"
@@ -110,6 +111,7 @@ func build(c *common, stderr io.Writer) (*config.Config, *slog.Logger, *gateway.
 func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr io.Writer) error {
 	fs, c := newFlags("serve", stderr)
 	listen := fs.String("listen", "", "listen `address` host:port, overriding server.listen (port 0 picks a free port)")
+	insecure := fs.Bool("insecure-no-auth", false, "listen beyond loopback without authentication (no auth section): any client that reaches the port may call every tool")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -121,6 +123,12 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	addr := cfg.Server.Listen
 	if *listen != "" {
 		addr = *listen
+	}
+	if !cfg.Auth.Enabled() && !loopbackListen(addr) {
+		if !*insecure {
+			return fmt.Errorf("refusing to listen on %s without authentication: configure auth (tokens or oauth) in the config, or start with --insecure-no-auth to let any client that reaches the port call every tool", addr)
+		}
+		logger.Warn("listening beyond loopback without authentication (--insecure-no-auth): any client that reaches the port may call every tool", "addr", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -195,6 +203,20 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// loopbackListen reports whether a listen address binds only loopback:
+// localhost or a loopback IP. An empty host is every interface.
+func loopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // resultWait bounds how long serve and stdio wait, once calls have been
