@@ -16,19 +16,18 @@ const module = "github.com/toolgate/toolgate"
 // mcp-go's server only in the MCP front (gateway/internal/mcpfront), its
 // client only in executors/mcpup; gateway itself imports no mcp-go.
 var allowed = map[string][]string{
-	"cmd/toolgate":              {"builtin", "config", "gateway", "registry"},
+	"cmd/toolgate":              {"agent", "builtin", "config", "gateway", "registry"},
+	"agent":                     {"executors", "gateway", "registry", "retry"},
 	"builtin":                   {"registry", "executors", "retry"},
-	"gateway":                   {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "internal/auth", "internal/httpheader", "internal/principal", "threadctx", "retry", "schemas"},
-	"gateway/internal/mcpfront": {"executors", "internal/principal", "registry"},
+	"gateway":                   {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "internal/httpheader", "threadctx", "retry", "schemas"},
+	"gateway/internal/mcpfront": {"executors", "registry"},
 	"executors/mcpup":           {"executors", "internal/httpheader", "internal/redact", "registry", "threadctx", "retry"},
 	"executors":                 {"registry", "threadctx", "retry"},
 	"executors/rest":            {"executors", "internal/httpheader", "internal/redact", "registry", "retry"},
 	"executors/rest/openapi":    {"executors/rest", "registry"},
 	"registry":                  {"schemas", "internal/keypath"},
 	"schemas":                   {},
-	"threadctx":                 {"internal/principal"},
-	"internal/principal":        {},
-	"internal/auth":             {"config", "internal/principal"},
+	"threadctx":                 {},
 	"retry":                     {},
 	"retry/retrytest":           {},
 	"internal/httpheader":       {},
@@ -43,16 +42,16 @@ var allowed = map[string][]string{
 // packages, the packages allowed to import them.
 var thirdParty = map[string][]string{
 	"github.com/mark3labs/mcp-go/server":    {"gateway/internal/mcpfront", "bench"},
-	"github.com/mark3labs/mcp-go/client":    {"bench", "executors/mcpup"},
-	"github.com/mark3labs/mcp-go":           {"gateway/internal/mcpfront", "bench", "executors/mcpup"},
+	"github.com/mark3labs/mcp-go/client":    {"agent", "bench", "executors/mcpup"},
+	"github.com/mark3labs/mcp-go":           {"gateway/internal/mcpfront", "bench", "executors/mcpup", "agent"},
 	"github.com/go-chi/chi":                 {"gateway"},
 	"github.com/prometheus/client_golang":   {"gateway"},
 	"github.com/santhosh-tekuri/jsonschema": {"schemas"},
 	"github.com/goccy/go-yaml":              {"config"},
 	"github.com/hashicorp/go-retryablehttp": {"executors/rest"},
 	"github.com/getkin/kin-openapi":         {"executors/rest/openapi"},
-	"github.com/coreos/go-oidc":             {"internal/auth"},
-	"golang.org/x/time/rate":                {"internal/auth"},
+	"github.com/anthropics":                 {"agent"},
+	"github.com/openai/openai-go":           {"agent"},
 }
 
 func TestLayering(t *testing.T) {

@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrConsumed is returned when a [Runner]'s steps are iterated a second
+// time: a run can be consumed once.
+var ErrConsumed = errors.New("agent: the runner's steps were already consumed; build a new Runner to run again")
+
+// ErrNoAPIKey is returned by [NewAnthropic] and [NewOpenAI] when no API key
+// was given and the environment has none.
+var ErrNoAPIKey = errors.New("no API key")
+
+// EmptyResponseError reports a model response with no content at all: no
+// text, no thinking, no tool call.
+type EmptyResponseError struct {
+	// ID is the provider's ID of the response, if it sent one.
+	ID string
+	// StopReason is why the model said it stopped.
+	StopReason StopReason
+}
+
+func (e *EmptyResponseError) Error() string {
+	return fmt.Sprintf("the model returned an empty response (id %q, stop reason %q); try again or rephrase the request", e.ID, e.StopReason)
+}
+
+// IncompleteError reports a stream that broke off before its end: the
+// connection dropped, or the provider stopped sending. Received holds what
+// had arrived (complete parts and tool calls, and the partial last ones).
+// It unwraps to the cause, a *retry.Error of class network or unavailable,
+// so retry.Classify sees the class.
+type IncompleteError struct {
+	Received Message
+	Err      error
+}
+
+func (e *IncompleteError) Error() string {
+	return "the model's stream broke off before its end: " + e.Err.Error()
+}
+
+func (e *IncompleteError) Unwrap() error { return e.Err }
+
+// TruncatedError reports a turn that ended for length, refusal or a content
+// filter ([StopReason.Truncated]). Its tool calls were not executed.
+type TruncatedError struct {
+	Reason  StopReason
+	Message Message
+}
+
+func (e *TruncatedError) Error() string {
+	switch e.Reason {
+	case StopLength:
+		return "the model's turn was cut off at its token limit; its tool calls were not run (raise max tokens)"
+	case StopRefusal:
+		return "the model refused to continue; its tool calls were not run"
+	default:
+		return "the model's turn was stopped by a content filter; its tool calls were not run"
+	}
+}
+
+// MaxIterationsError reports a [Runner] that made its maximum number of
+// steps without the model finishing. The history so far is kept.
+type MaxIterationsError struct{ Max int }
+
+func (e *MaxIterationsError) Error() string {
+	return fmt.Sprintf("the model was still calling tools after %d steps (the maximum); raise MaxIterations or simplify the task", e.Max)
+}
+
+// ToolFailuresError reports a [Runner] stopped because that many steps in a
+// row had a failing tool call.
+type ToolFailuresError struct{ Steps int }
+
+func (e *ToolFailuresError) Error() string {
+	return fmt.Sprintf("stopped after %d steps in a row with failing tool calls; check the tools or the task", e.Steps)
+}
+
+// LoopError reports a [Runner] stopped by its loop guard: the model made
+// the same call (tool and canonical arguments) Count times in a row.
+type LoopError struct {
+	Tool  string
+	Count int
+}
+
+func (e *LoopError) Error() string {
+	return fmt.Sprintf("loop guard: the model called %q with the same arguments %d times in a row", e.Tool, e.Count)
+}

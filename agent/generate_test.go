@@ -1,0 +1,301 @@
+package agent_test
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/agent"
+	"github.com/toolgate/toolgate/retry"
+)
+
+func TestGenerate(t *testing.T) {
+	text := func(s string) agent.Part { return agent.Text(s) }
+	tests := []struct {
+		name      string
+		script    string
+		want      agent.Message
+		wantStop  agent.StopReason
+		wantCalls []string // IDs OnToolCall received, in order
+		wantErr   error    // an errors.Is target; or
+		wantClass retry.Class
+		wantType  func(error) bool
+	}{
+		{
+			name:     "plain text",
+			script:   "plain_text",
+			want:     agent.Message{Role: agent.RoleAssistant, Parts: []agent.Part{text("Hello, world!")}},
+			wantStop: agent.StopEnd,
+		},
+		{
+			name:   "thinking",
+			script: "thinking",
+			want: agent.Message{Role: agent.RoleAssistant, Parts: []agent.Part{
+				{Type: agent.PartThinking, Text: "Let me think: 2 + 2 is 4."},
+				text("The answer is 4."),
+			}},
+			wantStop: agent.StopEnd,
+		},
+		{
+			name:   "tool call then text",
+			script: "tool_then_text",
+			want: agent.Message{Role: agent.RoleAssistant, Parts: []agent.Part{text("Looking it up.")},
+				ToolCalls: []agent.ToolCall{{Name: "lookup", Arguments: `{"city": "Rome"}`}}},
+			wantStop:  agent.StopToolUse,
+			wantCalls: []string{"1"},
+		},
+		{
+			name:   "malformed tool-call JSON is delivered at the end as streamed",
+			script: "malformed_args",
+			want: agent.Message{Role: agent.RoleAssistant,
+				ToolCalls: []agent.ToolCall{{Name: "lookup", Arguments: `{"city": "Rome",,`}}},
+			wantStop:  agent.StopToolUse,
+			wantCalls: []string{"bad"},
+		},
+		{
+			name:   "max_tokens with a half tool call delivers no call",
+			script: "max_tokens",
+			want: agent.Message{Role: agent.RoleAssistant, Parts: []agent.Part{text("I will write the file.")},
+				ToolCalls: []agent.ToolCall{{Name: "lookup", Arguments: `{"city": "Lon`}}},
+			wantStop: agent.StopLength,
+		},
+		{
+			name:     "empty response",
+			script:   "empty",
+			wantType: func(err error) bool { _, ok := errors.AsType[*agent.EmptyResponseError](err); return ok },
+		},
+		{
+			name:      "stream cut mid-way",
+			script:    "cut",
+			wantClass: retry.Network,
+			wantType: func(err error) bool {
+				ie, ok := errors.AsType[*agent.IncompleteError](err)
+				return ok && ie.Received.Text() == "The first half"
+			},
+		},
+	}
+	for _, kind := range providers {
+		for _, tc := range tests {
+			t.Run(kind+"/"+tc.name, func(t *testing.T) {
+				f := newFakeProvider(t, kind, script(t, kind, tc.script))
+				var calls []string
+				var parts int
+				res, err := agent.Generate(t.Context(), f.provider(), &agent.Request{Messages: []agent.Message{agent.UserText("hi")}}, &agent.GenerateOptions{
+					OnPart:     func(agent.Fragment) { parts++ },
+					OnToolCall: func(c agent.ToolCall) { calls = append(calls, c.ID) },
+					Retry:      noRetry,
+				})
+				if tc.wantType != nil || tc.wantClass != "" {
+					if err == nil {
+						t.Fatalf("Generate() = %+v, want an error", res.Message)
+					}
+					if tc.wantType != nil && !tc.wantType(err) {
+						t.Errorf("Generate() error = %v (%T), not of the expected type", err, err)
+					}
+					if tc.wantClass != "" && retry.Classify(err) != tc.wantClass {
+						t.Errorf("Classify(Generate() error) = %v, want %v (error %v)", retry.Classify(err), tc.wantClass, err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("Generate() error = %v", err)
+				}
+				got := res.Message
+				for i := range got.ToolCalls {
+					got.ToolCalls[i].ID = ""
+				}
+				for i := range got.Parts {
+					got.Parts[i].Signature = "" // checked below
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("Generate() message mismatch (-want +got):\n%s", diff)
+				}
+				if res.StopReason != tc.wantStop {
+					t.Errorf("Generate() stop = %q, want %q", res.StopReason, tc.wantStop)
+				}
+				if parts == 0 {
+					t.Error("OnPart was never called")
+				}
+				if len(calls) != len(tc.wantCalls) {
+					t.Errorf("OnToolCall got %v, want %d calls", calls, len(tc.wantCalls))
+				}
+				if res.Usage.InputTokens != 25 || res.Usage.OutputTokens == 0 {
+					t.Errorf("Usage = %+v, want 25 input tokens and some output", res.Usage)
+				}
+			})
+		}
+	}
+}
+
+func TestGenerateKeepsTheThinkingSignature(t *testing.T) {
+	f := newFakeProvider(t, "anthropic", script(t, "anthropic", "thinking"))
+	res, err := agent.Generate(t.Context(), f.provider(), &agent.Request{Messages: []agent.Message{agent.UserText("2+2?")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sig = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
+	if got := res.Message.Parts[0].Signature; got != sig {
+		t.Fatalf("thinking signature = %q, want %q", got, sig)
+	}
+	// The signature goes back with its thinking on the next request.
+	f2 := newFakeProvider(t, "anthropic", script(t, "anthropic", "plain_text"))
+	_, err = agent.Generate(t.Context(), f2.provider(), &agent.Request{Messages: []agent.Message{agent.UserText("2+2?"), res.Message, agent.UserText("thanks")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Type      string `json:"type"`
+				Thinking  string `json:"thinking"`
+				Signature string `json:"signature"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	decode(t, f2.Requests()[0], &body)
+	b := body.Messages[1].Content[0]
+	if body.Messages[1].Role != "assistant" || b.Type != "thinking" || b.Signature != sig || b.Thinking != "Let me think: 2 + 2 is 4." {
+		t.Errorf("the assistant message was sent back as %+v, want its thinking block with the signature", body.Messages[1])
+	}
+}
+
+func TestGenerateParallelToolCallsInterleaved(t *testing.T) {
+	for _, kind := range providers {
+		t.Run(kind, func(t *testing.T) {
+			f := newFakeProvider(t, kind, script(t, kind, "parallel_tools"))
+			release := f.barrier("A started")
+			var calls []agent.ToolCall
+			res, err := agent.Generate(t.Context(), f.provider(), &agent.Request{Messages: []agent.Message{agent.UserText("weather?")}}, &agent.GenerateOptions{
+				OnToolCall: func(c agent.ToolCall) {
+					calls = append(calls, c)
+					if len(calls) == 1 {
+						// The stream holds its second call's end until the
+						// first call is delivered: this proves delivery
+						// before the stream ends.
+						close(release)
+					}
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []agent.ToolCall{{Name: "lookup", Arguments: `{"city": "Paris"}`}, {Name: "lookup", Arguments: `{"city": "Oslo"}`}}
+			strip := func(cs []agent.ToolCall) []agent.ToolCall {
+				out := slices.Clone(cs)
+				for i := range out {
+					out[i].ID = ""
+				}
+				return out
+			}
+			if diff := cmp.Diff(want, strip(calls)); diff != "" {
+				t.Errorf("OnToolCall order mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want, strip(res.Message.ToolCalls)); diff != "" {
+				t.Errorf("message tool calls mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestGenerateRetriesRateLimitHonouringRetryAfter(t *testing.T) {
+	for _, kind := range providers {
+		t.Run(kind, func(t *testing.T) {
+			limited := reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "1"},
+				body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`}
+			f := newFakeProvider(t, kind, limited, script(t, kind, "plain_text"))
+			var attempts []time.Time
+			var ev agent.Events
+			ev.On(agent.EventConnect, func(agent.Event) { attempts = append(attempts, time.Now()) })
+			// Without Retry-After the wait would be at most 1 ms.
+			policy := &retry.Policy{Attempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Second, On: []retry.Class{retry.RateLimited}}
+			res, err := agent.Generate(t.Context(), f.provider(), &agent.Request{Messages: []agent.Message{agent.UserText("hi")}}, &agent.GenerateOptions{Retry: policy, Events: &ev})
+			if err != nil {
+				t.Fatalf("Generate() error = %v, want success after a retry", err)
+			}
+			if got := res.Message.Text(); got != "Hello, world!" {
+				t.Errorf("text = %q", got)
+			}
+			if n := len(f.Requests()); n != 2 {
+				t.Fatalf("requests = %d, want 2", n)
+			}
+			if gap := attempts[1].Sub(attempts[0]); gap < time.Second {
+				t.Errorf("retried after %v, want at least the 1s Retry-After asked", gap)
+			}
+		})
+	}
+}
+
+func TestGenerateClassifiesProviderErrors(t *testing.T) {
+	tests := []struct {
+		status int
+		want   retry.Class
+	}{
+		{http.StatusTooManyRequests, retry.RateLimited},
+		{529, retry.Unavailable},
+		{http.StatusServiceUnavailable, retry.Unavailable},
+		{http.StatusUnauthorized, retry.Permission},
+		{http.StatusBadRequest, retry.Validation},
+	}
+	for _, kind := range providers {
+		for _, tc := range tests {
+			t.Run(kind+"/"+http.StatusText(tc.status), func(t *testing.T) {
+				f := newFakeProvider(t, kind, reply{status: tc.status, body: `{"type":"error","error":{"type":"x","message":"no"}}`})
+				_, err := agent.Generate(t.Context(), f.provider(), &agent.Request{Messages: []agent.Message{agent.UserText("hi")}}, &agent.GenerateOptions{Retry: noRetry})
+				if got := retry.Classify(err); got != tc.want {
+					t.Errorf("Classify(%v) = %v, want %v", err, got, tc.want)
+				}
+			})
+		}
+	}
+}
+
+func TestGenerateEvents(t *testing.T) {
+	f := newFakeProvider(t, "anthropic", script(t, "anthropic", "thinking"))
+	var ev agent.Events
+	var got []agent.EventType
+	var snapshots []string
+	for _, typ := range []agent.EventType{agent.EventConnect, agent.EventThinking, agent.EventSignature, agent.EventContentBlock, agent.EventMessage, agent.EventFinalMessage, agent.EventEnd} {
+		ev.On(typ, func(e agent.Event) { got = append(got, e.Type) })
+	}
+	ev.On(agent.EventText, func(e agent.Event) { snapshots = append(snapshots, e.Snapshot) })
+	once := 0
+	ev.Once(agent.EventContentBlock, func(agent.Event) { once++ })
+	off := ev.On(agent.EventEnd, func(agent.Event) { t.Error("a handler removed with Off was called") })
+	ev.Off(off)
+	if _, err := agent.Generate(t.Context(), f.provider(), &agent.Request{}, &agent.GenerateOptions{Events: &ev}); err != nil {
+		t.Fatal(err)
+	}
+	want := []agent.EventType{agent.EventConnect, agent.EventThinking, agent.EventThinking, agent.EventSignature, agent.EventContentBlock, agent.EventContentBlock,
+		agent.EventMessage, agent.EventFinalMessage, agent.EventEnd}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"The answer is 4."}, snapshots); diff != "" {
+		t.Errorf("text snapshots mismatch (-want +got):\n%s", diff)
+	}
+	if once != 1 {
+		t.Errorf("a Once handler ran %d times, want 1", once)
+	}
+}
+
+func TestGenerateToolInputEvents(t *testing.T) {
+	f := newFakeProvider(t, "anthropic", reply{body: anthropicSSE(turn{calls: []agent.ToolCall{{ID: "t1", Name: "lookup", Arguments: `{"city": "Paris", "days": [1, 2]}`}}})})
+	var ev agent.Events
+	var parsed []any
+	ev.On(agent.EventToolInput, func(e agent.Event) { parsed = append(parsed, e.Parsed) })
+	if _, err := agent.Generate(t.Context(), f.provider(), &agent.Request{}, &agent.GenerateOptions{Events: &ev}); err != nil {
+		t.Fatal(err)
+	}
+	want := []any{
+		map[string]any{"city": "Paris"}, // `{"city": "Paris", "da` parses up to the last whole member
+		map[string]any{"city": "Paris", "days": []any{1.0, 2.0}},
+	}
+	if diff := cmp.Diff(want, parsed); diff != "" {
+		t.Errorf("parsed snapshots mismatch (-want +got):\n%s", diff)
+	}
+}

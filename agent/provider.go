@@ -1,0 +1,140 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Provider makes streamed model calls. Implementations: [Anthropic] and
+// [OpenAI]. A Provider must be safe for concurrent use.
+type Provider interface {
+	// Stream makes one streamed model call for req and calls emit with
+	// each fragment, in stream order, from the calling goroutine; it
+	// returns once the stream has ended. A stream that ends without the
+	// provider's end-of-message marker is an error of class network (or
+	// unavailable, when the provider said it was overloaded). Errors are
+	// classified *retry.Error values: rate_limited (with RetryAfter),
+	// unavailable, network, permission, validation, ...
+	Stream(ctx context.Context, req *Request, emit func(Fragment)) (*StreamEnd, error)
+}
+
+// Request is what one model call sends.
+type Request struct {
+	// System is the system prompt; empty means none. System messages in
+	// Messages are added to it.
+	System string
+	// Tools are the tools the model may call.
+	Tools []ToolSpec
+	// Messages is the conversation so far.
+	Messages []Message
+	// Options are the model's settings for this call.
+	Options ModelOptions
+}
+
+// ModelOptions are the settings of a model call. A zero field means the
+// provider's default.
+type ModelOptions struct {
+	// Model overrides the provider's model for this call.
+	Model string
+	// MaxTokens bounds the output. Zero means the provider's default
+	// ([AnthropicOptions.MaxTokens]; none for OpenAI).
+	MaxTokens int64
+	// Temperature, when not nil, sets the sampling temperature.
+	Temperature *float64
+	// ThinkingBudget, when positive, turns on extended thinking with this
+	// many tokens (Anthropic; it must be below MaxTokens).
+	ThinkingBudget int64
+}
+
+// ToolSpec describes a tool to the model.
+type ToolSpec struct {
+	Name        string
+	Description string
+	// InputSchema is the JSON Schema of the arguments object; nil means
+	// {"type":"object"}.
+	InputSchema json.RawMessage
+}
+
+// FragmentType is the type of one streamed [Fragment].
+type FragmentType string
+
+// The fragments a provider streams.
+const (
+	// FragText is a text delta of block Index.
+	FragText FragmentType = "text"
+	// FragThinking is a thinking delta of block Index.
+	FragThinking FragmentType = "thinking"
+	// FragSignature is (a piece of) the signature of thinking block Index.
+	FragSignature FragmentType = "signature"
+	// FragRedacted is an encrypted thinking block (Text holds its data).
+	FragRedacted FragmentType = "redacted_thinking"
+	// FragToolCall starts tool call Index: ID and Name are set; Text may
+	// hold the first piece of its arguments.
+	FragToolCall FragmentType = "tool_call"
+	// FragToolArgs is a piece of the arguments JSON of tool call Index.
+	FragToolArgs FragmentType = "tool_args"
+	// FragBlockStop says block Index is complete.
+	FragBlockStop FragmentType = "block_stop"
+)
+
+// Fragment is one raw piece of a streamed response, as the provider sent
+// it. Blocks are numbered by Index, per kind of block in the provider's
+// own numbering (Anthropic numbers every content block; OpenAI numbers
+// tool calls, and text is block 0); fragments of different blocks may
+// interleave.
+type Fragment struct {
+	Type  FragmentType
+	Index int
+	// Text is the delta: text, thinking, signature, argument JSON or
+	// redacted data.
+	Text string
+	// ID and Name identify a tool call (FragToolCall).
+	ID, Name string
+}
+
+// StopReason says why the model stopped. The values are provider-neutral.
+type StopReason string
+
+// The reasons a model stops.
+const (
+	StopEnd       StopReason = "end"        // the model finished its turn
+	StopToolUse   StopReason = "tool_use"   // the model wants its tool calls run
+	StopLength    StopReason = "length"     // the output hit the token limit
+	StopRefusal   StopReason = "refusal"    // the model refused
+	StopFiltered  StopReason = "filtered"   // a content filter stopped it
+	StopSequence  StopReason = "stop"       // a stop sequence matched
+	StopPaused    StopReason = "pause_turn" // the provider paused a long turn
+	StopUndefined StopReason = ""
+)
+
+// Truncated reports whether a turn that stopped for r is incomplete: for
+// length, refusal or a content filter. A truncated turn's tool calls are
+// never executed.
+func (r StopReason) Truncated() bool {
+	return r == StopLength || r == StopRefusal || r == StopFiltered
+}
+
+// Usage counts the tokens of a call.
+type Usage struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+}
+
+// Total returns every token counted.
+func (u Usage) Total() int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
+
+// StreamEnd is what a provider knows once a stream has ended.
+type StreamEnd struct {
+	// ID is the provider's ID of the response.
+	ID string
+	// Model is the model that answered.
+	Model string
+	// StopReason says why the model stopped.
+	StopReason StopReason
+	// Usage counts the call's tokens, when the provider reports them.
+	Usage Usage
+}

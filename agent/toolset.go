@@ -1,0 +1,255 @@
+package agent
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway"
+)
+
+// GatewayToolset is a [Toolset] over an in-process gateway: every kind of
+// tool it has, each call through its whole pipeline (validation, loop
+// guard, hooks, retries, metrics). Calls run in Thread, so stateful tools
+// keep their state across the run. It does not own the gateway.
+type GatewayToolset struct {
+	// Gateway runs the calls; required.
+	Gateway *gateway.Gateway
+	// Thread is the thread every call runs in; empty means each call runs
+	// in a fresh one-call thread (stateful tools then forget between
+	// calls).
+	Thread string
+}
+
+var _ Toolset = (*GatewayToolset)(nil)
+
+// Tools implements [Toolset]: the gateway's tools, sorted by name.
+func (t *GatewayToolset) Tools(context.Context) ([]ToolSpec, error) {
+	tools := t.Gateway.Tools()
+	out := make([]ToolSpec, 0, len(tools))
+	for _, tl := range tools {
+		out = append(out, ToolSpec{Name: tl.Name, Description: tl.Description, InputSchema: tl.InputSchema})
+	}
+	return out, nil
+}
+
+// Call implements [Toolset]. A failed call's result reads
+// "<class>: <message>", as the gateway's MCP clients see it.
+func (t *GatewayToolset) Call(ctx context.Context, c ToolCall) (ToolResult, error) {
+	var meta map[string]any
+	if t.Thread != "" {
+		meta = map[string]any{gateway.ThreadMetaKey: t.Thread}
+	}
+	res, err := t.Gateway.Call(ctx, c.Name, json.RawMessage(c.Arguments), meta)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	return gatewayResult(res), nil
+}
+
+// gatewayResult converts a gateway result: its content parts, and its
+// structured content as a JSON part when it has no text.
+func gatewayResult(res *gateway.Result) ToolResult {
+	if res.Passthrough != nil && len(res.Content) == 0 {
+		return mcpRawResult(res.Passthrough, res.IsError)
+	}
+	r := ToolResult{IsError: res.IsError}
+	hasText := false
+	for _, c := range res.Content {
+		switch c.Type {
+		case executors.TextContent:
+			hasText = true
+			r.Content = append(r.Content, Text(c.Text))
+		case executors.ImageContent:
+			r.Content = append(r.Content, Image("data:"+c.MIMEType+";base64,"+base64.StdEncoding.EncodeToString(c.Data)))
+		case executors.ResourceContent:
+			if c.Text != "" {
+				r.Content = append(r.Content, Text(c.Text))
+				hasText = true
+			}
+		default:
+			if b, err := json.Marshal(map[string]string{"type": string(c.Type), "uri": c.URI, "name": c.Name}); err == nil {
+				r.Content = append(r.Content, JSONPart(b))
+			}
+		}
+	}
+	if res.Structured != nil && !hasText {
+		if b, err := json.Marshal(res.Structured); err == nil {
+			r.Content = append(r.Content, JSONPart(b))
+		}
+	}
+	return r
+}
+
+// mcpRawResult converts an MCP CallToolResult as JSON.
+func mcpRawResult(raw json.RawMessage, isError bool) ToolResult {
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return ToolResult{Content: []Part{JSONPart(raw)}, IsError: isError}
+	}
+	return mcpResult(&res)
+}
+
+// MCPOptions say which MCP endpoint an [MCPToolset] connects to: URL, or
+// Command for a stdio server.
+type MCPOptions struct {
+	// URL is a streamable HTTP endpoint, e.g. http://127.0.0.1:8080/mcp.
+	URL string
+	// Command starts a stdio server: the program and its arguments.
+	Command []string
+	// Env is added to the stdio server's environment ("KEY=value").
+	Env []string
+	// Headers are sent with every HTTP request (e.g. Authorization).
+	Headers map[string]string
+}
+
+// MCPToolset is a [Toolset] over any MCP endpoint, through mcp-go's
+// client. Its tool list is fetched once and again after the server
+// announces a change. Against toolgate, the MCP session is the thread, so
+// stateful tools keep their state for the toolset's life. Close it when
+// done.
+type MCPToolset struct {
+	c     *client.Client
+	stale atomic.Bool // the server announced a change of its tools
+
+	mu    sync.Mutex // guards tools
+	tools []ToolSpec
+}
+
+var _ Toolset = (*MCPToolset)(nil)
+
+// NewMCPToolset connects to the endpoint o names and initializes the
+// session; ctx bounds the connection, not the toolset's life.
+func NewMCPToolset(ctx context.Context, o MCPOptions) (*MCPToolset, error) {
+	var c *client.Client
+	var err error
+	switch {
+	case o.URL != "" && len(o.Command) > 0:
+		return nil, errors.New("mcp: both a URL and a command: give one")
+	case o.URL != "":
+		var opts []transport.StreamableHTTPCOption
+		if len(o.Headers) > 0 {
+			opts = append(opts, transport.WithHTTPHeaders(o.Headers))
+		}
+		c, err = client.NewStreamableHttpClient(o.URL, opts...)
+	case len(o.Command) > 0:
+		c, err = client.NewStdioMCPClient(o.Command[0], o.Env, o.Command[1:]...)
+	default:
+		return nil, errors.New("mcp: no endpoint: give a URL or a command")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mcp: connecting: %w", err)
+	}
+	ts := &MCPToolset{c: c}
+	ts.stale.Store(true)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			ts.stale.Store(true)
+		}
+	})
+	if err := c.Start(ctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("mcp: starting: %w", err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	init.Params.ClientInfo = mcp.Implementation{Name: "toolgate-agent", Version: gateway.Version}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("mcp: initializing: %w", err)
+	}
+	return ts, nil
+}
+
+// Close ends the session (and a stdio server's process).
+func (t *MCPToolset) Close() error { return t.c.Close() }
+
+// Tools implements [Toolset].
+func (t *MCPToolset) Tools(ctx context.Context) ([]ToolSpec, error) {
+	if !t.stale.Load() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.tools, nil
+	}
+	t.stale.Store(false)
+	res, err := t.c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.stale.Store(true)
+		return nil, fmt.Errorf("mcp: listing tools: %w", err)
+	}
+	out := make([]ToolSpec, 0, len(res.Tools))
+	for _, tl := range res.Tools {
+		schema := tl.RawInputSchema
+		if schema == nil {
+			if b, err := json.Marshal(tl.InputSchema); err == nil {
+				schema = b
+			}
+		}
+		out = append(out, ToolSpec{Name: tl.Name, Description: tl.Description, InputSchema: schema})
+	}
+	t.mu.Lock()
+	t.tools = out
+	t.mu.Unlock()
+	return out, nil
+}
+
+// Call implements [Toolset].
+func (t *MCPToolset) Call(ctx context.Context, c ToolCall) (ToolResult, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = c.Name
+	req.Params.RawArguments = json.RawMessage(c.Arguments)
+	res, err := t.c.CallTool(ctx, req)
+	if err != nil {
+		return ToolResult{}, fmt.Errorf("calling %q: %w", c.Name, err)
+	}
+	return mcpResult(res), nil
+}
+
+// mcpResult converts an MCP tool result: text, images (as data URLs),
+// embedded text resources; anything else as JSON; structured content as a
+// JSON part when there is no text.
+func mcpResult(res *mcp.CallToolResult) ToolResult {
+	r := ToolResult{IsError: res.IsError}
+	hasText := false
+	for _, c := range res.Content {
+		if tc, ok := mcp.AsTextContent(c); ok {
+			r.Content = append(r.Content, Text(tc.Text))
+			hasText = true
+			continue
+		}
+		if ic, ok := mcp.AsImageContent(c); ok {
+			r.Content = append(r.Content, Image("data:"+ic.MIMEType+";base64,"+ic.Data))
+			continue
+		}
+		if er, ok := mcp.AsEmbeddedResource(c); ok {
+			if trc, ok := er.Resource.(mcp.TextResourceContents); ok {
+				r.Content = append(r.Content, Text(trc.Text))
+				hasText = true
+				continue
+			}
+		}
+		if b, err := json.Marshal(c); err == nil {
+			r.Content = append(r.Content, JSONPart(b))
+		}
+	}
+	if !hasText {
+		switch {
+		case len(res.RawStructuredContent) > 0:
+			r.Content = append(r.Content, JSONPart(res.RawStructuredContent))
+		case res.StructuredContent != nil:
+			if b, err := json.Marshal(res.StructuredContent); err == nil {
+				r.Content = append(r.Content, JSONPart(b))
+			}
+		}
+	}
+	return r
+}
