@@ -1,15 +1,20 @@
 package gateway
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
 )
 
 const (
@@ -378,5 +383,71 @@ func TestAuthEvictionFairness(t *testing.T) {
 	res = call("alice", "a0")
 	if !strings.Contains(resultText(t, res), "principal's cap") {
 		t.Errorf("alice's evicted thread: %q", resultText(t, res))
+	}
+}
+
+func TestAuthSSESessionBoundToPrincipal(t *testing.T) {
+	g := authGateway(t, nil)
+	srv := serveHTTP(t, g)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/sse", nil)
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// The first event names the message endpoint with the session ID.
+	br := bufio.NewReader(resp.Body)
+	var endpoint string
+	for endpoint == "" {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the SSE stream: %v", err)
+		}
+		if d, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+			endpoint = d
+		}
+	}
+	post := func(token string) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(bobToken); code != http.StatusNotFound {
+		t.Errorf("bob posting to alice's SSE session: HTTP %d, want 404", code)
+	}
+	if code := post(aliceToken); code != http.StatusAccepted {
+		t.Errorf("alice posting to her SSE session: HTTP %d, want 202", code)
+	}
+}
+
+func TestAuthPrincipalLogged(t *testing.T) {
+	var buf syncBuffer
+	cfg := testConfig(t)
+	cfg.Auth.Tokens = []config.AuthToken{{Name: "bob", Token: bobToken, Allow: []string{"*"}}}
+	g, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	if err := g.RegisterStateless(registry.Tool{Name: "noop"}, func(context.Context, map[string]any) (executors.Result, error) {
+		return executors.Text("ok"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Call(WithPrincipal(t.Context(), "bob"), "noop", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"msg":"tool call"`) || !strings.Contains(buf.String(), `"principal":"bob"`) {
+		t.Errorf("the call's log line does not name its principal:\n%s", buf.String())
+	}
+	if strings.Contains(buf.String(), bobToken) {
+		t.Error("the token reached the log")
 	}
 }

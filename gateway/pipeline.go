@@ -138,10 +138,17 @@ func (g *Gateway) record(next Handler) Handler {
 		}
 		g.metrics.observe(c.Tool, outcome, class, d)
 		if g.logger.Enabled(ctx, slog.LevelInfo) {
-			g.logger.LogAttrs(ctx, slog.LevelInfo, "tool call",
+			attrs := []slog.Attr{
 				slog.String("tool", c.Tool.Name), slog.String("kind", string(c.Tool.Kind)), slog.String("thread", threadLabel(c.Thread)),
 				slog.Duration("duration", d), slog.String("outcome", outcome), slog.String("class", class),
-				slog.String("call_id", c.ID), slog.Int("attempts", c.attempts))
+				slog.String("call_id", c.ID), slog.Int("attempts", c.attempts),
+			}
+			if c.Principal != "" {
+				// Who made the call: the audit trail needs it once there
+				// is authentication.
+				attrs = append(attrs, slog.String("principal", c.Principal))
+			}
+			g.logger.LogAttrs(ctx, slog.LevelInfo, "tool call", attrs...)
 		}
 		g.callEnded(ctx, c, res, err, class, d)
 		return res, err
