@@ -169,6 +169,9 @@ func TestAuthOAuthEndToEnd(t *testing.T) {
 	srv := startServe(t, fmt.Sprintf(`
 builtin: [calc, clock_now, scratchpad]
 auth:
+  tokens:
+    - name: admin
+      token: admin-token-0123456789abcdef
   oauth:
     issuer: %s
     audience: %s
@@ -211,6 +214,10 @@ auth:
 			"expired":        is.token(t, aud, "u1", -2*time.Minute, nil),
 			"wrong audience": is.token(t, "https://other.example/mcp", "u1", time.Hour, nil),
 			"garbage":        "a.b.c",
+			// Principals own sessions and threads: no token may become a
+			// static token's principal, or stdio.
+			"a static token's principal": is.token(t, aud, "admin", time.Hour, nil),
+			"stdio":                      is.token(t, aud, "stdio", time.Hour, nil),
 		} {
 			if _, err := authClient(t, srv, tok); err == nil {
 				t.Errorf("%s token accepted", name)

@@ -132,6 +132,13 @@ func (a *Authenticator) authenticate(r *http.Request) (*principal.Identity, *fai
 		a.logger.Debug("oauth: token has no usable principal claim", "claim", a.oauth.principalClaim)
 		return nil, &failure{presented: true, status: http.StatusUnauthorized}
 	}
+	if _, clash := a.named[name]; clash || name == principal.Stdio {
+		// Principals own sessions and threads: a token must not become a
+		// static token's principal, or stdio's.
+		a.logger.Warn("oauth: token refused: its principal is also a static token's name (or stdio); rename the token in auth.tokens",
+			"claim", a.oauth.principalClaim)
+		return nil, &failure{presented: true, status: http.StatusUnauthorized}
+	}
 	// Sessions and thread instances belong to a principal by name: a token
 	// must not become a static token's principal, or stdio.
 	if _, taken := a.named[name]; taken || name == config.StdioPrincipal {
