@@ -209,8 +209,12 @@ func (r *Runner) RunUntilDone(ctx context.Context) (Message, error) {
 func (r *Runner) Done(ctx context.Context) (Message, error) {
 	select {
 	case <-r.done:
-	case <-ctx.Done():
-		return Message{}, ctx.Err()
+	default:
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return Message{}, ctx.Err()
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
