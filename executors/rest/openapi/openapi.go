@@ -24,31 +24,44 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
-// Source describes one OpenAPI 3 document whose operations become
-// REST tools. [Specs] reads it; the caller fetches the document.
+// Source describes one OpenAPI document (3.0, 3.1 or Swagger 2.0, JSON
+// or YAML) whose operations become REST tools. [Specs] reads it; the
+// caller fetches the document.
 type Source struct {
 	// Name prefixes every tool name: <Name>__<operationId>. It must be a
 	// valid prefix ([registry.ValidatePrefix]: 1 to [registry.MaxPrefixLen]
 	// characters from A-Z a-z 0-9 _ . -, without "__").
 	Name string
-	// Spec is the document, YAML or JSON, OpenAPI 3.0 or 3.1.
+	// Spec is the document.
 	Spec []byte
 	// Location is the file path or URL the document came from. It appears
-	// in errors only: references to other documents are never followed.
+	// in errors; when it is a file path, $refs to other files in its
+	// directory (or below) are read. References to URLs are never
+	// followed.
 	Location string
 	// BaseURL replaces the document's servers: every operation's URL is
-	// BaseURL + path. Empty means the first server URL of the operation,
-	// its path item or the document, with server variables at their
-	// defaults; it is required when the document has no absolute server
-	// URL.
+	// BaseURL + path. Empty means the first usable server URL of the
+	// operation, its path item or the document, with server variables at
+	// their defaults (relative ones resolved against Location when it is
+	// a URL); it is required when the document has no such URL.
 	BaseURL string
-	// Filter selects operations by operationId (by the derived name for an
-	// operation without one); the zero Filter keeps every operation.
-	Filter registry.Filter
+	// Include and Exclude select operations with globs (see [Specs]); no
+	// Include keeps every operation, and Exclude drops after Include.
+	Include, Exclude []string
 	// Headers are sent with every request. Values are literal (braces are
 	// escaped, not taken as placeholders); an operation's own header
 	// parameter of the same name wins.
 	Headers map[string]string
+	// Auth maps the names of the document's securitySchemes to
+	// credentials: the key of an apiKey scheme, the token of an http
+	// bearer scheme, "user:password" for an http basic scheme. An
+	// operation sends the credentials of the first of its security
+	// requirements (or the document's) that Auth can satisfy, and no
+	// others.
+	Auth map[string]string
+	// MaxSpecBytes caps the document together with the files its $refs
+	// read; zero means [DefaultMaxSpecBytes].
+	MaxSpecBytes int64
 	// Timeout, MaxResponseBytes and Secrets are copied into every Spec;
 	// see [rest.Spec] for their meaning. (A source's retry policy is not
 	// the Spec's: it reaches each call in its retry.Plan.)
@@ -57,25 +70,38 @@ type Source struct {
 	Secrets          []string
 }
 
-// Warning reports an operation that [Specs] skipped, or converted
-// with a loss.
+// Warning reports an operation that [Specs] skipped, something lost in
+// converting an operation that it kept, or a problem of the document
+// that affects no kept operation.
 type Warning struct {
 	// Operation names the operation: "METHOD /path", followed by
-	// " (operationId)" when it has one.
+	// " (operationId)" when it has one; empty for the document.
 	Operation string
-	// Msg says what happened, ending with "; skipped" when no tool was
-	// made.
+	// Tool is the name the operation's tool has (or would have had), or
+	// empty.
+	Tool string
+	// Msg says what happened. A kept operation's warning never says it
+	// was skipped.
 	Msg string
+	// Skipped is true when the operation made no tool: Msg is the reason.
+	Skipped bool
 }
 
-// String returns "<Operation>: <Msg>".
+// String returns "<Operation>: <Msg>", "<Operation>: skipped: <Msg>" for
+// an operation skipped, or Msg for the document.
 func (w Warning) String() string {
+	switch {
+	case w.Operation == "":
+		return w.Msg
+	case w.Skipped:
+		return w.Operation + ": skipped: " + w.Msg
+	}
 	return w.Operation + ": " + w.Msg
 }
 
 // Error reports an OpenAPI source that produced no tools at all: a
-// bad source name or glob, a document that does not load or validate, or
-// no usable base URL.
+// bad source name or glob, a document that does not load, or no usable
+// base URL.
 type Error struct {
 	// Source is [Source.Name].
 	Source string
@@ -98,8 +124,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // ErrNoBaseURL is the cause of an [*Error] when the source has no
-// BaseURL and the document's first server URL is missing or not an
-// absolute http(s) URL.
+// BaseURL and the document has no usable absolute http(s) server URL.
 var ErrNoBaseURL = errors.New("no absolute http(s) server URL in the document; set base_url")
 
 const (
@@ -130,31 +155,50 @@ var (
 )
 
 // oapiMethods are the HTTP methods that become tools; TRACE, CONNECT,
-// QUERY and custom methods are skipped with a warning.
+// QUERY and custom methods are skipped.
 var oapiMethods = []string{
 	http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodOptions,
 	http.MethodPatch, http.MethodPost, http.MethodPut,
 }
 
+// oapiValidation are the rules operations and the document are checked
+// with: examples, defaults and patterns never refuse anything.
+var oapiValidation = []openapi3.ValidationOption{
+	openapi3.DisableExamplesValidation(),
+	openapi3.DisableSchemaDefaultsValidation(),
+	openapi3.DisableSchemaPatternValidation(),
+	openapi3.DisableSchemaFormatValidation(),
+	openapi3.AllowExtensionsWithRef(),
+}
+
 // Specs turns every selected operation of src's document into a
-// [rest.Spec], sorted by path, then method. An operation that uses something
-// the REST executor cannot do (cookie parameters, a non-JSON request body,
-// a parameter serialization style other than the default) is skipped with
-// a [Warning]; the other operations are still returned. Warnings also
-// report lossy conversions of a kept operation (a shortened name, a cut
-// recursive schema, a pattern Go cannot compile).
+// [rest.Spec], sorted by path, then method. A problem in one operation
+// (something the REST executor cannot send, a parameter that does not
+// validate) skips that operation only, with a [Warning] whose Skipped is
+// set; a problem elsewhere in the document is a Warning too. Only a
+// document that cannot be read at all, src's own settings, or no usable
+// base URL are errors, each an [*Error].
+//
+// Operations are selected with src's Include and Exclude globs. A glob
+// matches an operation when it matches its tool name, its operationId,
+// "METHOD /path" (as the document writes the path) or "tag:<tag>" for one
+// of its tags; * matches any run of characters, / included. A glob that
+// matches no operation is a Warning.
+//
+// Each tool is named <source>__<operationId> (an operation without one
+// gets a name derived from its method and path). A name over 64
+// characters is cut and ends in "_" and 8 hex digits of its hash; a name
+// already taken gets "_2", "_3", ... in document order. Names do not
+// depend on Include or Exclude, so they stay the same from one load to
+// the next while the document does.
 //
 // Each Spec's InputSchema is a JSON Schema 2020-12 object whose
-// properties are the operation's path, query and header parameters plus
-// "body" (or "request_body" when a parameter is already called "body")
-// for a JSON request body, with every $ref inlined and OpenAPI 3.0
-// keywords translated (nullable, example, boolean exclusiveMinimum and
+// properties are the operation's parameters plus "body" (or
+// "request_body" when a parameter is already called "body") for a
+// request body, with every $ref inlined and OpenAPI 3.0 keywords
+// translated (nullable, example, boolean exclusiveMinimum and
 // exclusiveMaximum) or dropped (discriminator, xml, externalDocs,
 // extensions). Properties marked readOnly are left out of request bodies.
-//
-// The document is validated, leniently: invalid examples and patterns Go's
-// regexp cannot compile are not errors. References to other documents are
-// refused. Every error is an [*Error].
 func Specs(src Source) ([]rest.Spec, []Warning, error) {
 	fail := func(err error) ([]rest.Spec, []Warning, error) {
 		return nil, nil, &Error{Source: src.Name, Location: src.Location, Err: err}
@@ -164,55 +208,43 @@ func Specs(src Source) ([]rest.Spec, []Warning, error) {
 	if err := src.Validate(); err != nil {
 		return fail(err)
 	}
-
-	loader := openapi3.NewLoader()
-	loader.IsExternalRefsAllowed = false
-	doc, err := loader.LoadFromData(src.Spec)
+	doc, err := load(src)
 	if err != nil {
-		return fail(fmt.Errorf("loading document: %w", err))
+		return fail(err)
 	}
-	// Validate does no I/O (external references were refused above) and
-	// Specs has no ctx of its own to pass down.
-	err = doc.Validate(context.Background(),
-		// Examples do not change what a tool does.
-		openapi3.DisableExamplesValidation(),
-		// A pattern Go cannot compile is dropped from its schema, with a
-		// warning, rather than failing the whole document.
-		openapi3.DisableSchemaPatternValidation(),
-	)
-	if err != nil {
-		return fail(fmt.Errorf("validating document: %w", err))
-	}
-
-	base, err := oapiDocBase(src.BaseURL, doc.Servers)
+	base, err := oapiDocBase(src.BaseURL, doc.Servers, src.Location)
 	if err != nil {
 		return fail(err)
 	}
 
-	b := &oapiBuilder{src: src, base: base, used: make(map[string]string)}
-	if doc.Paths != nil {
-		items := doc.Paths.Map()
-		for _, p := range slices.Sorted(maps.Keys(items)) {
-			item := items[p]
-			if item == nil {
-				continue
-			}
-			ops := item.Operations()
-			for _, method := range slices.Sorted(maps.Keys(ops)) {
-				b.operation(p, item, method, ops[method])
-			}
+	b := &oapiBuilder{src: src, doc: doc, base: base}
+	if err := doc.Validate(context.Background(), oapiValidation...); err != nil {
+		// Only then is each operation checked on its own: checking them
+		// all again is slow on large documents.
+		b.checkOps = true
+		b.warnings = append(b.warnings, Warning{Msg: "the document does not validate (" + firstLine(err.Error()) +
+			"); each operation is checked on its own, and only those with a problem of their own are skipped"})
+	}
+	sel := newSelector(src.Include, src.Exclude)
+	for _, op := range b.operations() {
+		if !sel.keep(op) {
+			continue
 		}
+		b.operation(op)
+	}
+	for _, g := range sel.unmatched() {
+		b.warnings = append(b.warnings, Warning{Msg: g + " matches no operation; check it against toolgate tools, or remove it"})
 	}
 	return b.specs, b.warnings, nil
 }
 
 // Validate reports every problem with src's own settings, without reading
 // the document: its Name ([registry.ValidatePrefix]), Filter's globs,
-// BaseURL and Headers (as [rest.ValidateHeaders] checks a REST tool's).
-// Each is a *[registry.FieldError] for the configuration key ("name",
-// "include[0]", "base_url", "headers.X-Key"), joined with [errors.Join];
-// none shows a header value. Nil means src is valid. [Specs] runs it
-// first.
+// BaseURL, Headers (as [rest.ValidateHeaders] checks a REST tool's) and
+// Auth. Each is a *[registry.FieldError] for the configuration key
+// ("name", "include[0]", "base_url", "headers.X-Key", "auth.key"), joined
+// with [errors.Join]; none shows a header value or a credential. Nil
+// means src is valid. [Specs] runs it first.
 func (src Source) Validate() error {
 	var errs []error
 	switch {
@@ -223,7 +255,28 @@ func (src Source) Validate() error {
 		errs = append(errs, &registry.FieldError{Field: "name", Value: src.shown(src.Name), Err: registry.ErrInvalidPrefix,
 			Msg: fmt.Sprintf("must be 1 to %d characters from A-Z a-z 0-9 _ . - with no %s, like petstore", registry.MaxPrefixLen, registry.Separator)})
 	}
-	errs = append(errs, src.Filter.Validate())
+	for _, list := range []struct {
+		key   string
+		globs []string
+	}{{"include", src.Include}, {"exclude", src.Exclude}} {
+		for i, g := range list.globs {
+			if _, err := parseGlob(g); err != nil {
+				errs = append(errs, &registry.FieldError{Field: fmt.Sprintf("%s[%d]", list.key, i), Value: src.shown(g), Err: err, Msg: err.Error()})
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(src.Auth)) {
+		switch {
+		case k == "":
+			errs = append(errs, &registry.FieldError{Field: "auth", Msg: "has an empty scheme name; use the name of one of the document's securitySchemes"})
+		case src.Auth[k] == "":
+			errs = append(errs, &registry.FieldError{Field: registry.FieldPath("auth", k),
+				Msg: "is empty; write the credential, like ${API_TOKEN}, or remove the entry"})
+		case strings.ContainsFunc(src.Auth[k], func(r rune) bool { return r < 0x20 || r == 0x7f }):
+			errs = append(errs, &registry.FieldError{Field: registry.FieldPath("auth", k),
+				Msg: "contains a control character (CR, LF, NUL or another); write the credential on one line"})
+		}
+	}
 	if src.BaseURL != "" {
 		if msg := baseURLProblem(src.BaseURL); msg != "" {
 			errs = append(errs, &registry.FieldError{Field: "base_url", Value: src.shown(src.BaseURL), Msg: msg})
@@ -245,22 +298,41 @@ func (src Source) shown(v string) string {
 }
 
 // oapiDocBase returns the base URL every operation's path is appended to,
-// without a trailing slash: override, or else the first server's URL.
-func oapiDocBase(override string, servers openapi3.Servers) (string, error) {
+// without a trailing slash: override, or else the first usable server URL
+// (a relative one resolved against location when that is a URL).
+func oapiDocBase(override string, servers openapi3.Servers, location string) (string, error) {
 	if override != "" {
 		if msg := baseURLProblem(override); msg != "" {
 			return "", &registry.FieldError{Field: "base_url", Value: override, Msg: msg}
 		}
 		return strings.TrimRight(override, "/"), nil
 	}
-	if len(servers) == 0 || servers[0] == nil {
-		return "", ErrNoBaseURL
+	var first string
+	for _, sv := range servers {
+		if sv == nil {
+			continue
+		}
+		u := oapiServerURL(sv)
+		if first == "" {
+			first = sv.URL
+		}
+		if !oapiAbsolute(u) && strings.Contains(location, "://") && !strings.ContainsAny(u, "{}") {
+			if lu, err := url.Parse(location); err == nil {
+				if ref, err := url.Parse(u); err == nil {
+					r := lu.ResolveReference(ref)
+					r.RawQuery, r.Fragment, r.User = "", "", nil
+					u = r.String()
+				}
+			}
+		}
+		if oapiAbsolute(u) {
+			return strings.TrimRight(u, "/"), nil
+		}
 	}
-	u := oapiServerURL(servers[0])
-	if !oapiAbsolute(u) {
-		return "", fmt.Errorf("server URL %q: %w", servers[0].URL, ErrNoBaseURL)
+	if first != "" {
+		return "", fmt.Errorf("server URL %q: %w", first, ErrNoBaseURL)
 	}
-	return strings.TrimRight(u, "/"), nil
+	return "", ErrNoBaseURL
 }
 
 // baseURLProblem says what is wrong with a Source's BaseURL, without
@@ -288,13 +360,19 @@ func baseURLProblem(raw string) string {
 	return ""
 }
 
-// oapiServerURL returns s's URL with its variables at their defaults.
+// oapiServerURL returns s's URL with its variables at their defaults (or
+// their first enum value when they have no default).
 func oapiServerURL(s *openapi3.Server) string {
 	u := s.URL
 	for name, v := range s.Variables {
-		if v != nil {
-			u = strings.ReplaceAll(u, "{"+name+"}", v.Default)
+		if v == nil {
+			continue
 		}
+		val := v.Default
+		if val == "" && len(v.Enum) > 0 {
+			val = v.Enum[0]
+		}
+		u = strings.ReplaceAll(u, "{"+name+"}", val)
 	}
 	return u
 }
@@ -313,9 +391,11 @@ func oapiAbsolute(raw string) bool {
 // oapiBuilder accumulates the result of one Specs call.
 type oapiBuilder struct {
 	src  Source
+	doc  *openapi3.T
 	base string
-	// used maps each tool name made so far to its operation's label.
-	used     map[string]string
+	// checkOps is set when the document does not validate: each
+	// operation's parameters and request body are then checked.
+	checkOps bool
 	specs    []rest.Spec
 	warnings []Warning
 }
@@ -323,54 +403,220 @@ type oapiBuilder struct {
 // oapiSkip is the reason an operation was skipped.
 type oapiSkip struct{ msg string }
 
-// operation adds the Spec for one operation, or a warning.
-func (b *oapiBuilder) operation(p string, item *openapi3.PathItem, method string, op *openapi3.Operation) {
-	if op == nil {
-		return
-	}
-	label := method + " " + p
-	id := op.OperationID
-	if id != "" {
-		label += " (" + id + ")"
-	}
-	if oapiSanitize(id) == "" {
-		id = oapiDerivedName(method, p)
-	}
-	if !b.src.Filter.Match(id) {
-		return
-	}
-	warn := func(msg string) { b.warnings = append(b.warnings, Warning{Operation: label, Msg: msg}) }
+// oapiOp is one operation of the document, named.
+type oapiOp struct {
+	key    string // the path as the document writes it
+	path   string // key without its #fragment and ?query
+	query  string // key's query part, "" for none
+	method string
+	item   *openapi3.PathItem
+	op     *openapi3.Operation
+	label  string // "METHOD key (operationId)"
+	name   string // the tool's name; "" when none fits
+	// nameNote says how name came to differ from <source>__<id>.
+	nameNote string
+}
 
-	name, shortened, ok := oapiToolName(b.src.Name, id)
-	if !ok {
-		warn(fmt.Sprintf("tool name %s__%s is longer than %d characters and the source name leaves no room to shorten it; skipped",
-			b.src.Name, oapiSanitize(id), oapiMaxName))
+// operations lists every operation of the document, sorted by path key,
+// then method, each with its tool name.
+func (b *oapiBuilder) operations() []*oapiOp {
+	var ops []*oapiOp
+	used := make(map[string]string) // tool name → label
+	if b.doc.Paths == nil {
+		return nil
+	}
+	items := b.doc.Paths.Map()
+	for _, key := range slices.Sorted(maps.Keys(items)) {
+		item := items[key]
+		if item == nil {
+			continue
+		}
+		p, q := key, ""
+		if i := strings.IndexByte(p, '#'); i >= 0 {
+			p = p[:i]
+		}
+		if i := strings.IndexByte(p, '?'); i >= 0 {
+			p, q = p[:i], p[i+1:]
+		}
+		byMethod := item.Operations()
+		for _, method := range slices.Sorted(maps.Keys(byMethod)) {
+			op := byMethod[method]
+			if op == nil {
+				continue
+			}
+			o := &oapiOp{key: key, path: p, query: q, method: method, item: item, op: op, label: method + " " + key}
+			id := op.OperationID
+			if id != "" {
+				o.label += " (" + id + ")"
+			}
+			if oapiSanitize(id) == "" {
+				id = oapiDerivedName(method, p)
+			}
+			o.name, o.nameNote = oapiUniqueName(b.src.Name, id, used)
+			if o.name != "" {
+				used[o.name] = o.label
+			}
+			ops = append(ops, o)
+		}
+	}
+	return ops
+}
+
+// oapiUniqueName returns <source>__<sanitized id>, shortened to 64
+// characters when longer, with "_2", "_3", ... added when the name is in
+// used. note says what changed; name is "" when source leaves no room.
+func oapiUniqueName(source, id string, used map[string]string) (name, note string) {
+	full := source + registry.Separator + oapiSanitize(id)
+	for n := 1; ; n++ {
+		want := full
+		if n > 1 {
+			want = fmt.Sprintf("%s_%d", full, n)
+		}
+		cand, shortened, ok := oapiToolName(want)
+		if !ok {
+			return "", ""
+		}
+		other, taken := used[cand]
+		if taken {
+			if n == 1 {
+				note = fmt.Sprintf("tool name %s is taken by %s", cand, other)
+			}
+			continue
+		}
+		switch {
+		case n > 1:
+			note += "; named " + cand
+		case shortened:
+			note = fmt.Sprintf("tool name %s is longer than %d characters; shortened to %s", full, oapiMaxName, cand)
+		}
+		return cand, note
+	}
+}
+
+// operation adds the Spec for one operation, or a warning.
+func (b *oapiBuilder) operation(o *oapiOp) {
+	skip := func(msg string) {
+		b.warnings = append(b.warnings, Warning{Operation: o.label, Tool: o.name, Msg: msg, Skipped: true})
+	}
+	if o.name == "" {
+		skip(fmt.Sprintf("the source name leaves no room for a tool name within %d characters; shorten the source name", oapiMaxName))
 		return
 	}
-	spec, notes, skip := b.convert(p, item, method, op)
-	if skip != nil {
-		warn(skip.msg + "; skipped")
+	if b.checkOps {
+		if err := oapiCheck(o.item, o.op); err != nil {
+			skip(err.Error())
+			return
+		}
+	}
+	spec, notes, sk := b.convert(o)
+	if sk != nil {
+		skip(sk.msg)
 		return
 	}
-	if other, dup := b.used[name]; dup {
-		warn(fmt.Sprintf("tool name %q is already taken by %s; skipped", name, other))
-		return
-	}
-	if shortened {
-		warn(fmt.Sprintf("tool name %s__%s is longer than %d characters; shortened to %q",
-			b.src.Name, oapiSanitize(id), oapiMaxName, name))
+	if o.nameNote != "" {
+		notes = append([]string{o.nameNote}, notes...)
 	}
 	for _, n := range notes {
-		warn(n)
+		b.warnings = append(b.warnings, Warning{Operation: o.label, Tool: o.name, Msg: n})
 	}
-	b.used[name] = label
-	spec.Name = name
+	spec.Name = o.name
 	b.specs = append(b.specs, spec)
+}
+
+// oapiCheck validates what of an operation its tool depends on: its
+// parameters and request body (not its responses, examples or defaults).
+func oapiCheck(item *openapi3.PathItem, op *openapi3.Operation) (err error) {
+	defer func() {
+		// A document kin-openapi loaded but cannot validate must not
+		// take the source down.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("checking the operation failed: %v", r)
+		}
+	}()
+	ctx := context.Background()
+	for _, prm := range oapiParameters(item.Parameters, op.Parameters) {
+		if err := prm.Validate(ctx, oapiValidation...); err != nil {
+			return fmt.Errorf("invalid %s parameter %q: %s", prm.In, prm.Name, firstLine(err.Error()))
+		}
+	}
+	if rb := op.RequestBody; rb != nil && rb.Value != nil {
+		if err := rb.Value.Validate(ctx, oapiValidation...); err != nil {
+			return fmt.Errorf("invalid request body: %s", firstLine(err.Error()))
+		}
+	}
+	return nil
+}
+
+// selector applies Include and Exclude globs, and remembers which matched.
+type selector struct {
+	include, exclude []glob
+	hit              map[*glob]bool
+}
+
+func newSelector(include, exclude []string) *selector {
+	s := &selector{hit: make(map[*glob]bool)}
+	for _, g := range include {
+		if c, err := parseGlob(g); err == nil { // Validate has checked them
+			s.include = append(s.include, c)
+		}
+	}
+	for _, g := range exclude {
+		if c, err := parseGlob(g); err == nil {
+			s.exclude = append(s.exclude, c)
+		}
+	}
+	return s
+}
+
+// keep reports whether o is selected: some include glob (or none given)
+// and no exclude glob matches one of its keys.
+func (s *selector) keep(o *oapiOp) bool {
+	keys := []string{o.op.OperationID, o.method + " " + o.key}
+	if o.name != "" {
+		keys = append(keys, o.name)
+	}
+	if o.path != o.key {
+		keys = append(keys, o.method+" "+o.path)
+	}
+	for _, t := range o.op.Tags {
+		keys = append(keys, "tag:"+t)
+	}
+	match := func(gs []glob) bool {
+		matched := false
+		for i := range gs {
+			g := &gs[i]
+			if slices.ContainsFunc(keys, func(k string) bool { return k != "" && g.match(k) }) {
+				s.hit[g] = true
+				matched = true
+			}
+		}
+		return matched
+	}
+	in := len(s.include) == 0 || match(s.include)
+	out := match(s.exclude)
+	return in && !out
+}
+
+// unmatched describes each glob that matched no operation.
+func (s *selector) unmatched() []string {
+	var out []string
+	for _, l := range []struct {
+		key   string
+		globs []glob
+	}{{"include", s.include}, {"exclude", s.exclude}} {
+		for i := range l.globs {
+			if !s.hit[&l.globs[i]] {
+				out = append(out, fmt.Sprintf("%s glob %q", l.key, l.globs[i].src))
+			}
+		}
+	}
+	return out
 }
 
 // convert builds everything of the Spec but its name. notes are warnings
 // for a Spec that is kept.
-func (b *oapiBuilder) convert(p string, item *openapi3.PathItem, method string, op *openapi3.Operation) (rest.Spec, []string, *oapiSkip) {
+func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
+	p, item, method, op := o.path, o.item, o.method, o.op
 	if !slices.Contains(oapiMethods, method) {
 		return rest.Spec{}, nil, &oapiSkip{method + " operations are not supported"}
 	}
@@ -395,6 +641,17 @@ func (b *oapiBuilder) convert(p string, item *openapi3.PathItem, method string, 
 		setHeader(k, oapiBraces.Replace(v))
 	}
 	query := make(map[string]string)
+	if o.query != "" {
+		fixed, err := url.ParseQuery(o.query)
+		if err != nil {
+			return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("the query part of path %q does not parse: %v", o.key, err)}
+		}
+		for k, vs := range fixed {
+			if k != "" && len(vs) > 0 {
+				query[k] = oapiBraces.Replace(vs[0])
+			}
+		}
+	}
 	pathProps := make(map[string]string) // path parameter name → property
 
 	for _, prm := range oapiParameters(item.Parameters, op.Parameters) {
@@ -655,15 +912,15 @@ func oapiDerivedName(method, p string) string {
 	return strings.ToLower(method + "_" + rest)
 }
 
-// oapiToolName returns <source>__<sanitized id>. A name over 64
-// characters is cut and ends in "_" and 8 hex digits of its hash
-// (shortened is true); ok is false when source leaves no room for that.
-func oapiToolName(source, id string) (name string, shortened, ok bool) {
-	prefix := source + "__"
-	full := prefix + oapiSanitize(id)
+// oapiToolName returns full, or when it is over 64 characters full cut
+// to end in "_" and 8 hex digits of its hash (shortened is true); ok is
+// false when the source name leaves no room for that.
+func oapiToolName(full string) (name string, shortened, ok bool) {
 	if len(full) <= oapiMaxName {
 		return full, false, true
 	}
+	prefix, _, _ := strings.Cut(full, registry.Separator)
+	prefix += registry.Separator
 	sum := sha256.Sum256([]byte(full))
 	hash := hex.EncodeToString(sum[:4])
 	keep := oapiMaxName - len(prefix) - 1 - len(hash)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -219,8 +218,8 @@ func TestFromOpenAPIPetstoreSpecs(t *testing.T) {
 // and source setting gives.
 func TestFromOpenAPISelection(t *testing.T) {
 	petstoreWarnings := []Warning{
-		{"DELETE /pets/{petId} (deletePet)", `cookie parameters are not supported ("session"); skipped`},
-		{"POST /pets/{petId}/photo (uploadPhoto)", "multipart/form-data request bodies are not supported; skipped"},
+		{Operation: "DELETE /pets/{petId} (deletePet)", Tool: "pets__deletePet", Msg: `cookie parameters are not supported ("session")`, Skipped: true},
+		{Operation: "POST /pets/{petId}/photo (uploadPhoto)", Tool: "pets__uploadPhoto", Msg: "multipart/form-data request bodies are not supported", Skipped: true},
 	}
 	tests := []struct {
 		name             string
@@ -239,16 +238,16 @@ func TestFromOpenAPISelection(t *testing.T) {
 		{
 			name: "include globs",
 			file: "petstore.yaml",
-			edit: func(s *Source) { s.Filter.Include = []string{"*Pets", "get_*"} },
-			// Only selected operations are converted, so no warnings.
+			edit: func(s *Source) { s.Include = []string{"*Pets", "GET /pets/*"} },
+			// Only selected operations are converted, so no warnings; * crosses /.
 			wantNames: []string{"pets__listPets", "pets__get_pets_petid"},
 		},
 		{
 			name: "include then exclude",
 			file: "petstore.yaml",
 			edit: func(s *Source) {
-				s.Filter.Include = []string{"*Pet*", "*Note"}
-				s.Filter.Exclude = []string{"list*", "upload*"}
+				s.Include = []string{"*Pet*", "*Note"}
+				s.Exclude = []string{"list*", "upload*"}
 			},
 			wantNames:    []string{"pets__createPet", "pets__addNote"},
 			wantWarnings: petstoreWarnings[:1],
@@ -256,7 +255,7 @@ func TestFromOpenAPISelection(t *testing.T) {
 		{
 			name:         "exclude only",
 			file:         "petstore.yaml",
-			edit:         func(s *Source) { s.Filter.Exclude = []string{"[a-f]*"} },
+			edit:         func(s *Source) { s.Exclude = []string{"[a-f]*"} },
 			wantNames:    []string{"pets__listPets", "pets__get_pets_petid"},
 			wantWarnings: petstoreWarnings[1:],
 		},
@@ -272,16 +271,18 @@ func TestFromOpenAPISelection(t *testing.T) {
 			edit: func(s *Source) { s.BaseURL = "http://127.0.0.1:9000" },
 			wantNames: []string{
 				"pets__get_a_b",
+				"pets__get_a_b_2",
 				"pets__generateTheQuarterlyInventoryReportForEveryStoreI_f13d2d01",
 				"pets__search_pets_by_name",
 			},
 			wantWarnings: []Warning{
-				{"GET /a_b", `tool name "pets__get_a_b" is already taken by GET /a-b; skipped`},
+				{Operation: "GET /a_b", Tool: "pets__get_a_b_2", Msg: "tool name pets__get_a_b is taken by GET /a-b; named pets__get_a_b_2"},
 				{
-					"GET /reports (generateTheQuarterlyInventoryReportForEveryStoreInEveryRegion)",
-					`tool name pets__generateTheQuarterlyInventoryReportForEveryStoreInEveryRegion is longer than 64 characters; shortened to "pets__generateTheQuarterlyInventoryReportForEveryStoreI_f13d2d01"`,
+					Operation: "GET /reports (generateTheQuarterlyInventoryReportForEveryStoreInEveryRegion)",
+					Tool:      "pets__generateTheQuarterlyInventoryReportForEveryStoreI_f13d2d01",
+					Msg:       "tool name pets__generateTheQuarterlyInventoryReportForEveryStoreInEveryRegion is longer than 64 characters; shortened to pets__generateTheQuarterlyInventoryReportForEveryStoreI_f13d2d01",
 				},
-				{"TRACE /trace (traceIt)", "TRACE operations are not supported; skipped"},
+				{Operation: "TRACE /trace (traceIt)", Tool: "pets__traceIt", Msg: "TRACE operations are not supported", Skipped: true},
 			},
 		},
 		{
@@ -289,8 +290,9 @@ func TestFromOpenAPISelection(t *testing.T) {
 			file:      "openapi-recursive.yaml",
 			wantNames: []string{"pets__plantTree"},
 			wantWarnings: []Warning{{
-				"POST /trees (plantTree)",
-				`schema references nest deeper than 10 levels at #/components/schemas/Node (a recursive schema); replaced with {"type":"object"} there`,
+				Operation: "POST /trees (plantTree)",
+				Tool:      "pets__plantTree",
+				Msg:       `schema references nest deeper than 10 levels at #/components/schemas/Node (a recursive schema); replaced with {"type":"object"} there`,
 			}},
 		},
 	}
@@ -350,7 +352,7 @@ func TestFromOpenAPIURL(t *testing.T) {
 			file:    "openapi-names.yaml",
 			baseURL: "http://127.0.0.1:9000",
 			want: []string{
-				"http://127.0.0.1:9000/a-b", "http://127.0.0.1:9000/reports", "http://127.0.0.1:9000/search",
+				"http://127.0.0.1:9000/a-b", "http://127.0.0.1:9000/a_b", "http://127.0.0.1:9000/reports", "http://127.0.0.1:9000/search",
 			},
 		},
 	}
@@ -473,7 +475,6 @@ func TestFromOpenAPIErrors(t *testing.T) {
 		wantErr  error // matched with errors.Is; nil means only *Error
 		location string
 	}{
-		{name: "invalid document", file: "openapi-invalid.yaml"},
 		{name: "not OpenAPI", spec: "just: [a, list", location: "https://specs.example/broken.yaml"},
 		{name: "missing openapi version", spec: "info: {title: x, version: '1'}\npaths: {}\n", location: "inline.yaml"},
 		{
@@ -503,8 +504,8 @@ paths:
 		{
 			name:    "bad glob",
 			file:    "petstore.yaml",
-			edit:    func(s *Source) { s.Filter.Exclude = []string{"[list"} },
-			wantErr: path.ErrBadPattern,
+			edit:    func(s *Source) { s.Exclude = []string{"[list"} },
+			wantErr: errBadGlob,
 		},
 		{
 			name: "bad source name",
@@ -602,7 +603,7 @@ func TestOpenAPINames(t *testing.T) {
 			if oapiSanitize(id) == "" {
 				id = oapiDerivedName(tc.method, tc.path)
 			}
-			got, shortened, ok := oapiToolName("pets", id)
+			got, shortened, ok := oapiToolName("pets__" + oapiSanitize(id))
 			if got != tc.want || shortened || !ok {
 				t.Errorf("oapiToolName(pets, %q) = %q, %v, %v, want %q, false, true", id, got, shortened, ok, tc.want)
 			}
@@ -610,15 +611,15 @@ func TestOpenAPINames(t *testing.T) {
 	}
 	t.Run("shortened", func(t *testing.T) {
 		long := strings.Repeat("a", 59)
-		got, shortened, ok := oapiToolName("pets", long)
+		got, shortened, ok := oapiToolName("pets__" + long)
 		if len(got) != 64 || !shortened || !ok || !strings.HasPrefix(got, "pets__aaa") {
 			t.Errorf("oapiToolName(pets, 59×a) = %q (%d), %v, %v, want 64 chars, true, true", got, len(got), shortened, ok)
 		}
-		other, _, _ := oapiToolName("pets", long+"b")
+		other, _, _ := oapiToolName("pets__" + long + "b")
 		if other == got {
 			t.Errorf("oapiToolName gives %q for two different long names", got)
 		}
-		if _, _, ok := oapiToolName(strings.Repeat("s", 60), long); ok {
+		if _, _, ok := oapiToolName(strings.Repeat("s", 60) + "__" + long); ok {
 			t.Errorf("oapiToolName with a 60-char source = ok, want no room to shorten")
 		}
 	})
@@ -684,5 +685,24 @@ func TestAddSpecs(t *testing.T) {
 	}
 	if added == 0 {
 		t.Error("no spec added: are the testdata documents there?")
+	}
+}
+
+// TestSpecsDocumentProblem checks that a problem in one operation skips
+// that operation only, with its reason, and that the document's own
+// validation failure is a warning, not an error.
+func TestSpecsDocumentProblem(t *testing.T) {
+	specs, warnings, err := Specs(loadSource(t, "openapi-invalid.yaml"))
+	if err != nil {
+		t.Fatalf("Specs(openapi-invalid.yaml) = %v, want warnings only", err)
+	}
+	if len(specs) != 0 {
+		t.Errorf("Specs(openapi-invalid.yaml) = %d specs, want 0", len(specs))
+	}
+	if len(warnings) != 2 || warnings[0].Operation != "" || warnings[0].Skipped ||
+		!strings.Contains(warnings[0].Msg, "the document does not validate") ||
+		warnings[1].Operation != "GET /things/{id} (getThing)" || !warnings[1].Skipped ||
+		warnings[1].Msg != "path placeholder {id} has no path parameter" {
+		t.Errorf("warnings = %q, want the document's problem, then getThing skipped for its placeholder", warnings)
 	}
 }

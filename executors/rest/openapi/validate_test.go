@@ -23,13 +23,14 @@ func TestSourceValidate(t *testing.T) {
 		{"every problem", Source{
 			Name:    "a__b",
 			BaseURL: "http://h/v1?x=1",
-			Filter:  registry.Filter{Include: []string{"[a-", ""}, Exclude: []string{`x\`}},
+			Include: []string{"[a-", ""},
+			Exclude: []string{`x\`},
 			Headers: map[string]string{"Bad Header": "x", "X-Ok": "line\nbreak", "accept": "a", "Accept": "b"},
 		}, []registry.FieldError{
 			{Field: "name", Value: "a__b", Msg: "must be 1 to 32 characters from A-Z a-z 0-9 _ . - with no __, like petstore"},
-			{Field: "include[0]", Value: "[a-", Msg: `is not a valid glob (* ? [a-z] and \ to escape, as in Go's path.Match); write \[ for a literal [`},
-			{Field: "include[1]", Msg: "is empty; write a name or a glob, like list*"},
-			{Field: "exclude[0]", Value: `x\`, Msg: `is not a valid glob (* ? [a-z] and \ to escape, as in Go's path.Match); write \[ for a literal [`},
+			{Field: "include[0]", Value: "[a-", Msg: `is not a valid glob: a [ is never closed; close the set, like [a-z], or write \[ for a bracket`},
+			{Field: "include[1]", Msg: "is not a valid glob: it is empty; write a name or a glob, like list* or tag:issues"},
+			{Field: "exclude[0]", Value: `x\`, Msg: `is not a valid glob: ends in a lone \; write \\ for a backslash`},
 			{Field: "base_url", Value: "http://h/v1?x=1", Msg: "must not have a query or fragment; operations add their own"},
 			{Field: `headers."Bad Header"`, Key: true, Value: "Bad Header", Msg: "a header name must be an HTTP token (letters, digits and !#$%&'*+-.^_`|~), like X-Api-Key"},
 			{Field: "headers.X-Ok", Msg: "a header value must not contain CR, LF or NUL; put it on one line"},
