@@ -79,6 +79,7 @@ usage:
   toolgate validate [flags]             check a configuration file
   toolgate tools    [flags] [--json]    list the tools a configuration yields
   toolgate call     [flags] NAME [JSON] call one tool through the full pipeline
+  toolgate agent    [flags] TASK        let a model do TASK with the tools (--provider, --model)
   toolgate version                      print the version
 
 common flags:
@@ -109,6 +110,8 @@ func run(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Re
 		return cmdTools(rest, stdout, stderr)
 	case "call":
 		return cmdCall(ctx, rest, stdout, stderr)
+	case "agent":
+		return cmdAgent(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "toolgate", version)
 		return nil

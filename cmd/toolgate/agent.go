@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/agent"
+)
+
+// cmdAgent runs the agent loop: a model (--provider, --model) works on the
+// task through the tools of an in-process gateway (--config, or the
+// embedded default) or of an MCP endpoint (--mcp). The model's text
+// streams to stdout; each tool call and its outcome go to stderr.
+func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, c := newFlags("agent", stderr)
+	provider := fs.String("provider", "", "model `provider`: anthropic or openai")
+	model := fs.String("model", "", "model `name`")
+	baseURL := fs.String("base-url", "", "the provider API's base `URL` (for compatible or local servers)")
+	mcpURL := fs.String("mcp", "", "use the tools of this MCP `endpoint`: a streamable HTTP URL, or a command that serves MCP on stdio (instead of --config)")
+	maxIter := fs.Int("max-iterations", agent.DefaultMaxIterations, "stop after `N` model calls")
+	system := fs.String("system", "", "the system prompt `text`")
+	maxTokens := fs.Int64("max-tokens", 0, "bound each response to `N` tokens (default: the provider's)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolgate agent --provider anthropic|openai --model NAME [flags] TASK")
+		fmt.Fprintln(stderr, "the key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	task := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	switch {
+	case task == "":
+		fs.Usage()
+		return exitError{code: 2, msg: "no task: write what the model should do as the last argument"}
+	case *model == "":
+		return exitError{code: 2, msg: "no model: name one with --model"}
+	case *mcpURL != "" && c.config != "":
+		return exitError{code: 2, msg: "--mcp and --config both name the tools: give one"}
+	}
+	var p agent.Provider
+	var err error
+	switch *provider {
+	case "anthropic":
+		p, err = agent.NewAnthropic(agent.AnthropicOptions{Model: *model, BaseURL: *baseURL})
+	case "openai":
+		p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: *model, BaseURL: *baseURL})
+	default:
+		return exitError{code: 2, msg: fmt.Sprintf("unknown provider %q: use --provider anthropic or --provider openai", *provider)}
+	}
+	if err != nil {
+		return exitError{code: 2, msg: err.Error()}
+	}
+
+	var tools agent.Toolset
+	if *mcpURL != "" {
+		o := agent.MCPOptions{URL: *mcpURL}
+		if !strings.HasPrefix(*mcpURL, "http://") && !strings.HasPrefix(*mcpURL, "https://") {
+			o = agent.MCPOptions{Command: strings.Fields(*mcpURL)}
+		}
+		ts, err := agent.NewMCPToolset(ctx, o)
+		if err != nil {
+			return exitError{code: 1, msg: oneLine(err.Error())}
+		}
+		defer ts.Close()
+		tools = ts
+	} else {
+		if c.logLevel == "" {
+			c.logLevel = "warn" // the gateway's info lines would drown the tool lines
+		}
+		_, _, g, err := build(c, stderr)
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		waitUpstreams(g, stderr)
+		tools = &agent.GatewayToolset{Gateway: g, Thread: fmt.Sprintf("agent-%d", os.Getpid())}
+	}
+
+	out := &agentOutput{stdout: stdout, stderr: stderr, started: make(map[string]time.Time)}
+	r := agent.NewRunner(p, tools, agent.Params{System: *system, Messages: []agent.Message{agent.UserText(task)}, Model: agent.ModelOptions{MaxTokens: *maxTokens}},
+		&agent.RunnerOptions{
+			MaxIterations: *maxIter,
+			OnPart:        out.part,
+			OnIteration:   func(int, *agent.StepResult) { out.endText() },
+			OnToolState:   out.toolState,
+			OnToolResult:  out.toolResult,
+		})
+	_, err = r.RunUntilDone(ctx)
+	out.endText()
+	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return exitError{code: 130, msg: "interrupted"}
+		}
+		return exitError{code: 1, msg: oneLine(err.Error())}
+	}
+	return nil
+}
+
+// agentOutput prints a run: text to stdout, tool lines to stderr. Its
+// methods are called from the stream's goroutine and the tools'.
+type agentOutput struct {
+	stdout, stderr io.Writer
+
+	mu      sync.Mutex // guards everything below and the writes
+	started map[string]time.Time
+	midLine bool // stdout's last text did not end a line
+}
+
+func (o *agentOutput) part(f agent.Fragment) {
+	if f.Type != agent.FragText || f.Text == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fmt.Fprint(o.stdout, f.Text)
+	o.midLine = !strings.HasSuffix(f.Text, "\n")
+}
+
+// endText ends the model's line of text, if it is open.
+func (o *agentOutput) endText() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.midLine {
+		fmt.Fprintln(o.stdout)
+		o.midLine = false
+	}
+}
+
+func (o *agentOutput) toolState(c agent.ToolCall, s agent.ToolState) {
+	if s != agent.ToolPending {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.started[c.ID] = time.Now()
+	fmt.Fprintf(o.stderr, "→ %s %s\n", c.Name, shorten(c.Arguments, 80))
+}
+
+func (o *agentOutput) toolResult(r agent.ToolResult) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	d := time.Since(o.started[r.CallID]).Round(time.Millisecond)
+	delete(o.started, r.CallID)
+	if r.IsError {
+		fmt.Fprintf(o.stderr, "← %s error (%s): %s\n", r.Name, d, shorten(r.Text(), 120))
+		return
+	}
+	fmt.Fprintf(o.stderr, "← %s ok (%s)\n", r.Name, d)
+}
+
+// shorten returns s on one line, cut to n bytes with "…".
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return firstLine(s, n)
+}
+
+// oneLine joins the lines of s.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

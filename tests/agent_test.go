@@ -1,0 +1,254 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// modelTurn is one scripted answer of the fake model: text, then tool calls
+// (name and arguments JSON).
+type modelTurn struct {
+	text  string
+	calls [][2]string
+	// check, when not nil, inspects the request body that gets this turn.
+	check func(t *testing.T, body string)
+}
+
+// fakeModel is a provider API on an httptest server (Anthropic Messages or
+// OpenAI Chat Completions) that streams one scripted turn per request in
+// the provider's SSE wire format, each tool call's arguments in two
+// fragments.
+type fakeModel struct {
+	t     *testing.T
+	kind  string
+	srv   *httptest.Server
+	mu    sync.Mutex // guards turns and n
+	turns []modelTurn
+	n     int
+}
+
+func newFakeModel(t *testing.T, kind string, turns ...modelTurn) *fakeModel {
+	f := &fakeModel{t: t, kind: kind, turns: turns}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// baseURL is what --base-url takes.
+func (f *fakeModel) baseURL() string {
+	if f.kind == "openai" {
+		return f.srv.URL + "/v1"
+	}
+	return f.srv.URL
+}
+
+func (f *fakeModel) requests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+func (f *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.n++
+	if len(f.turns) == 0 {
+		f.mu.Unlock()
+		f.t.Errorf("fake %s: unexpected request %s", f.kind, body)
+		http.Error(w, `{"error":{"type":"api_error","message":"no more turns"}}`, http.StatusInternalServerError)
+		return
+	}
+	tr := f.turns[0]
+	f.turns = f.turns[1:]
+	f.mu.Unlock()
+	if tr.check != nil {
+		tr.check(f.t, string(body))
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	if f.kind == "anthropic" {
+		io.WriteString(w, anthropicTurn(tr))
+	} else {
+		io.WriteString(w, openaiTurn(tr))
+	}
+}
+
+func sse(b *strings.Builder, event string, v any) {
+	j, _ := json.Marshal(v)
+	if event != "" {
+		fmt.Fprintf(b, "event: %s\n", event)
+	}
+	fmt.Fprintf(b, "data: %s\n\n", j)
+}
+
+func anthropicTurn(tr modelTurn) string {
+	var b strings.Builder
+	sse(&b, "message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_e2e", "type": "message", "role": "assistant",
+		"model": "claude-e2e", "content": []any{}, "stop_reason": nil, "usage": map[string]any{"input_tokens": 50, "output_tokens": 1}}})
+	i := 0
+	if tr.text != "" {
+		sse(&b, "content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+		sse(&b, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": tr.text}})
+		sse(&b, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+		i++
+	}
+	for _, c := range tr.calls {
+		sse(&b, "content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", i), "name": c[0], "input": map[string]any{}}})
+		for _, piece := range []string{c[1][:len(c[1])/2], c[1][len(c[1])/2:]} {
+			sse(&b, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": piece}})
+		}
+		sse(&b, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+		i++
+	}
+	stop := "end_turn"
+	if len(tr.calls) > 0 {
+		stop = "tool_use"
+	}
+	sse(&b, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop}, "usage": map[string]any{"output_tokens": 10}})
+	sse(&b, "message_stop", map[string]any{"type": "message_stop"})
+	return b.String()
+}
+
+func openaiTurn(tr modelTurn) string {
+	var b strings.Builder
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": "chatcmpl-e2e", "object": "chat.completion.chunk", "created": 1, "model": "gpt-e2e",
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	sse(&b, "", chunk(map[string]any{"role": "assistant", "content": tr.text}, nil))
+	for i, c := range tr.calls {
+		sse(&b, "", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": fmt.Sprintf("call_%d", i), "type": "function",
+			"function": map[string]any{"name": c[0], "arguments": c[1][:len(c[1])/2]}}}}, nil))
+		sse(&b, "", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": c[1][len(c[1])/2:]}}}}, nil))
+	}
+	finish := "stop"
+	if len(tr.calls) > 0 {
+		finish = "tool_calls"
+	}
+	sse(&b, "", chunk(map[string]any{}, finish))
+	b.WriteString("data: [DONE]\n\n")
+	return b.String()
+}
+
+// runAgent runs `toolgate agent` with args and the provider's key in its
+// environment, bounded by callTimeout.
+func runAgent(t *testing.T, env []string, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, toolgateBin, append([]string{"agent"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if _, isExit := errors.AsType[*exec.ExitError](err); err != nil && !isExit {
+		t.Fatalf("running toolgate agent: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("toolgate agent did not finish within %v", callTimeout)
+	}
+	return cliResult{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}
+}
+
+func keyEnv(kind string) []string {
+	if kind == "anthropic" {
+		return []string{"ANTHROPIC_API_KEY=test-key"}
+	}
+	return []string{"OPENAI_API_KEY=test-key"}
+}
+
+// scratchpadTask is a three-step task: store a note, read it back, answer
+// with it. The third request must carry the note read from the
+// scratchpad, which keeps it per thread: proof the calls reached the real
+// tool in one thread.
+func scratchpadTask() []modelTurn {
+	return []modelTurn{
+		{text: "I'll note the city.", calls: [][2]string{{"scratchpad", `{"op": "put", "key": "city", "value": "Lisbon"}`}}},
+		{calls: [][2]string{{"scratchpad", `{"op": "get", "key": "city"}`}}},
+		{text: "The city is Lisbon.", check: func(t *testing.T, body string) {
+			// The get's result is the note alone: Anthropic's tool_result
+			// text, or Chat Completions' tool message content.
+			if !strings.Contains(body, `"text":"Lisbon"`) && !strings.Contains(body, `"content":"Lisbon"`) {
+				t.Errorf("the last request does not carry the note read back from the scratchpad: %s", body)
+			}
+		}},
+	}
+}
+
+// TestAgentScratchpadOverMCP runs `toolgate agent` against the fake model
+// and a real `toolgate serve`, reaching its scratchpad over streamable
+// HTTP, for both providers.
+func TestAgentScratchpadOverMCP(t *testing.T) {
+	srv := startServe(t, baseConfig)
+	for _, kind := range []string{"anthropic", "openai"} {
+		t.Run(kind, func(t *testing.T) {
+			m := newFakeModel(t, kind, scratchpadTask()...)
+			res := runAgent(t, keyEnv(kind), "--provider", kind, "--model", "test-model", "--base-url", m.baseURL(), "--mcp", srv.URL+"/mcp", "remember Lisbon")
+			if res.code != 0 {
+				t.Fatalf("toolgate agent failed:\n%s", res)
+			}
+			if want := "I'll note the city.\nThe city is Lisbon.\n"; res.stdout != want {
+				t.Errorf("stdout = %q, want %q", res.stdout, want)
+			}
+			for _, want := range []string{`→ scratchpad {"op": "put", "key": "city", "value": "Lisbon"}`, "← scratchpad ok (", `→ scratchpad {"op": "get", "key": "city"}`} {
+				if !strings.Contains(res.stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+				}
+			}
+			if n := m.requests(); n != 3 {
+				t.Errorf("the model got %d requests, want 3", n)
+			}
+		})
+	}
+}
+
+// TestAgentScratchpadInProcess runs the same task through an in-process
+// gateway built from --config.
+func TestAgentScratchpadInProcess(t *testing.T) {
+	m := newFakeModel(t, "anthropic", scratchpadTask()...)
+	res := runAgent(t, keyEnv("anthropic"), "--provider", "anthropic", "--model", "test-model", "--base-url", m.baseURL(), "--config", writeConfig(t, baseConfig), "remember Lisbon")
+	if res.code != 0 || !strings.HasSuffix(res.stdout, "The city is Lisbon.\n") {
+		t.Fatalf("toolgate agent did not finish the task:\n%s", res)
+	}
+}
+
+func TestAgentFailures(t *testing.T) {
+	t.Run("no key", func(t *testing.T) {
+		res := runAgent(t, []string{"ANTHROPIC_API_KEY="}, "--provider", "anthropic", "--model", "m", "task")
+		if res.code == 0 || !strings.Contains(res.stderr, "ANTHROPIC_API_KEY") || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
+			t.Errorf("want a non-zero exit with one line naming ANTHROPIC_API_KEY:\n%s", res)
+		}
+	})
+	t.Run("provider error", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":{"type":"invalid_request_error","message":"Incorrect API key provided"}}`)
+		}))
+		defer srv.Close()
+		res := runAgent(t, keyEnv("openai"), "--provider", "openai", "--model", "m", "--base-url", srv.URL+"/v1", "--config", writeConfig(t, baseConfig), "task")
+		if res.code == 0 || !strings.Contains(res.stderr, "401") || strings.Contains(res.stderr, "test-key") {
+			t.Errorf("want a non-zero exit naming the 401, without the key:\n%s", res)
+		}
+	})
+	t.Run("max iterations", func(t *testing.T) {
+		var turns []modelTurn
+		for i := range 2 {
+			turns = append(turns, modelTurn{calls: [][2]string{{"scratchpad", fmt.Sprintf(`{"op": "put", "key": "k%d", "value": "v"}`, i)}}})
+		}
+		m := newFakeModel(t, "anthropic", turns...)
+		res := runAgent(t, keyEnv("anthropic"), "--provider", "anthropic", "--model", "m", "--base-url", m.baseURL(), "--max-iterations", "2", "--config", writeConfig(t, baseConfig), "task")
+		if res.code == 0 || !strings.Contains(res.stderr, "after 2 steps") {
+			t.Errorf("want a non-zero exit saying the iteration cap was reached:\n%s", res)
+		}
+	})
+}
