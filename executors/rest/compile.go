@@ -40,6 +40,8 @@ type tool struct {
 	headers    []headerParam // sorted by name
 	body       *bodyNode     // nil: no body
 	jsonCT     bool          // set Content-Type: application/json
+	params     []compiledParam
+	payload    *Payload // nil: none
 	idempotent bool
 	subject    string // names the tool in retry messages
 	maxBytes   int64
@@ -136,6 +138,31 @@ func compile(s Spec) (*tool, registry.Tool, error) {
 			t.body = b
 			names = b.args(names)
 			t.jsonCT = !slices.ContainsFunc(t.headers, func(h headerParam) bool { return h.name == "Content-Type" })
+		}
+	}
+
+	if len(s.Params) > 0 {
+		var pathArgs []string
+		for _, seg := range t.url.segments {
+			pathArgs = append(pathArgs, seg.args()...)
+		}
+		ps, perrs := compileParams(s.Params, pathArgs)
+		errs = append(errs, perrs...)
+		t.params = ps
+		for _, p := range ps {
+			names = append(names, p.Arg)
+		}
+	}
+	if s.Payload != nil {
+		switch err := checkPayload(s.Payload); {
+		case err != nil:
+			errs = append(errs, err)
+		case t.body != nil:
+			bad("payload", "", "must not be set with body; send one or the other")
+		default:
+			p := *s.Payload
+			t.payload = &p
+			names = append(names, p.Arg)
 		}
 	}
 

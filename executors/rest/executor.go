@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -262,9 +263,24 @@ func (t *tool) request(ctx context.Context, args map[string]any) (*retryablehttp
 	invalid := func(err error) error {
 		return &retry.Error{Class: retry.Validation, Msg: t.redact(err.Error())}
 	}
+	var pquery, cookies []string
+	var pheader http.Header
+	if len(t.params) > 0 {
+		var err error
+		if args, pquery, pheader, cookies, err = t.applyParams(args); err != nil {
+			return nil, invalid(err)
+		}
+	}
 	rawURL, err := t.url.expand(args)
 	if err != nil {
 		return nil, invalid(err)
+	}
+	if len(pquery) > 0 {
+		sep := "?"
+		if strings.Contains(rawURL, "?") {
+			sep = "&"
+		}
+		rawURL += sep + strings.Join(pquery, "&")
 	}
 	header := make(http.Header, len(t.headers)+3)
 	for _, h := range t.headers {
@@ -288,6 +304,25 @@ func (t *tool) request(ctx context.Context, args map[string]any) (*retryablehttp
 			if t.jsonCT {
 				header.Set("Content-Type", "application/json")
 			}
+		}
+	}
+	for k, vs := range pheader {
+		header[k] = vs
+	}
+	if len(cookies) > 0 {
+		if c := header.Get("Cookie"); c != "" {
+			cookies = append([]string{c}, cookies...)
+		}
+		header.Set("Cookie", strings.Join(cookies, "; "))
+	}
+	if t.payload != nil {
+		b, ct, ok, err := encodePayload(t.payload, args)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		if ok {
+			body = b
+			header.Set("Content-Type", ct)
 		}
 	}
 	if header.Get("User-Agent") == "" {

@@ -38,6 +38,14 @@ type Spec struct {
 	// strings interpolate; object members whose placeholders name absent
 	// arguments are dropped.
 	Body json.RawMessage
+	// Params are parameters written by OpenAPI's style and explode rules
+	// (tools made from OpenAPI documents); each takes its value from one
+	// argument. They are sent after Query and Headers: a header Param
+	// replaces a Headers entry of the same name.
+	Params []Param
+	// Payload, when not nil, sends one argument as a form, multipart,
+	// text or binary body; Body must then be nil.
+	Payload *Payload
 	// InputSchema is the arguments' JSON Schema. Nil means derived: every
 	// placeholder is a required string property.
 	InputSchema json.RawMessage

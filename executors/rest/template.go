@@ -165,6 +165,10 @@ func (t template) expand(args map[string]any, esc func(string) string) (s string
 		if !present || v == nil {
 			return "", p.arg, false
 		}
+		if pe, ok := v.(preEscaped); ok {
+			b.WriteString(string(pe)) // a path Param, serialized by its style
+			continue
+		}
 		text := argText(v)
 		if esc != nil {
 			text = esc(text)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -225,6 +226,11 @@ func Specs(src Source) ([]rest.Spec, []Warning, error) {
 		b.warnings = append(b.warnings, Warning{Msg: "the document does not validate (" + firstLine(err.Error()) +
 			"); each operation is checked on its own, and only those with a problem of their own are skipped"})
 	}
+	for _, k := range slices.Sorted(maps.Keys(src.Auth)) {
+		if doc.Components == nil || doc.Components.SecuritySchemes[k] == nil {
+			b.warnings = append(b.warnings, Warning{Msg: fmt.Sprintf("auth.%s names no securityScheme of the document; use one of its components.securitySchemes names", k)})
+		}
+	}
 	sel := newSelector(src.Include, src.Exclude)
 	for _, op := range b.operations() {
 		if !sel.keep(op) {
@@ -415,6 +421,9 @@ type oapiOp struct {
 	name   string // the tool's name; "" when none fits
 	// nameNote says how name came to differ from <source>__<id>.
 	nameNote string
+	// invalid holds the optional parameters that do not validate, to be
+	// left out of the tool, with their problem.
+	invalid map[*openapi3.Parameter]string
 }
 
 // operations lists every operation of the document, sorted by path key,
@@ -503,10 +512,12 @@ func (b *oapiBuilder) operation(o *oapiOp) {
 		return
 	}
 	if b.checkOps {
-		if err := oapiCheck(o.item, o.op); err != nil {
+		invalid, err := oapiCheck(o.item, o.op)
+		if err != nil {
 			skip(err.Error())
 			return
 		}
+		o.invalid = invalid
 	}
 	spec, notes, sk := b.convert(o)
 	if sk != nil {
@@ -525,7 +536,9 @@ func (b *oapiBuilder) operation(o *oapiOp) {
 
 // oapiCheck validates what of an operation its tool depends on: its
 // parameters and request body (not its responses, examples or defaults).
-func oapiCheck(item *openapi3.PathItem, op *openapi3.Operation) (err error) {
+// An optional parameter that does not validate is returned in invalid,
+// with its problem, to be left out; any other problem is err.
+func oapiCheck(item *openapi3.PathItem, op *openapi3.Operation) (invalid map[*openapi3.Parameter]string, err error) {
 	defer func() {
 		// A document kin-openapi loaded but cannot validate must not
 		// take the source down.
@@ -536,15 +549,22 @@ func oapiCheck(item *openapi3.PathItem, op *openapi3.Operation) (err error) {
 	ctx := context.Background()
 	for _, prm := range oapiParameters(item.Parameters, op.Parameters) {
 		if err := prm.Validate(ctx, oapiValidation...); err != nil {
-			return fmt.Errorf("invalid %s parameter %q: %s", prm.In, prm.Name, firstLine(err.Error()))
+			msg := fmt.Sprintf("invalid %s parameter %q: %s", prm.In, prm.Name, firstLine(err.Error()))
+			if prm.In == openapi3.ParameterInPath || prm.Required {
+				return nil, errors.New(msg)
+			}
+			if invalid == nil {
+				invalid = make(map[*openapi3.Parameter]string)
+			}
+			invalid[prm] = msg
 		}
 	}
 	if rb := op.RequestBody; rb != nil && rb.Value != nil {
 		if err := rb.Value.Validate(ctx, oapiValidation...); err != nil {
-			return fmt.Errorf("invalid request body: %s", firstLine(err.Error()))
+			return nil, fmt.Errorf("invalid request body: %s", firstLine(err.Error()))
 		}
 	}
-	return nil
+	return invalid, nil
 }
 
 // selector applies Include and Exclude globs, and remembers which matched.
@@ -627,7 +647,7 @@ func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
 
 	sc := &oapiSchemaConv{}
 	props := make(map[string]any)
-	var required []string
+	var requiredProps []string
 	headers := make(map[string]string, len(b.src.Headers))
 	setHeader := func(name, value string) {
 		for k := range headers {
@@ -654,28 +674,60 @@ func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
 	}
 	pathProps := make(map[string]string) // path parameter name → property
 
+	var params []rest.Param
 	for _, prm := range oapiParameters(item.Parameters, op.Parameters) {
 		if prm.In == openapi3.ParameterInHeader && oapiIgnoredHeader(prm.Name) {
 			continue // OpenAPI says these header parameters SHALL be ignored
 		}
+		required := prm.In == openapi3.ParameterInPath || prm.Required
+		// drop leaves out an optional parameter the executor cannot
+		// send, and skips the operation when it is required.
+		drop := func(msg string) *oapiSkip {
+			if required {
+				return &oapiSkip{msg}
+			}
+			sc.note(msg + "; the parameter is left out of the tool")
+			return nil
+		}
+		if msg, bad := o.invalid[prm]; bad {
+			sc.note(msg + "; the parameter is left out of the tool")
+			continue
+		}
 		switch prm.In {
-		case openapi3.ParameterInPath, openapi3.ParameterInQuery, openapi3.ParameterInHeader:
-		case openapi3.ParameterInCookie:
-			return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("cookie parameters are not supported (%q)", prm.Name)}
+		case openapi3.ParameterInPath, openapi3.ParameterInQuery, openapi3.ParameterInHeader, openapi3.ParameterInCookie:
 		default:
-			return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("parameter %q: %q parameters are not supported", prm.Name, prm.In)}
+			if sk := drop(fmt.Sprintf("parameter %q is in %q, which is not a parameter location", prm.Name, prm.In)); sk != nil {
+				return rest.Spec{}, nil, sk
+			}
+			continue
 		}
-		if prm.Style != "" && prm.Style != oapiDefaultStyle(prm.In) {
-			return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("%s parameter %q: style %q is not supported", prm.In, prm.Name, prm.Style)}
+		style := prm.Style
+		if style == "" {
+			style = oapiDefaultStyle(prm.In)
 		}
-		if prm.Schema == nil {
-			return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("%s parameter %q: parameters described by content instead of schema are not supported", prm.In, prm.Name)}
+		if !oapiStyleOK(prm.In, style) {
+			if sk := drop(fmt.Sprintf("%s parameter %q has style %q, which OpenAPI does not define for %s parameters", prm.In, prm.Name, style, prm.In)); sk != nil {
+				return rest.Spec{}, nil, sk
+			}
+			continue
+		}
+		schemaRef, asJSON := prm.Schema, false
+		if schemaRef == nil {
+			for _, k := range slices.Sorted(maps.Keys(prm.Content)) {
+				if mt := prm.Content[k]; mt != nil {
+					schemaRef, asJSON = mt.Schema, oapiIsJSON(k)
+					break
+				}
+			}
 		}
 		prop, ok := oapiPropName(props, prm.In, prm.Name)
 		if !ok {
-			return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("%s parameter %q: its property name collides with another parameter's", prm.In, prm.Name)}
+			if sk := drop(fmt.Sprintf("%s parameter %q: its property name collides with another parameter's", prm.In, prm.Name)); sk != nil {
+				return rest.Spec{}, nil, sk
+			}
+			continue
 		}
-		schema := sc.ref(prm.Schema, 0, false)
+		schema := sc.ref(schemaRef, 0, false)
 		if m, ok := schema.(map[string]any); ok {
 			if prm.Description != "" {
 				m["description"] = prm.Description
@@ -685,22 +737,40 @@ func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
 			}
 		}
 		props[prop] = schema
-		if prm.In == openapi3.ParameterInPath || prm.Required {
-			required = append(required, prop)
+		if required {
+			requiredProps = append(requiredProps, prop)
 		}
-		placeholder := "{" + prop + "}"
-		switch prm.In {
-		case openapi3.ParameterInPath:
+		if prm.In == openapi3.ParameterInPath {
 			pathProps[prm.Name] = prop
-		case openapi3.ParameterInQuery:
-			query[prm.Name] = placeholder
-			if v := prm.Schema.Value; v != nil && (v.Type.Includes(openapi3.TypeArray) || v.Type.Includes(openapi3.TypeObject)) {
-				sc.note(fmt.Sprintf("query parameter %q is an array or object; its value is sent as JSON text", prm.Name))
-			}
-		case openapi3.ParameterInHeader:
-			setHeader(prm.Name, placeholder)
 		}
+		// A scalar in its location's default style is a plain template;
+		// everything else is a Param, serialized by the executor.
+		scalar := schemaRef != nil && schemaRef.Value != nil && !asJSON &&
+			!schemaRef.Value.Type.Includes(openapi3.TypeArray) && !schemaRef.Value.Type.Includes(openapi3.TypeObject) &&
+			len(schemaRef.Value.Type.Slice()) > 0
+		if scalar && style == oapiDefaultStyle(prm.In) && prm.In != openapi3.ParameterInCookie && !prm.AllowReserved {
+			switch prm.In {
+			case openapi3.ParameterInQuery:
+				query[prm.Name] = "{" + prop + "}"
+			case openapi3.ParameterInHeader:
+				setHeader(prm.Name, "{"+prop+"}")
+			}
+			continue
+		}
+		if prm.In == openapi3.ParameterInHeader {
+			for k := range headers {
+				if strings.EqualFold(k, prm.Name) {
+					delete(headers, k)
+				}
+			}
+		}
+		params = append(params, rest.Param{
+			Name: prm.Name, In: prm.In, Arg: prop, Style: style, Explode: prm.Explode,
+			AllowReserved: prm.AllowReserved, JSON: asJSON,
+		})
 	}
+
+	secrets := b.applyAuth(op, setHeader, headers, query, sc)
 
 	// Path placeholders take their parameters' property names.
 	var missing string
@@ -717,11 +787,8 @@ func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
 	}
 
 	var body json.RawMessage
+	var payload *rest.Payload
 	if rb := op.RequestBody; rb != nil && rb.Value != nil && len(rb.Value.Content) > 0 {
-		mediaType, mt := oapiJSONMedia(rb.Value.Content)
-		if mt == nil {
-			return rest.Spec{}, nil, &oapiSkip{strings.Join(slices.Sorted(maps.Keys(rb.Value.Content)), ", ") + " request bodies are not supported"}
-		}
 		prop := "body"
 		if _, taken := props[prop]; taken {
 			prop = "request_body"
@@ -729,17 +796,50 @@ func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
 				return rest.Spec{}, nil, &oapiSkip{`parameters named "body" and "request_body" leave no property name for the request body`}
 			}
 		}
-		schema := sc.ref(mt.Schema, 0, true)
+		mediaType, mt, kind := oapiBodyMedia(rb.Value.Content)
+		var schema any
+		switch kind {
+		case "json":
+			schema = sc.ref(mt.Schema, 0, true)
+			body = json.RawMessage(`"{` + prop + `}"`)
+			if mediaType != "application/json" {
+				setHeader("Content-Type", mediaType)
+			}
+		case rest.PayloadForm, rest.PayloadMultipart:
+			schema = sc.ref(mt.Schema, 0, true)
+			payload = &rest.Payload{Arg: prop, Kind: kind, Encoding: map[string]rest.PartEncoding{}}
+			if kind == rest.PayloadForm {
+				payload.ContentType = mediaType
+			}
+			for name, enc := range mt.Encoding {
+				if enc != nil {
+					payload.Encoding[name] = rest.PartEncoding{ContentType: enc.ContentType, Style: enc.Style, Explode: enc.Explode}
+				}
+			}
+			if kind == rest.PayloadMultipart {
+				oapiMarkFiles(mt.Schema, schema, payload.Encoding)
+			}
+		case rest.PayloadText:
+			schema = map[string]any{"type": "string"}
+			payload = &rest.Payload{Arg: prop, Kind: kind, ContentType: mediaType}
+		default:
+			schema = map[string]any{"type": "string", "contentEncoding": "base64",
+				"description": "The body's bytes (" + mediaType + "), in base64."}
+			if strings.Contains(mediaType, "*") {
+				mediaType = "application/octet-stream"
+			}
+			payload = &rest.Payload{Arg: prop, Kind: rest.PayloadBinary, ContentType: mediaType}
+		}
 		if m, ok := schema.(map[string]any); ok && rb.Value.Description != "" {
-			m["description"] = rb.Value.Description
+			if d, had := m["description"].(string); had && kind == rest.PayloadBinary {
+				m["description"] = rb.Value.Description + "\n\n" + d
+			} else {
+				m["description"] = rb.Value.Description
+			}
 		}
 		props[prop] = schema
 		if rb.Value.Required {
-			required = append(required, prop)
-		}
-		body = json.RawMessage(`"{` + prop + `}"`)
-		if mediaType != "application/json" {
-			setHeader("Content-Type", mediaType)
+			requiredProps = append(requiredProps, prop)
 		}
 	}
 
@@ -748,8 +848,8 @@ func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
 		"properties":           props,
 		"additionalProperties": false,
 	}
-	if len(required) > 0 {
-		input["required"] = required
+	if len(requiredProps) > 0 {
+		input["required"] = requiredProps
 	}
 	raw, err := json.Marshal(input)
 	if err != nil {
@@ -762,10 +862,12 @@ func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
 		Method:           method,
 		URL:              base + urlPath,
 		Body:             body,
+		Params:           params,
+		Payload:          payload,
 		InputSchema:      raw,
 		Timeout:          b.src.Timeout,
 		MaxResponseBytes: b.src.MaxResponseBytes,
-		Secrets:          slices.Clone(b.src.Secrets),
+		Secrets:          secrets,
 	}
 	if len(query) > 0 {
 		spec.Query = query
@@ -830,10 +932,9 @@ func oapiIgnoredHeader(name string) bool {
 		strings.EqualFold(name, "Authorization")
 }
 
-// oapiDefaultStyle is the one serialization style the executor follows
-// for each parameter location.
+// oapiDefaultStyle is each parameter location's default style.
 func oapiDefaultStyle(in string) string {
-	if in == openapi3.ParameterInQuery {
+	if in == openapi3.ParameterInQuery || in == openapi3.ParameterInCookie {
 		return openapi3.SerializationForm
 	}
 	return openapi3.SerializationSimple
@@ -857,27 +958,200 @@ func oapiPropName(props map[string]any, in, name string) (prop string, ok bool) 
 	return "", false
 }
 
-// oapiJSONMedia picks the JSON media type of a request body:
-// application/json, else the first +json type in sorted order.
-func oapiJSONMedia(content openapi3.Content) (string, *openapi3.MediaType) {
-	var best string
-	for _, k := range slices.Sorted(maps.Keys(content)) {
-		mt, _, err := mime.ParseMediaType(k)
-		if err != nil {
+// applyAuth adds to an operation's headers and query the credentials of
+// the first of its security requirements (or the document's) that
+// src.Auth satisfies, and returns the Spec's secrets: src.Secrets plus
+// every credential, in each form it is sent in.
+func (b *oapiBuilder) applyAuth(op *openapi3.Operation, setHeader func(name, value string), headers, query map[string]string, sc *oapiSchemaConv) []string {
+	secrets := slices.Clone(b.src.Secrets)
+	for _, k := range slices.Sorted(maps.Keys(b.src.Auth)) {
+		secrets = append(secrets, b.src.Auth[k])
+	}
+	reqs := b.doc.Security
+	if op.Security != nil {
+		reqs = *op.Security
+	}
+	if len(reqs) == 0 || len(b.src.Auth) == 0 {
+		return secrets
+	}
+	var schemes openapi3.SecuritySchemes
+	if b.doc.Components != nil {
+		schemes = b.doc.Components.SecuritySchemes
+	}
+	usable := func(name string) *openapi3.SecurityScheme {
+		ref := schemes[name]
+		if ref == nil || ref.Value == nil || b.src.Auth[name] == "" {
+			return nil
+		}
+		v := ref.Value
+		switch {
+		case v.Type == "apiKey" && (v.In == "header" || v.In == "query" || v.In == "cookie") && v.Name != "":
+		case v.Type == "http" && (strings.EqualFold(v.Scheme, "bearer") || strings.EqualFold(v.Scheme, "basic")):
+		case v.Type == "oauth2" || v.Type == "openIdConnect":
+		default:
+			return nil
+		}
+		return v
+	}
+	for _, req := range reqs {
+		if len(req) == 0 {
+			return secrets // security is optional; no credentials are sent
+		}
+		ok := true
+		for name := range req {
+			if usable(name) == nil {
+				ok = false
+				break
+			}
+		}
+		if !ok {
 			continue
 		}
-		if mt == "application/json" {
-			return mt, content[k]
+		for _, name := range slices.Sorted(maps.Keys(req)) {
+			v, cred := usable(name), b.src.Auth[name]
+			lit := oapiBraces.Replace(cred)
+			switch {
+			case v.Type == "apiKey" && v.In == "header":
+				setHeader(v.Name, lit)
+			case v.Type == "apiKey" && v.In == "query":
+				query[v.Name] = lit
+				secrets = append(secrets, url.QueryEscape(cred), strings.ReplaceAll(url.QueryEscape(cred), "+", "%20"))
+			case v.Type == "apiKey" && v.In == "cookie":
+				c := v.Name + "=" + lit
+				for k, old := range headers {
+					if strings.EqualFold(k, "Cookie") {
+						c = old + "; " + c
+					}
+				}
+				setHeader("Cookie", c)
+			case v.Type == "http" && strings.EqualFold(v.Scheme, "basic"):
+				enc := base64.StdEncoding.EncodeToString([]byte(cred))
+				setHeader("Authorization", "Basic "+enc)
+				secrets = append(secrets, enc)
+			default: // bearer, oauth2, openIdConnect: a token
+				setHeader("Authorization", "Bearer "+lit)
+			}
 		}
-		if best == "" && strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json") {
-			best = k
+		return secrets
+	}
+	var names []string
+	for _, req := range reqs {
+		names = append(names, slices.Sorted(maps.Keys(req))...)
+	}
+	slices.Sort(names)
+	sc.note(fmt.Sprintf("no credentials sent: the operation needs %s, and auth has none of them (or only a scheme type toolgate cannot send)",
+		strings.Join(slices.Compact(names), " or ")))
+	return secrets
+}
+
+// oapiIsJSON reports whether a media type (maybe with parameters) is
+// JSON: application/json or application/*+json.
+func oapiIsJSON(k string) bool {
+	mt, _, err := mime.ParseMediaType(k)
+	return err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+// oapiBodyMedia picks the media type of a request body, by preference:
+// JSON (application/json, then +json types, then */* and application/*,
+// sent as application/json), form, multipart, text, then any other type
+// (sent as bytes). kind is "json" or a [rest.Payload] kind.
+func oapiBodyMedia(content openapi3.Content) (mediaType string, mt *openapi3.MediaType, kind string) {
+	keys := slices.Sorted(maps.Keys(content))
+	parsed := make(map[string]string, len(keys))
+	for _, k := range keys {
+		m, _, err := mime.ParseMediaType(k)
+		if err != nil {
+			m = strings.ToLower(strings.TrimSpace(k))
+		}
+		parsed[k] = m
+	}
+	pick := func(ok func(m string) bool) (string, bool) {
+		for _, k := range keys {
+			if content[k] != nil && ok(parsed[k]) {
+				return k, true
+			}
+		}
+		return "", false
+	}
+	rules := []struct {
+		kind string
+		ok   func(string) bool
+		send func(string) string
+	}{
+		{"json", func(m string) bool { return m == "application/json" }, func(string) string { return "application/json" }},
+		{"json", func(m string) bool { return strings.HasPrefix(m, "application/") && strings.HasSuffix(m, "+json") }, func(m string) string { return m }},
+		{"json", func(m string) bool { return m == "*/*" || m == "application/*" || m == "" }, func(string) string { return "application/json" }},
+		{rest.PayloadForm, func(m string) bool { return m == "application/x-www-form-urlencoded" }, func(m string) string { return m }},
+		{rest.PayloadMultipart, func(m string) bool { return strings.HasPrefix(m, "multipart/") }, func(m string) string { return m }},
+		{rest.PayloadText, func(m string) bool { return strings.HasPrefix(m, "text/") }, func(m string) string { return m }},
+		{rest.PayloadBinary, func(string) bool { return true }, func(m string) string { return m }},
+	}
+	for _, r := range rules {
+		if k, ok := pick(r.ok); ok {
+			return r.send(parsed[k]), content[k], r.kind
 		}
 	}
-	if best == "" {
-		return "", nil
+	return "", nil, ""
+}
+
+// oapiMarkFiles marks the members of a multipart body that are files
+// (type string with format binary or base64, or a contentMediaType, or
+// an array of them) and describes them in the converted schema as base64
+// strings.
+func oapiMarkFiles(sr *openapi3.SchemaRef, converted any, enc map[string]rest.PartEncoding) {
+	if sr == nil || sr.Value == nil {
+		return
 	}
-	mt, _, _ := mime.ParseMediaType(best)
-	return mt, content[best]
+	props, _ := func() (map[string]any, bool) {
+		m, ok := converted.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		p, ok := m["properties"].(map[string]any)
+		return p, ok
+	}()
+	isFile := func(s *openapi3.SchemaRef) bool {
+		if s == nil || s.Value == nil {
+			return false
+		}
+		v := s.Value
+		return (v.Type == nil || v.Type.Includes(openapi3.TypeString)) &&
+			(v.Format == "binary" || v.Format == "base64" || v.Format == "byte" || v.ContentMediaType != "" || v.ContentEncoding != "")
+	}
+	fileSchema := map[string]any{"type": "string", "contentEncoding": "base64", "description": "The file's bytes, in base64."}
+	for name, p := range sr.Value.Properties {
+		switch {
+		case isFile(p):
+			e := enc[name]
+			e.File = true
+			enc[name] = e
+			if props != nil {
+				props[name] = maps.Clone(fileSchema)
+			}
+		case p != nil && p.Value != nil && p.Value.Type.Includes(openapi3.TypeArray) && isFile(p.Value.Items):
+			e := enc[name]
+			e.File = true
+			enc[name] = e
+			if props != nil {
+				props[name] = map[string]any{"type": "array", "items": maps.Clone(fileSchema)}
+			}
+		}
+	}
+}
+
+// oapiStyleOK reports whether OpenAPI defines style for parameters in in.
+func oapiStyleOK(in, style string) bool {
+	switch in {
+	case openapi3.ParameterInPath:
+		return style == rest.StyleSimple || style == rest.StyleLabel || style == rest.StyleMatrix
+	case openapi3.ParameterInQuery:
+		return style == rest.StyleForm || style == rest.StyleSpaceDelimited || style == rest.StylePipeDelimited || style == rest.StyleDeepObject
+	case openapi3.ParameterInHeader:
+		return style == rest.StyleSimple
+	case openapi3.ParameterInCookie:
+		return style == rest.StyleForm
+	}
+	return false
 }
 
 // oapiDescription is summary and description, or "METHOD PATH".
