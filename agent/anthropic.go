@@ -374,3 +374,72 @@ func parseDataURL(u string) (mediaType, data string, ok bool) {
 	mediaType, ok = strings.CutSuffix(head, ";base64")
 	return mediaType, data, ok
 }
+
+// FromAnthropicMessages converts Messages API messages back to a history:
+// the inverse of [AnthropicMessages] for what both sides have (text,
+// thinking with its signature, redacted thinking, images, tool calls and
+// tool results; a tool_result block becomes a tool message of its own).
+// Blocks agent has no part for (documents, server tools, ...) are left
+// out.
+func FromAnthropicMessages(msgs []anthropic.MessageParam) []Message {
+	var out []Message
+	for _, m := range msgs {
+		cur := Message{Role: RoleUser}
+		if m.Role == anthropic.MessageParamRoleAssistant {
+			cur.Role = RoleAssistant
+		}
+		flush := func() {
+			if len(cur.Parts) > 0 || len(cur.ToolCalls) > 0 {
+				out = append(out, cur)
+			}
+			cur = Message{Role: cur.Role}
+		}
+		for _, b := range m.Content {
+			switch {
+			case b.OfText != nil:
+				cur.Parts = append(cur.Parts, Text(b.OfText.Text))
+			case b.OfThinking != nil:
+				cur.Parts = append(cur.Parts, Part{Type: PartThinking, Text: b.OfThinking.Thinking, Signature: b.OfThinking.Signature})
+			case b.OfRedactedThinking != nil:
+				cur.Parts = append(cur.Parts, Part{Type: PartThinking, Redacted: b.OfRedactedThinking.Data})
+			case b.OfImage != nil:
+				if u := fromAnthropicImage(b.OfImage); u != "" {
+					cur.Parts = append(cur.Parts, Image(u))
+				}
+			case b.OfToolUse != nil:
+				args, err := json.Marshal(b.OfToolUse.Input)
+				if err != nil || string(args) == "null" {
+					args = []byte("{}")
+				}
+				cur.ToolCalls = append(cur.ToolCalls, ToolCall{ID: b.OfToolUse.ID, Name: b.OfToolUse.Name, Arguments: string(args)})
+			case b.OfToolResult != nil:
+				flush()
+				tr := b.OfToolResult
+				r := ToolResult{CallID: tr.ToolUseID, IsError: tr.IsError.Value}
+				for _, c := range tr.Content {
+					switch {
+					case c.OfText != nil:
+						r.Content = append(r.Content, Text(c.OfText.Text))
+					case c.OfImage != nil:
+						if u := fromAnthropicImage(c.OfImage); u != "" {
+							r.Content = append(r.Content, Image(u))
+						}
+					}
+				}
+				out = append(out, ToolMessage(r))
+			}
+		}
+		flush()
+	}
+	return out
+}
+
+func fromAnthropicImage(img *anthropic.ImageBlockParam) string {
+	switch s := img.Source; {
+	case s.OfBase64 != nil:
+		return "data:" + string(s.OfBase64.MediaType) + ";base64," + s.OfBase64.Data
+	case s.OfURL != nil:
+		return s.OfURL.URL
+	}
+	return ""
+}

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
@@ -357,10 +356,4 @@ func closeJSON(s string) (closed string, cut int) {
 		}
 	}
 	return b.String(), cut
-}
-
-// errorsAs is errors.AsType for callers that need only the bool.
-func isType[T error](err error) bool {
-	_, ok := errors.AsType[T](err)
-	return ok
 }

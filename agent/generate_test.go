@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -298,4 +299,43 @@ func TestGenerateToolInputEvents(t *testing.T) {
 	if diff := cmp.Diff(want, parsed); diff != "" {
 		t.Errorf("parsed snapshots mismatch (-want +got):\n%s", diff)
 	}
+}
+
+func TestGenerateAbortAndErrorEvents(t *testing.T) {
+	t.Run("abort", func(t *testing.T) {
+		f := newFakeProvider(t, "anthropic", script(t, "anthropic", "parallel_tools"))
+		ctx, cancel := context.WithCancel(t.Context())
+		var ev agent.Events
+		var got []agent.EventType
+		for _, typ := range []agent.EventType{agent.EventAbort, agent.EventError, agent.EventEnd} {
+			ev.On(typ, func(e agent.Event) { got = append(got, e.Type) })
+		}
+		// The stream stops at its barrier; the first complete call cancels.
+		_, err := agent.Generate(ctx, f.provider(), &agent.Request{}, &agent.GenerateOptions{Events: &ev, OnToolCall: func(agent.ToolCall) { cancel() }})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Generate() error = %v, want context.Canceled", err)
+		}
+		if diff := cmp.Diff([]agent.EventType{agent.EventAbort, agent.EventEnd}, got); diff != "" {
+			t.Errorf("events mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("error", func(t *testing.T) {
+		f := newFakeProvider(t, "openai", script(t, "openai", "cut"))
+		var ev agent.Events
+		var got []agent.EventType
+		var text string
+		for _, typ := range []agent.EventType{agent.EventAbort, agent.EventError, agent.EventEnd} {
+			ev.On(typ, func(e agent.Event) { got = append(got, e.Type) })
+		}
+		ev.On(agent.EventText, func(e agent.Event) { text = e.Snapshot })
+		if _, err := agent.Generate(t.Context(), f.provider(), &agent.Request{}, &agent.GenerateOptions{Events: &ev, Retry: noRetry}); err == nil {
+			t.Fatal("Generate() succeeded on a cut stream")
+		}
+		if diff := cmp.Diff([]agent.EventType{agent.EventError, agent.EventEnd}, got); diff != "" {
+			t.Errorf("events mismatch (-want +got):\n%s", diff)
+		}
+		if text != "The first half" {
+			t.Errorf("text snapshot before the cut = %q", text)
+		}
+	})
 }

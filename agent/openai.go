@@ -258,3 +258,55 @@ func hasImage(parts []Part) bool {
 	}
 	return false
 }
+
+// FromOpenAIMessages converts Chat Completions messages back to a system
+// prompt (its system and developer messages, joined) and a history: the
+// inverse of [OpenAIMessages] for what both sides have (text, images, tool
+// calls, tool results as text).
+func FromOpenAIMessages(msgs []openai.ChatCompletionMessageParamUnion) (system string, history []Message) {
+	var sys []string
+	for _, m := range msgs {
+		switch {
+		case m.OfSystem != nil:
+			sys = append(sys, openaiText(m.OfSystem.Content.OfString.Value, m.OfSystem.Content.OfArrayOfContentParts))
+		case m.OfDeveloper != nil:
+			sys = append(sys, openaiText(m.OfDeveloper.Content.OfString.Value, m.OfDeveloper.Content.OfArrayOfContentParts))
+		case m.OfUser != nil:
+			u := Message{Role: RoleUser}
+			if s := m.OfUser.Content.OfString; s.Valid() {
+				u.Parts = append(u.Parts, Text(s.Value))
+			}
+			for _, p := range m.OfUser.Content.OfArrayOfContentParts {
+				switch {
+				case p.OfText != nil:
+					u.Parts = append(u.Parts, Text(p.OfText.Text))
+				case p.OfImageURL != nil:
+					u.Parts = append(u.Parts, Image(p.OfImageURL.ImageURL.URL))
+				}
+			}
+			history = append(history, u)
+		case m.OfAssistant != nil:
+			a := Message{Role: RoleAssistant}
+			if s := m.OfAssistant.Content.OfString; s.Valid() && s.Value != "" {
+				a.Parts = append(a.Parts, Text(s.Value))
+			}
+			for _, c := range m.OfAssistant.ToolCalls {
+				if f := c.OfFunction; f != nil {
+					a.ToolCalls = append(a.ToolCalls, ToolCall{ID: f.ID, Name: f.Function.Name, Arguments: f.Function.Arguments})
+				}
+			}
+			history = append(history, a)
+		case m.OfTool != nil:
+			text := openaiText(m.OfTool.Content.OfString.Value, m.OfTool.Content.OfArrayOfContentParts)
+			history = append(history, ToolMessage(ToolResult{CallID: m.OfTool.ToolCallID, Content: []Part{Text(text)}}))
+		}
+	}
+	return strings.Join(sys, "\n\n"), history
+}
+
+func openaiText(s string, parts []openai.ChatCompletionContentPartTextParam) string {
+	for _, p := range parts {
+		s += p.Text
+	}
+	return s
+}
