@@ -211,6 +211,17 @@ func TestAgentScratchpadOverMCP(t *testing.T) {
 	}
 }
 
+// TestAgentScratchpadOverStdio runs the task with the tools of a
+// `toolgate stdio` subprocess that --mcp starts.
+func TestAgentScratchpadOverStdio(t *testing.T) {
+	m := newFakeModel(t, "openai", scratchpadTask()...)
+	server := toolgateBin + " stdio --config " + writeConfig(t, baseConfig)
+	res := runAgent(t, keyEnv("openai"), "--provider", "openai", "--model", "test-model", "--base-url", m.baseURL(), "--mcp", server, "remember Lisbon")
+	if res.code != 0 || !strings.HasSuffix(res.stdout, "The city is Lisbon.\n") {
+		t.Fatalf("toolgate agent did not finish the task:\n%s", res)
+	}
+}
+
 // TestAgentScratchpadInProcess runs the same task through an in-process
 // gateway built from --config.
 func TestAgentScratchpadInProcess(t *testing.T) {
