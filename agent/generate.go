@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -185,8 +186,8 @@ func (a *assembler) add(f Fragment) {
 		if f.ID != "" {
 			b.id = f.ID
 		}
-		if f.Name != "" {
-			b.name += f.Name
+		if b.name == "" {
+			b.name = f.Name // some servers repeat it in every fragment
 		}
 		if f.Text == "" {
 			return
@@ -269,7 +270,12 @@ func (b *block) call() ToolCall {
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
 	}
-	return ToolCall{ID: b.id, Name: b.name, Arguments: args}
+	id := b.id
+	if id == "" {
+		// A provider that sends no ID still needs one to pair the result.
+		id = "call_" + strconv.Itoa(b.index)
+	}
+	return ToolCall{ID: id, Name: b.name, Arguments: args}
 }
 
 func (b *block) part() Part {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -338,4 +339,26 @@ func TestGenerateAbortAndErrorEvents(t *testing.T) {
 			t.Errorf("text snapshot before the cut = %q", text)
 		}
 	})
+}
+
+// TestGenerateOpenAICompatibleQuirks: some compatible servers repeat a tool
+// call's id and name in every fragment, or send no id at all.
+func TestGenerateOpenAICompatibleQuirks(t *testing.T) {
+	var b strings.Builder
+	sseEvent(&b, "", openaiChunk(map[string]any{"role": "assistant"}, nil))
+	for _, piece := range []string{`{"city":`, ` "Rome"}`} {
+		sseEvent(&b, "", openaiChunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_x", "type": "function", "function": map[string]any{"name": "lookup", "arguments": piece}}}}, nil))
+	}
+	sseEvent(&b, "", openaiChunk(map[string]any{"tool_calls": []any{map[string]any{"index": 1, "type": "function", "function": map[string]any{"name": "ping", "arguments": "{}"}}}}, nil))
+	sseEvent(&b, "", openaiChunk(map[string]any{}, "tool_calls"))
+	b.WriteString("data: [DONE]\n\n")
+	f := newFakeProvider(t, "openai", reply{body: b.String()})
+	res, err := agent.Generate(t.Context(), f.provider(), &agent.Request{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []agent.ToolCall{{ID: "call_x", Name: "lookup", Arguments: `{"city": "Rome"}`}, {ID: "call_3", Name: "ping", Arguments: `{}`}}
+	if diff := cmp.Diff(want, res.Message.ToolCalls); diff != "" {
+		t.Errorf("tool calls mismatch (-want +got):\n%s", diff)
+	}
 }

@@ -797,6 +797,8 @@ func exampleREST(c *Config) {
 		BaseURL:          "http://127.0.0.1:9000/v1",
 		Include:          []string{"*Pet", "listPets"},
 		Exclude:          []string{"delete*"},
+		Auth:             map[string]string{},
+		MaxSpecBytes:     16 << 20,
 		Headers:          map[string]string{"X-Api-Key": "example-key"},
 		Timeout:          Duration(15 * time.Second),
 		Retry:            &Retry{Attempts: 2, InitialBackoff: Duration(100 * time.Millisecond), MaxBackoff: Duration(time.Second), On: []string{"network", "unavailable"}},

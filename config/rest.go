@@ -20,6 +20,11 @@ const (
 	maxResponseBytes = 1 << 30
 	// maxRetryAttempts is the most attempts a retry policy may ask for.
 	maxRetryAttempts = 10
+	// defaultMaxSpecBytes is an openapi source's max_spec_bytes when the
+	// file leaves it out: 16 MiB.
+	defaultMaxSpecBytes = 16 << 20
+	// maxMaxSpecBytes is the largest max_spec_bytes allowed: 1 GiB.
+	maxMaxSpecBytes = 1 << 30
 )
 
 // defaultRetry is defaults.retry when the file leaves it out.
@@ -115,11 +120,27 @@ type OpenAPISource struct {
 	// https URL with no placeholders, query or fragment. Default the
 	// document's own.
 	BaseURL string `yaml:"base_url"`
-	// Include lists operationId globs ([path.Match] syntax) to keep.
-	// Default none, which keeps every operation.
+	// Include lists globs of the operations to keep. A glob matches an
+	// operation's tool name (as toolgate tools shows it), its
+	// operationId, "METHOD /path" as the document writes the path, or
+	// "tag:<tag>" for one of its tags; * matches any run of characters, /
+	// included, ? one character, [a-z] a set. Default none, which keeps
+	// every operation. A glob that matches no operation is a warning.
 	Include []string `yaml:"include"`
-	// Exclude lists operationId globs to drop, after Include. Default none.
+	// Exclude lists globs of operations to drop, after Include, matched
+	// the same way. Default none.
 	Exclude []string `yaml:"exclude"`
+	// Auth maps the names of the document's securitySchemes to
+	// credentials, usually ${ENV} references: an apiKey scheme's key, an
+	// http bearer (or oauth2) scheme's token, "user:password" for http
+	// basic. An operation sends only the credentials its security
+	// requirements name. Values are secrets: never logged or shown.
+	// Default none.
+	Auth map[string]string `yaml:"auth"`
+	// MaxSpecBytes caps the document, with the files its $refs read,
+	// from 1 to 1073741824. Default 16777216 (16 MiB); [Parse] fills it
+	// in, and 0 in a [Config] built in Go means the default too.
+	MaxSpecBytes int64 `yaml:"max_spec_bytes"`
 	// Headers are added to every request, as for [RESTTool.Headers].
 	Headers map[string]string `yaml:"headers"`
 	// Timeout, Retry and MaxResponseBytes apply to every operation, as for
@@ -153,6 +174,9 @@ func complete(cfg *Config, file string, present func(path string) bool) {
 		p := fmt.Sprintf("openapi[%d]", i)
 		if !present(p + ".max_response_bytes") {
 			o.MaxResponseBytes = defaultMaxResponseBytes
+		}
+		if !present(p + ".max_spec_bytes") {
+			o.MaxSpecBytes = defaultMaxSpecBytes
 		}
 		inheritRetry(o.Retry, cfg.Defaults.Retry, p+".retry", present)
 		o.Spec = resolveSpec(o.Spec, file)
@@ -203,6 +227,9 @@ func (c *checker) restSections(cfg *Config) {
 		}
 		c.spec(p+".spec", o.Spec)
 		c.callLimits(p, o.Timeout, o.Retry, o.MaxResponseBytes)
+		if o.MaxSpecBytes < 0 || o.MaxSpecBytes > maxMaxSpecBytes {
+			c.fail(p+".max_spec_bytes", strconv.FormatInt(o.MaxSpecBytes, 10), "must be between 1 and %d (1 GiB); leave it out for the default, %d (16 MiB)", maxMaxSpecBytes, defaultMaxSpecBytes)
+		}
 	}
 	for i, t := range cfg.Rest {
 		p := fmt.Sprintf("rest[%d]", i)

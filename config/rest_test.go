@@ -58,6 +58,8 @@ func TestParseREST(t *testing.T) {
 				"    timeout: 1m",
 				"    retry: {attempts: 1, initial_backoff: 1s, max_backoff: 1s}",
 				"    max_response_bytes: 1073741824",
+				"    auth: {api_key: '${TOKEN}'}",
+				"    max_spec_bytes: 1024",
 			),
 			map[string]string{"TOKEN": "tok"},
 			want(func(c *Config) {
@@ -87,6 +89,8 @@ func TestParseREST(t *testing.T) {
 					Timeout:          Duration(time.Minute),
 					Retry:            &Retry{Attempts: 1, InitialBackoff: ms(1000), MaxBackoff: ms(1000), On: defaultRetryOn},
 					MaxResponseBytes: 1 << 30,
+					Auth:             map[string]string{"api_key": "tok"},
+					MaxSpecBytes:     1024,
 				}}
 			}),
 		},
@@ -129,7 +133,7 @@ func TestParseREST(t *testing.T) {
 				all.Retry = &Retry{Attempts: 1, InitialBackoff: ms(1), MaxBackoff: ms(2), On: []string{"execution"}}
 				c.Rest = []RESTTool{restDefaults("none", "http://h/"), restDefaults("empty", "http://h/"), some, all}
 				c.OpenAPI = []OpenAPISource{{
-					Name: "o", Spec: "o.yaml", MaxResponseBytes: 1 << 20,
+					Name: "o", Spec: "o.yaml", MaxResponseBytes: 1 << 20, MaxSpecBytes: 16 << 20,
 					Retry: &Retry{Attempts: 7, InitialBackoff: ms(100), MaxBackoff: Duration(10 * time.Second), On: defaultRetryOn},
 				}}
 			}),
@@ -206,7 +210,7 @@ func TestParseREST(t *testing.T) {
 			map[string]string{"SPEC_DIR": "from-env"},
 			want(func(c *Config) {
 				src := func(name, spec string) OpenAPISource {
-					return OpenAPISource{Name: name, Spec: spec, MaxResponseBytes: 1 << 20}
+					return OpenAPISource{Name: name, Spec: spec, MaxResponseBytes: 1 << 20, MaxSpecBytes: 16 << 20}
 				}
 				c.OpenAPI = []OpenAPISource{
 					src("a", filepath.Join("conf", "prod", "specs", "a.yaml")),
@@ -384,7 +388,7 @@ func TestParseRESTErrors(t *testing.T) {
 			nil,
 			[]string{
 				`t.yaml:1:7: rest: expected a list, got a mapping`,
-				`t.yaml:3:5: openapi[0]: expected a mapping with keys name, spec, base_url, include, exclude, headers, timeout, retry, max_response_bytes, got a list`,
+				`t.yaml:3:5: openapi[0]: expected a mapping with keys name, spec, base_url, include, exclude, auth, max_spec_bytes, headers, timeout, retry, max_response_bytes, got a list`,
 				`t.yaml:4:19: defaults.retry: expected a mapping with keys attempts, initial_backoff, max_backoff, on, got integer 3`,
 			},
 		},

@@ -235,11 +235,11 @@ func TestConfigCheckREST(t *testing.T) {
 			nil,
 			[]string{
 				`t.yaml:4:15: openapi[0].base_url: must not hold placeholders; write the server URL out, like http://127.0.0.1:9000/v1; got "http://h/{version}"`,
-				`t.yaml:5:15: openapi[0].include[0]: is not a valid glob (* ? [a-z] and \ to escape, as in Go's path.Match); write \[ for a literal [; got "[a-"`,
+				`t.yaml:5:15: openapi[0].include[0]: is not a valid glob: a [ is never closed; close the set, like [a-z], or write \[ for a bracket; got "[a-"`,
 				// Was "write an operationId or a glob": registry.Filter
 				// words it for every kind of source.
-				`t.yaml:5:22: openapi[0].include[1]: is empty; write a name or a glob, like list*`,
-				`t.yaml:6:15: openapi[0].exclude[0]: is not a valid glob (* ? [a-z] and \ to escape, as in Go's path.Match); write \[ for a literal [; got "x\\"`,
+				`t.yaml:5:22: openapi[0].include[1]: is not a valid glob: it is empty; write a name or a glob, like list* or tag:issues`,
+				`t.yaml:6:15: openapi[0].exclude[0]: is not a valid glob: ends in a lone \; write \\ for a backslash; got "x\\"`,
 				`t.yaml:7:25: openapi[1].base_url: must not have a query or fragment; operations add their own; got "http://h/v1?x=1"`,
 				`t.yaml:8:39: openapi[2].base_url: must be an absolute http or https URL, like http://127.0.0.1:9000/v1; got "/v1"`,
 			},

@@ -84,6 +84,7 @@ type Gateway struct {
 	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
 	loops      loopTracker   // the loop guard's per-thread state (guard.go)
 	hookSet    []*hook       // the configured hooks, in the file's order; set by New (hooks.go)
+	openapi    openapiState  // the OpenAPI sources' skipped operations and sources not loaded (rest.go)
 
 	httpOnce  sync.Once
 	router    http.Handler // built by Handler

@@ -108,6 +108,12 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 			}
 		}
 	}
+	if down := g.openapi.unavailable(); len(down) > 0 {
+		body["openapi_unavailable"] = down // started without them
+		if code == http.StatusOK {
+			body["status"] = "degraded"
+		}
+	}
 	if cs := g.res.circuits(); cs != nil {
 		body["circuits"] = cs
 	}

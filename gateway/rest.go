@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/config"
@@ -21,10 +23,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
-const (
-	specFetchTimeout = 30 * time.Second
-	maxSpecBytes     = 16 << 20
-)
+const specFetchTimeout = 30 * time.Second
 
 // restTools compiles the config's rest and openapi sections into REST
 // tools bound to their executors, for the caller to register in one batch.
@@ -59,6 +58,10 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 			Secrets:          secrets,
 		}})
 	}
+	// A source whose document cannot be read or used is an error only
+	// when it is the only source of tools; otherwise toolgate starts
+	// without it and /readyz says degraded.
+	onlySource := len(cfg.OpenAPI) == 1 && len(cfg.Rest) == 0 && len(cfg.Upstreams) == 0 && len(cfg.Builtin) == 0
 	for i, o := range cfg.OpenAPI {
 		path := fmt.Sprintf("openapi[%d]", i)
 		src := openapi.Source{
@@ -68,6 +71,8 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 			Include:          o.Include,
 			Exclude:          o.Exclude,
 			Headers:          o.Headers,
+			Auth:             o.Auth,
+			MaxSpecBytes:     o.MaxSpecBytes,
 			Timeout:          o.Timeout.D(),
 			MaxResponseBytes: o.MaxResponseBytes,
 			Secrets:          secrets,
@@ -78,20 +83,44 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 			errs = append(errs, configErrors(cfg, path, err)...)
 			continue
 		}
-		doc, err := g.readSpec(o.Spec)
+		unusable := func(perr error) {
+			if onlySource {
+				errs = append(errs, perr)
+				return
+			}
+			g.openapi.failed(o.Name, perr)
+			g.logger.Error("openapi source not loaded; serving without it", "source", o.Name, "error", perr.Error())
+		}
+		doc, err := g.readSpec(o.Spec, src.MaxSpecBytes)
 		if err != nil {
-			errs = append(errs, cfg.Locate(config.Problem{Path: path + ".spec", Msg: err.Error()}))
+			unusable(cfg.Locate(config.Problem{Path: path + ".spec", Msg: err.Error()}))
 			continue
 		}
 		src.Spec = doc
 		got, warnings, err := openapi.Specs(src)
-		for _, w := range warnings {
-			g.logger.Warn("openapi operation skipped", "source", o.Name, "operation", w.Operation, "reason", w.Msg)
-		}
 		if err != nil {
-			errs = append(errs, configErrors(cfg, path, err)...)
+			// Specs has checked src's settings (above); what is left is
+			// the document's: it does not load, or has no base URL.
+			for _, e := range configErrors(cfg, path+".spec", err) {
+				unusable(e)
+			}
 			continue
 		}
+		g.openapi.loaded(o.Name, warnings)
+		skipped := 0
+		for _, w := range warnings {
+			switch {
+			case w.Skipped:
+				skipped++
+				g.logger.Debug("openapi operation skipped", "source", o.Name, "operation", w.Operation, "tool", w.Tool, "reason", w.Msg)
+			case w.Operation == "":
+				g.logger.Warn("openapi source", "source", o.Name, "warning", w.Msg)
+			default:
+				g.logger.Debug("openapi operation", "source", o.Name, "operation", w.Operation, "tool", w.Tool, "note", w.Msg)
+			}
+		}
+		g.logger.Info(fmt.Sprintf("openapi source %q: %d tools, %d operations skipped", o.Name, len(got), skipped),
+			"source", o.Name, "tools", len(got), "skipped", skipped)
 		for _, s := range got {
 			specs = append(specs, pending{path: path, spec: s, fromDoc: true})
 		}
@@ -277,14 +306,17 @@ func restSecrets(all []string) []string {
 // readSpec reads an OpenAPI document from a file or an http(s) URL,
 // told apart as config told them apart when it checked the location: a
 // URL holds "://" (and config has checked its scheme, in any case).
-func (g *Gateway) readSpec(location string) ([]byte, error) {
+func (g *Gateway) readSpec(location string, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = openapi.DefaultMaxSpecBytes
+	}
 	if !strings.Contains(location, "://") {
 		f, err := os.Open(location)
 		if err != nil {
 			return nil, fmt.Errorf("reading the spec: %w", err)
 		}
 		defer f.Close()
-		return readCapped(f)
+		return readCapped(f, limit)
 	}
 	ctx, cancel := context.WithTimeout(g.root, specFetchTimeout)
 	defer cancel()
@@ -304,16 +336,83 @@ func (g *Gateway) readSpec(location string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("fetching the spec: HTTP %s", strconv.Itoa(resp.StatusCode))
 	}
-	return readCapped(resp.Body)
+	return readCapped(resp.Body, limit)
 }
 
-func readCapped(r io.Reader) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxSpecBytes+1))
+func readCapped(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the spec: %w", err)
 	}
-	if len(b) > maxSpecBytes {
-		return nil, fmt.Errorf("the spec is larger than %d bytes", maxSpecBytes)
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("the spec is larger than max_spec_bytes (%d bytes); raise max_spec_bytes", limit)
 	}
 	return b, nil
+}
+
+// SkippedOperation is an operation of an OpenAPI source that made no
+// tool, with why.
+type SkippedOperation struct {
+	// Source is the openapi source's name.
+	Source string
+	// Operation is "METHOD /path", with " (operationId)" when it has one.
+	Operation string
+	// Tool is the name its tool would have had.
+	Tool string
+	// Reason says why it was skipped.
+	Reason string
+}
+
+// SkippedOperations returns the operations of the OpenAPI sources that
+// made no tool, in source then document order (toolgate tools --skipped).
+func (g *Gateway) SkippedOperations() []SkippedOperation {
+	g.openapi.mu.Lock()
+	defer g.openapi.mu.Unlock()
+	return slices.Clone(g.openapi.skipped)
+}
+
+// SourceProblems returns the problems of the OpenAPI sources that
+// toolgate started without (their document could not be read or used),
+// each placed in the configuration file as file:line:col. New fails
+// instead when such a source is the only source of tools; toolgate
+// validate reports these as errors.
+func (g *Gateway) SourceProblems() []error {
+	g.openapi.mu.Lock()
+	defer g.openapi.mu.Unlock()
+	return slices.Clone(g.openapi.problems)
+}
+
+// openapiState is what loading the OpenAPI sources left behind.
+type openapiState struct {
+	mu       sync.Mutex
+	skipped  []SkippedOperation
+	problems []error
+	down     []string // names of the sources not loaded, for /readyz
+}
+
+func (s *openapiState) loaded(source string, warnings []openapi.Warning) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range warnings {
+		if w.Skipped {
+			s.skipped = append(s.skipped, SkippedOperation{Source: source, Operation: w.Operation, Tool: w.Tool, Reason: w.Msg})
+		}
+	}
+}
+
+func (s *openapiState) failed(source string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.problems = append(s.problems, err)
+	if !slices.Contains(s.down, source) {
+		s.down = append(s.down, source)
+	}
+}
+
+// unavailable returns the names of the OpenAPI sources toolgate started
+// without, or nil.
+func (s *openapiState) unavailable() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.down)
 }

@@ -284,6 +284,11 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer g.Close()
+	// serve starts without an OpenAPI source it cannot read (when it is
+	// not the only source); validate reports it.
+	if probs := g.SourceProblems(); len(probs) > 0 {
+		return errors.Join(probs...)
+	}
 	fmt.Fprintf(stdout, "%s: valid (%d tools)\n", cfg.Source, len(g.Tools()))
 	return nil
 }
@@ -291,6 +296,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 func cmdTools(args []string, stdout, stderr io.Writer) error {
 	fs, c := newFlags("tools", stderr)
 	asJSON := fs.Bool("json", false, "print the tools as JSON")
+	skipped := fs.Bool("skipped", false, "list the OpenAPI operations that made no tool, with the reason, instead of the tools")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -299,6 +305,9 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer g.Close()
+	if *skipped {
+		return printSkipped(g.SkippedOperations(), *asJSON, stdout)
+	}
 	waitUpstreams(g, stderr)
 	tools := g.Tools()
 	if *asJSON {
@@ -321,6 +330,32 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(tw, "NAME\tKIND\tSOURCE\tDESCRIPTION")
 	for _, t := range tools {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Kind, t.Source, firstLine(t.Description, 70))
+	}
+	return tw.Flush()
+}
+
+// printSkipped writes the OpenAPI operations that made no tool, as a
+// table or as JSON.
+func printSkipped(ops []gateway.SkippedOperation, asJSON bool, stdout io.Writer) error {
+	if asJSON {
+		type row struct {
+			Source    string `json:"source"`
+			Operation string `json:"operation"`
+			Tool      string `json:"tool"`
+			Reason    string `json:"reason"`
+		}
+		rows := make([]row, 0, len(ops))
+		for _, o := range ops {
+			rows = append(rows, row{o.Source, o.Operation, o.Tool, o.Reason})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SOURCE\tOPERATION\tTOOL\tREASON")
+	for _, o := range ops {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Source, o.Operation, o.Tool, o.Reason)
 	}
 	return tw.Flush()
 }

@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/config"
+)
+
+// parseIn writes files into a fresh working directory and parses in as
+// t.yaml there.
+func parseIn(t *testing.T, in []byte, files map[string]string) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	cfg, err := config.Parse("t.yaml", in, nil)
+	if err != nil {
+		t.Fatalf("config.Parse = %v", err)
+	}
+	return cfg
+}
+
+// TestOpenAPISourceUnreadable checks that a source whose document
+// cannot be read is an error only when it is the only source: otherwise
+// the gateway starts without it, /readyz says degraded and names it, and
+// SourceProblems places it in the file for toolgate validate.
+func TestOpenAPISourceUnreadable(t *testing.T) {
+	in := yamlLines(
+		"rest:",
+		"  - {name: ping, url: 'http://127.0.0.1:9/ping'}",
+		"openapi:",
+		"  - {name: gone, spec: missing.yaml}",
+		"  - {name: ok, spec: a.yaml}",
+	)
+	g, err := New(parseIn(t, in, map[string]string{"a.yaml": tinyDoc}))
+	if err != nil {
+		t.Fatalf("New = %v, want the gateway to start without the unreadable source", err)
+	}
+	defer g.Close()
+	probs := g.SourceProblems()
+	if len(probs) != 1 || !strings.HasPrefix(probs[0].Error(), "t.yaml:4:24: openapi[0].spec: reading the spec: open missing.yaml") {
+		t.Errorf("SourceProblems() = %q, want the spec's position and why", probs)
+	}
+	if len(g.Tools()) != 2 {
+		t.Errorf("%d tools, want ping and ok__list", len(g.Tools()))
+	}
+	rec := httptest.NewRecorder()
+	g.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/readyz", nil))
+	var body struct {
+		Status      string   `json:"status"`
+		Unavailable []string `json:"openapi_unavailable"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != http.StatusOK ||
+		body.Status != "degraded" || len(body.Unavailable) != 1 || body.Unavailable[0] != "gone" {
+		t.Errorf("/readyz = %d %s, want 200 degraded naming gone", rec.Code, rec.Body)
+	}
+
+	only := yamlLines("openapi:", "  - {name: gone, spec: missing.yaml}")
+	if g2, err := New(parseIn(t, only, nil)); err == nil {
+		g2.Close()
+		t.Fatal("New with the unreadable source as the only source succeeded, want its error")
+	} else if !strings.Contains(err.Error(), "t.yaml:2:24: openapi[0].spec: reading the spec") {
+		t.Errorf("New = %v, want the spec's position", err)
+	}
+}
+
+// TestOpenAPISourceSkipped checks the one info line per source, and that
+// skipped operations are listed with their reason.
+func TestOpenAPISourceSkipped(t *testing.T) {
+	doc := tinyDoc + `  /trace:
+    trace:
+      operationId: traceIt
+      responses: {"200": {description: OK}}
+`
+	var logs bytes.Buffer
+	in := yamlLines("openapi:", "  - {name: s, spec: a.yaml, include: [list, 'tag:none', traceIt]}")
+	g, err := New(parseIn(t, in, map[string]string{"a.yaml": doc}),
+		WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	got := g.SkippedOperations()
+	if len(got) != 1 || got[0] != (SkippedOperation{Source: "s", Operation: "TRACE /trace (traceIt)", Tool: "s__traceIt", Reason: "TRACE operations are not supported"}) {
+		t.Errorf("SkippedOperations() = %+v", got)
+	}
+	out := logs.String()
+	if !strings.Contains(out, `level=INFO msg="openapi source \"s\": 1 tools, 1 operations skipped"`) {
+		t.Errorf("log has no info line for the source:\n%s", out)
+	}
+	if !strings.Contains(out, `level=WARN`) || !strings.Contains(out, `include glob \"tag:none\" matches no operation`) {
+		t.Errorf("log has no warning for the glob that matches nothing:\n%s", out)
+	}
+	if strings.Contains(out, "TRACE") {
+		t.Errorf("skipped operations are logged above debug:\n%s", out)
+	}
+}
