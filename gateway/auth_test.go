@@ -115,7 +115,7 @@ func TestAuthRequired(t *testing.T) {
 	}
 
 	t.Run("every endpoint but healthz", func(t *testing.T) {
-		for _, path := range []string{"/mcp", "/sse", "/events", "/ui", "/metrics", "/readyz"} {
+		for _, path := range []string{"/mcp", "/sse", "/events", "/ui/state", "/metrics", "/readyz"} {
 			if code, _, _ := get(t, srv.URL+path, "", nil); code != http.StatusUnauthorized {
 				t.Errorf("GET %s without a token: HTTP %d, want 401", path, code)
 			}

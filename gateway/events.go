@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -96,6 +98,11 @@ type eventFilter struct {
 	tool      string // a path.Match pattern on the tool's name
 	principal string // exactly this principal
 	outcome   string // "ok" or "error": only the final events of that outcome
+	// own, when set, selects only the calls of principal owner, whatever
+	// the query asked: with authentication on, a principal sees no other
+	// principal's calls (scopeToViewer).
+	own   bool
+	owner string
 }
 
 // parseEventFilter reads a filter from /events's query: tool (a glob),
@@ -115,6 +122,33 @@ func parseEventFilter(q url.Values) (eventFilter, error) {
 	return f, nil
 }
 
+// errOthersCalls refuses a query that names another principal than the
+// authenticated one.
+var errOthersCalls = errors.New("a principal sees only its own calls: leave out the query's principal, or name your own")
+
+// scopeToViewer narrows f to the calls r's principal may see. With
+// authentication on, that is its own calls only (issue 11): tool names,
+// outcomes and error messages of one principal are not another's to read,
+// and no query widens that (one naming another principal is
+// errOthersCalls). Calls without a principal (the embedding program's)
+// are then nobody's to read over HTTP. Without authentication every call
+// stays visible, as the MCP endpoint is open to all alike.
+func (g *Gateway) scopeToViewer(r *http.Request, f *eventFilter) error {
+	if g.auth == nil {
+		return nil
+	}
+	id := principal.From(r.Context())
+	if id == nil {
+		// The auth middleware always sets one; without it, show nothing.
+		return errOthersCalls
+	}
+	if f.principal != "" && f.principal != id.Name {
+		return errOthersCalls
+	}
+	f.own, f.owner = true, id.Name
+	return nil
+}
+
 func (f *eventFilter) match(e *callEvent) bool {
 	if f.tool != "" {
 		if ok, _ := path.Match(f.tool, e.Tool); !ok {
@@ -122,6 +156,9 @@ func (f *eventFilter) match(e *callEvent) bool {
 		}
 	}
 	if f.principal != "" && f.principal != e.Principal {
+		return false
+	}
+	if f.own && e.Principal != f.owner {
 		return false
 	}
 	switch f.outcome {
@@ -189,13 +226,18 @@ func (b *eventBus) remember(e callEvent) {
 	b.next = (b.next + 1) % recentCalls
 }
 
-// recentCalls returns the final events of the latest calls, oldest first.
-func (b *eventBus) recentCalls() []callEvent {
+// recentCalls returns the final events of the latest calls that f
+// selects, oldest first. The ring is shared: of its recentCalls, f may
+// select fewer.
+func (b *eventBus) recentCalls(f *eventFilter) []callEvent {
 	b.recentMu.Lock()
-	defer b.recentMu.Unlock()
-	out := append(slices.Clone(b.recent[b.next:]), b.recent[:b.next]...)
-	for i := range out {
-		out[i] = out[i].labelled()
+	all := append(slices.Clone(b.recent[b.next:]), b.recent[:b.next]...)
+	b.recentMu.Unlock()
+	out := all[:0]
+	for _, e := range all {
+		if f.match(&e) {
+			out = append(out, e.labelled())
+		}
 	}
 	return out
 }
@@ -387,10 +429,15 @@ func resultClass(res *Result) retry.Class {
 // client falls eventBuffer events behind (it then gets event: dropped and
 // the stream ends; reconnecting starts afresh). The query may filter:
 // tool (a glob), principal, outcome (ok or error: only final events).
+// With authentication on, a principal gets its own calls' events only.
 func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 	f, err := parseEventFilter(r.URL.Query())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := g.scopeToViewer(r, &f); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
 	rc := http.NewResponseController(w)

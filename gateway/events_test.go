@@ -25,9 +25,19 @@ import (
 // ends it). It returns once the subscription is in place.
 func subscribeEvents(t *testing.T, base, query string) <-chan callEvent {
 	t.Helper()
+	return subscribeEventsAs(t, base, query, "")
+}
+
+// subscribeEventsAs is subscribeEvents sending token as a bearer token
+// when it is not empty.
+func subscribeEventsAs(t *testing.T, base, query, token string) <-chan callEvent {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/events?"+query, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -390,7 +400,7 @@ func TestUIRoutes(t *testing.T) {
 	}
 	for _, tc := range []struct{ path, ctype, want string }{
 		{"/ui", "text/html; charset=utf-8", `<script src="/ui/app.js">`},
-		{"/ui/app.js", "text/javascript; charset=utf-8", `new EventSource("/events")`},
+		{"/ui/app.js", "text/javascript; charset=utf-8", `fetch("/events"`},
 		{"/ui/state", "application/json", `"source":"embedder","tools":[{"name":"counter","kind":"stateful"},{"name":"echo","kind":"stateless"}]`},
 		{"/ui/state", "application/json", `"recent":[{"state":"error","id":"c-1"`},
 	} {

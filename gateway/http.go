@@ -27,7 +27,10 @@ import (
 // see loopbackHost). With authentication configured, every endpoint but
 // /healthz and the protected resource metadata (RFC 9728, at
 // /.well-known/oauth-protected-resource and that path followed by the MCP
-// path) needs a bearer token; CORS preflights are answered without one.
+// path) needs a bearer token, and so does everything but the page and
+// script of /ui, which hold no data; CORS preflights are answered without
+// one. An authenticated principal sees only its own calls at /events and
+// /ui/state.
 // The same handler is returned on every call.
 func (g *Gateway) Handler() http.Handler {
 	g.httpOnce.Do(func() {
@@ -52,9 +55,13 @@ func (g *Gateway) Handler() http.Handler {
 			// Call data: the MCP endpoint's origin rules, GETs included,
 			// and its auth.
 			r.Handle("/events", readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, authed(http.HandlerFunc(g.serveEvents))))
-			ui := readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, authed(http.HandlerFunc(g.serveUI)))
-			r.Handle("/ui", ui)
-			r.Handle("/ui/*", ui)
+			r.Handle("/ui/state", readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, authed(http.HandlerFunc(g.serveUIState))))
+			// The page and its script hold no data, and a browser cannot
+			// send a bearer token when it navigates: they need none. The
+			// page asks for a token and sends it to /ui/state and /events.
+			page := readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, http.HandlerFunc(g.serveUI))
+			r.Handle("/ui", page)
+			r.Handle("/ui/*", page)
 			g.front.Mount(r)
 		})
 		g.router = r

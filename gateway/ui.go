@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/principal"
 )
 
 // uiFiles are the live calls page: plain HTML and a small script, no
@@ -14,24 +16,33 @@ import (
 //go:embed ui/index.html ui/app.js
 var uiFiles embed.FS
 
-// serveUI serves the live calls page at /ui, its script at /ui/app.js and
-// the tools' state at /ui/state. The page shows the tools by source with
-// their state and follows /events.
+// serveUI serves the live calls page at /ui and its script at
+// /ui/app.js: the same bytes to everyone, no data, so they need no token
+// (a browser cannot send one when it navigates). The page reads
+// /ui/state and follows /events itself, sending the bearer token it asks
+// for when they answer 401; serveUI never serves either.
 func (g *Gateway) serveUI(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/ui", "/ui/":
+		// The page takes a token: no other page may frame it (a form
+		// under someone else's clicks), and it loads and reaches nothing
+		// but its own script and this gateway.
+		w.Header().Set("Content-Security-Policy", uiPolicy)
+		w.Header().Set("Referrer-Policy", "no-referrer")
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		serveUIFile(w, "ui/index.html")
 	case "/ui/app.js":
 		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 		serveUIFile(w, "ui/app.js")
-	case "/ui/state":
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(g.uiState())
 	default:
 		http.NotFound(w, r)
 	}
 }
+
+// uiPolicy is the page's Content-Security-Policy. Its only inline part is
+// the stylesheet.
+const uiPolicy = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; " +
+	"img-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
 
 func serveUIFile(w http.ResponseWriter, name string) {
 	b, err := uiFiles.ReadFile(name)
@@ -40,7 +51,20 @@ func serveUIFile(w http.ResponseWriter, name string) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write(b)
+}
+
+// serveUIState serves /ui/state (uiStateBody) as r's principal may see it.
+func (g *Gateway) serveUIState(w http.ResponseWriter, r *http.Request) {
+	var f eventFilter
+	if err := g.scopeToViewer(r, &f); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(g.uiState(principal.From(r.Context()), &f))
 }
 
 // uiSource is one source of tools on the page.
@@ -62,17 +86,25 @@ type uiTool struct {
 
 // uiStateBody is /ui/state: the tools by source, and the latest calls
 // (their final events, oldest first), so an opened page is not empty.
+// With authentication on, both are the principal's own: the tools it may
+// see and the calls it made; Principal names it.
 type uiStateBody struct {
-	Status  string      `json:"status"`
-	Sources []uiSource  `json:"sources"`
-	Recent  []callEvent `json:"recent"`
+	Status    string      `json:"status"`
+	Principal string      `json:"principal,omitempty"`
+	Sources   []uiSource  `json:"sources"`
+	Recent    []callEvent `json:"recent"`
 }
 
-func (g *Gateway) uiState() uiStateBody {
+// uiState is /ui/state for id (nil without authentication), with the
+// recent calls f selects.
+func (g *Gateway) uiState(id *principal.Identity, f *eventFilter) uiStateBody {
 	ups := g.upstreamStatus()
 	var sources []uiSource
 	index := map[string]int{}
 	for _, t := range g.reg.List() {
+		if !id.Permits(t.Name) {
+			continue
+		}
 		i, ok := index[t.Source]
 		if !ok {
 			i = len(sources)
@@ -95,5 +127,5 @@ func (g *Gateway) uiState() uiStateBody {
 	if g.calls.isDraining() {
 		status = "shutting_down"
 	}
-	return uiStateBody{Status: status, Sources: sources, Recent: g.events.recentCalls()}
+	return uiStateBody{Status: status, Principal: principal.NameOf(id), Sources: sources, Recent: g.events.recentCalls(f)}
 }

@@ -1,12 +1,26 @@
 // The live calls page: the tools from /ui/state, refreshed every few
 // seconds, and one row per call from /events, moving pending → running →
 // completed or error. Plain DOM, no framework, no build step.
+//
+// With authentication on, /ui/state and /events need a bearer token, which
+// a browser attaches neither to a navigation nor to an EventSource. So the
+// page reads both with fetch, sending the token in an Authorization
+// header, and parses /events's Server-Sent Events itself (readSSE),
+// reconnecting with backoff as EventSource would. On a 401 it asks for the
+// token, and keeps it in sessionStorage (this tab only, gone when the tab
+// closes), never in an address. Without authentication no token is asked
+// for.
 "use strict";
 
 const maxRows = 500;
+const tokenKey = "toolgate-token";
+const retryMin = 1000; // ms before the first reconnection
+const retryMax = 30000; // the longest wait between reconnections
 const callsBody = document.querySelector("#calls tbody");
 const toolsBody = document.querySelector("#tools tbody");
 const statusEl = document.getElementById("status");
+const loginForm = document.getElementById("login");
+const tokenInput = document.getElementById("token");
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -16,6 +30,22 @@ function el(tag, attrs, ...children) {
 }
 
 function badge(text, cls) { return el("span", { class: "badge " + cls }, text); }
+
+// The token: in sessionStorage when the browser allows it, else in memory.
+let memToken = "";
+function getToken() {
+  try { return sessionStorage.getItem(tokenKey) || ""; } catch { return memToken; }
+}
+function setToken(tok) {
+  memToken = tok;
+  try {
+    if (tok) sessionStorage.setItem(tokenKey, tok); else sessionStorage.removeItem(tokenKey);
+  } catch { /* storage refused: memory only */ }
+}
+function authHeaders() {
+  const tok = getToken();
+  return tok ? { Authorization: "Bearer " + tok } : {};
+}
 
 function renderTools(state) {
   toolsBody.replaceChildren();
@@ -70,41 +100,180 @@ function toggleDetail(row) {
   row.after(el("tr", { class: "detail", "data-for": row.id }, td));
 }
 
+// run numbers the page's runs: signing out or a refused token ends the
+// current one (its event stream stops), entering a token starts the next.
+let run = 0;
+let stream = null; // the AbortController of the open /events request
+let awaitingToken = false;
+
+// askToken stops following, forgets what the page showed (it was the
+// previous token's) and shows the token form.
+function askToken(why) {
+  run++;
+  if (stream) stream.abort();
+  awaitingToken = true;
+  toolsBody.replaceChildren();
+  callsBody.replaceChildren();
+  document.getElementById("who").hidden = true;
+  document.getElementById("data").hidden = true;
+  document.getElementById("login-why").textContent = why;
+  loginForm.hidden = false;
+  document.body.dataset.auth = "required";
+  document.body.dataset.live = "false";
+  statusEl.textContent = "authentication required";
+  tokenInput.focus();
+}
+
+// unauthorized handles a 401 from /ui/state or /events.
+function unauthorized() {
+  if (awaitingToken) return;
+  const refused = getToken() !== "";
+  setToken("");
+  askToken(refused
+    ? "The token was not accepted. Enter a valid bearer token for this gateway."
+    : "This gateway needs a bearer token to show your calls.");
+}
+
+loginForm.addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const tok = tokenInput.value.trim();
+  tokenInput.value = "";
+  // What an Authorization header can carry (RFC 6750's token68); fetch
+  // would refuse anything else before sending it.
+  if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(tok)) {
+    document.getElementById("login-why").textContent =
+      "That is not a bearer token: letters, digits and - . _ ~ + / only, perhaps = at the end.";
+    return;
+  }
+  setToken(tok);
+  start();
+});
+
+document.getElementById("signout").addEventListener("click", () => {
+  setToken("");
+  askToken("Signed out. Enter a bearer token to show your calls.");
+});
+
+// refresh reads /ui/state; the first read of a run also shows the recent
+// calls. It returns false when the gateway wants a token.
 async function refresh(first) {
   try {
-    const resp = await fetch("/ui/state", { cache: "no-store" });
+    const resp = await fetch("/ui/state", { cache: "no-store", headers: authHeaders() });
+    if (resp.status === 401) { unauthorized(); return false; }
+    if (!resp.ok) throw new Error("HTTP " + resp.status + ": " + (await resp.text()).trim());
     const state = await resp.json();
+    if (awaitingToken) return false; // a sign-out meanwhile
     renderTools(state);
     if (first) for (const e of state.recent || []) show(e);
     statusEl.textContent = "gateway " + state.status;
+    document.getElementById("principal").textContent = state.principal || "";
+    document.getElementById("who").hidden = !state.principal;
   } catch (err) {
-    statusEl.textContent = "cannot reach the gateway: " + err;
+    statusEl.textContent = "cannot reach the gateway: " + err.message;
+  }
+  return true;
+}
+
+// readSSE reads Server-Sent Events from body until it ends, as the HTML
+// standard's EventSource parses them: lines end in CR, LF or CRLF; a line
+// is "field: value" or a comment (":…"); a blank line dispatches the
+// event, calling onEvent(type, data). A "retry" field calls onRetry(ms).
+async function readSSE(body, onEvent, onRetry) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "", type = "", data = [];
+  const line = (l) => {
+    if (l === "") {
+      if (data.length) onEvent(type || "message", data.join("\n"));
+      type = ""; data = [];
+      return;
+    }
+    if (l[0] === ":") return;
+    const i = l.indexOf(":");
+    const field = i < 0 ? l : l.slice(0, i);
+    let value = i < 0 ? "" : l.slice(i + 1);
+    if (value[0] === " ") value = value.slice(1);
+    if (field === "event") type = value;
+    else if (field === "data") data.push(value);
+    else if (field === "retry" && /^\d+$/.test(value)) onRetry(Number(value));
+  };
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    const eol = /\r\n|\r|\n/g;
+    let start = 0, m;
+    while ((m = eol.exec(buf)) !== null) {
+      if (m[0] === "\r" && eol.lastIndex === buf.length) break; // perhaps half a CRLF
+      line(buf.slice(start, m.index));
+      start = eol.lastIndex;
+    }
+    buf = buf.slice(start);
   }
 }
 
-// /ui?until=N stops following after N calls have finished live: with
-// nothing left in flight, a headless browser's virtual time can run out
-// and it dumps the page (the browser test does that).
-const until = Number(new URLSearchParams(location.search).get("until")) || 0;
+function wait(ms) { return new Promise((resolve) => setTimeout(resolve, ms)); }
 
-function subscribe() {
-  const es = new EventSource("/events");
-  let finished = 0;
-  es.addEventListener("open", () => { document.body.dataset.live = "true"; });
-  es.addEventListener("call", (m) => {
-    const e = JSON.parse(m.data);
-    show(e);
-    if (until && (e.state === "completed" || e.state === "error") && ++finished >= until) {
-      es.close();
-      document.body.dataset.live = "done";
+// follow reads /events for as long as run r lasts, reconnecting after a
+// lost stream or a network error, with a doubling wait from retryMin (or
+// what the stream's retry field sets) up to retryMax, or longer when a
+// 503's Retry-After says so. Any other refusal ends it, as it ends an
+// EventSource.
+async function follow(r) {
+  let base = retryMin, delay = base, connected = false;
+  while (r === run) {
+    const ctl = new AbortController();
+    stream = ctl;
+    let resp = null;
+    try {
+      resp = await fetch("/events", { cache: "no-store", headers: authHeaders(), signal: ctl.signal });
+    } catch { /* network error or aborted: retried below unless the run ended */ }
+    if (r !== run) return;
+    if (resp && resp.status === 401) { unauthorized(); return; }
+    if (resp && resp.ok && resp.body) {
+      document.body.dataset.live = "true";
+      // Calls that finished while the stream was down are among the recent ones.
+      if (connected) refresh(true);
+      connected = true;
+      delay = base;
+      try {
+        await readSSE(resp.body, (type, data) => {
+          if (type === "dropped") { statusEl.textContent = "fell behind; reconnecting"; return; }
+          if (type !== "call") return;
+          show(JSON.parse(data));
+        }, (ms) => { base = delay = ms; });
+      } catch { /* the stream broke, or was aborted */ }
+      if (r !== run) return;
+    } else if (resp) {
+      const text = (await resp.text().catch(() => "")).trim();
+      if (resp.status !== 503 && resp.status < 500) {
+        statusEl.textContent = "live updates refused: HTTP " + resp.status + " " + text;
+        document.body.dataset.live = "false";
+        return;
+      }
+      const after = Number(resp.headers.get("Retry-After"));
+      if (after > 0) delay = Math.max(delay, after * 1000);
     }
-  });
-  es.addEventListener("dropped", () => { statusEl.textContent = "fell behind; reconnecting"; });
-  es.addEventListener("error", () => { document.body.dataset.live = "false"; });
+    document.body.dataset.live = "false";
+    await wait(delay * (0.75 + Math.random() / 2));
+    delay = Math.min(delay * 2, retryMax);
+  }
 }
 
-refresh(true).then(subscribe);
-setInterval(refresh, 5000);
-// Open a failed call's message from the address: /ui#open=c-7.
-const m = location.hash.match(/open=([\w-]+)/);
-if (m) setTimeout(() => { const r = document.getElementById("call-" + m[1]); if (r) toggleDetail(r); }, 500);
+// start begins a run: the state, then the events.
+async function start() {
+  const r = ++run;
+  awaitingToken = false;
+  loginForm.hidden = true;
+  document.getElementById("data").hidden = false;
+  delete document.body.dataset.auth;
+  statusEl.textContent = "connecting…";
+  if (!(await refresh(true)) || r !== run) return;
+  // Open a failed call's message from the address: /ui#open=c-7.
+  const m = location.hash.match(/open=([\w-]+)/);
+  const row = m && document.getElementById("call-" + m[1]);
+  if (row && !row.nextElementSibling?.classList.contains("detail")) toggleDetail(row);
+  follow(r);
+}
+
+start();
+setInterval(() => { if (!awaitingToken) refresh(false); }, 5000);

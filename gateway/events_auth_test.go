@@ -1,0 +1,211 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// finalEvents reads ch until n final events have come, and returns every
+// event read.
+func finalEvents(t *testing.T, ch <-chan callEvent, n int) []callEvent {
+	t.Helper()
+	var got []callEvent
+	for range n {
+		got = append(got, eventsUntilEnd(t, ch)...)
+	}
+	return got
+}
+
+// eventOwners is "principal id state" of each event.
+func eventOwners(events []callEvent) []string {
+	var out []string
+	for _, e := range events {
+		out = append(out, e.Principal+" "+e.ID+" "+e.State)
+	}
+	return out
+}
+
+// TestEventsOwnCallsOnly: with authentication on, /events and /ui/state
+// show a principal its own calls only (issue 11: no principal reads
+// another's calls), and a principal query cannot widen that.
+func TestEventsOwnCallsOnly(t *testing.T) {
+	g := authGateway(t, nil)
+	srv := serveHTTP(t, g)
+	aliceEvents := subscribeEventsAs(t, srv.URL, "", aliceToken)
+	bobEvents := subscribeEventsAs(t, srv.URL, "", bobToken)
+	alice := newRawSessionAs(t, srv.URL+"/mcp", aliceToken)
+	bob := newRawSessionAs(t, srv.URL+"/mcp", bobToken)
+
+	// Calls alternate, so that another's event would fall between one's
+	// own: alice c-1, bob c-2, the embedding program c-3 (no principal),
+	// alice c-4, bob c-5.
+	calls := []func(){
+		func() { decodeCall(t, alice.call("tools/call", `{"name":"echo","arguments":{"text":"a1"}}`)) },
+		func() { decodeCall(t, bob.call("tools/call", `{"name":"counter"}`)) },
+		func() {
+			if _, err := g.Call(t.Context(), "echo", json.RawMessage(`{"text":"e"}`), nil); err != nil {
+				t.Fatal(err)
+			}
+		},
+		func() { decodeCall(t, alice.call("tools/call", `{"name":"echo","arguments":{"text":"a2"}}`)) },
+		func() { decodeCall(t, bob.call("tools/call", `{"name":"echo","arguments":{"text":"b2"}}`)) },
+	}
+	for _, call := range calls {
+		call()
+	}
+	lifecycle := func(who string, ids ...string) []string {
+		var out []string
+		for _, id := range ids {
+			for _, state := range []string{statePending, stateRunning, stateCompleted} {
+				out = append(out, who+" "+id+" "+state)
+			}
+		}
+		return out
+	}
+	if diff := cmp.Diff(lifecycle("alice", "c-1", "c-4"), eventOwners(finalEvents(t, aliceEvents, 2))); diff != "" {
+		t.Errorf("alice's /events (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(lifecycle("bob", "c-2", "c-5"), eventOwners(finalEvents(t, bobEvents, 2))); diff != "" {
+		t.Errorf("bob's /events (-want +got):\n%s", diff)
+	}
+
+	// A principal query cannot widen what a principal sees.
+	for _, tc := range []struct {
+		query string
+		want  int
+	}{
+		{"principal=bob", http.StatusForbidden},
+		{"tool=*&principal=bob", http.StatusForbidden},
+		{"principal=", http.StatusOK},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/events?"+tc.query, nil)
+		req.Header.Set("Authorization", "Bearer "+aliceToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close() // a stream, when it is one: the status is enough
+		if resp.StatusCode != tc.want {
+			t.Errorf("alice's GET /events?%s = %d, want %d", tc.query, resp.StatusCode, tc.want)
+		}
+	}
+	// Her own name narrows nothing away: her stream still gets her call,
+	// and only hers.
+	own := subscribeEventsAs(t, srv.URL, "principal=alice", aliceToken)
+	decodeCall(t, bob.call("tools/call", `{"name":"echo","arguments":{"text":"b3"}}`))
+	decodeCall(t, alice.call("tools/call", `{"name":"echo","arguments":{"text":"a3"}}`))
+	if diff := cmp.Diff(lifecycle("alice", "c-7"), eventOwners(eventsUntilEnd(t, own))); diff != "" {
+		t.Errorf("alice's /events?principal=alice (-want +got):\n%s", diff)
+	}
+
+	t.Run("ui state", func(t *testing.T) {
+		type state struct {
+			Principal string `json:"principal"`
+			Sources   []struct {
+				Tools []struct{ Name string } `json:"tools"`
+			} `json:"sources"`
+			Recent []struct{ ID, Principal string } `json:"recent"`
+		}
+		for _, tc := range []struct {
+			token, who string
+			tools, ids []string
+		}{
+			{aliceToken, "alice", []string{"echo", "toolgate_batch"}, []string{"c-1", "c-4", "c-7"}},
+			{bobToken, "bob", []string{"counter", "echo", "toolgate_batch"}, []string{"c-2", "c-5", "c-6"}},
+		} {
+			code, _, body := get(t, srv.URL+"/ui/state", tc.token, nil)
+			var st state
+			if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil {
+				t.Fatalf("%s's GET /ui/state = %d %s", tc.who, code, body)
+			}
+			var tools, ids []string
+			for _, s := range st.Sources {
+				for _, tl := range s.Tools {
+					tools = append(tools, tl.Name)
+				}
+			}
+			slices.Sort(tools)
+			for _, r := range st.Recent {
+				if r.Principal != tc.who {
+					t.Errorf("%s's /ui/state lists call %s of principal %q", tc.who, r.ID, r.Principal)
+				}
+				ids = append(ids, r.ID)
+			}
+			if st.Principal != tc.who || !slices.Equal(tools, tc.tools) || !slices.Equal(ids, tc.ids) {
+				t.Errorf("%s's /ui/state: principal %q, tools %v, recent %v; want %q, %v, %v", tc.who, st.Principal, tools, ids, tc.who, tc.tools, tc.ids)
+			}
+		}
+	})
+
+	t.Run("the page is public, its data is not", func(t *testing.T) {
+		for _, tc := range []struct {
+			path string
+			want int
+		}{
+			{"/ui", http.StatusOK},
+			{"/ui/", http.StatusOK},
+			{"/ui/app.js", http.StatusOK},
+			{"/ui/state", http.StatusUnauthorized},
+			{"/ui/state/", http.StatusNotFound},
+			{"/ui/nothing", http.StatusNotFound},
+			{"/events", http.StatusUnauthorized},
+		} {
+			code, hdr, body := get(t, srv.URL+tc.path, "", nil)
+			if code != tc.want {
+				t.Errorf("GET %s without a token = %d, want %d", tc.path, code, tc.want)
+			}
+			if code == http.StatusOK && (strings.Contains(body, "alice") || strings.Contains(body, "c-1")) {
+				t.Errorf("GET %s without a token shows call data: %s", tc.path, body)
+			}
+			if (tc.path == "/ui" || tc.path == "/ui/") && !strings.Contains(hdr.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+				t.Errorf("GET %s: Content-Security-Policy %q, want one refusing frames", tc.path, hdr.Get("Content-Security-Policy"))
+			}
+		}
+		// The page's own rules stay: a rebinding Host and a foreign
+		// origin are refused, token or not.
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/ui", nil)
+		req.Host = "evil.example"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("GET /ui with Host evil.example = %d, want 403", resp.StatusCode)
+		}
+		cross := map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}
+		for _, path := range []string{"/ui", "/ui/app.js", "/ui/state"} {
+			if code, _, _ := get(t, srv.URL+path, bobToken, cross); code != http.StatusForbidden {
+				t.Errorf("cross-origin GET %s = %d, want 403", path, code)
+			}
+		}
+	})
+}
+
+// TestUIStateWithoutAuth: without authentication /ui/state shows every
+// call, whoever made it, and every tool, as before issue 11.
+func TestUIStateWithoutAuth(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	srv := serveHTTP(t, g)
+	for _, who := range []string{"alice", "bob"} {
+		if _, err := g.Call(WithPrincipal(t.Context(), who), "echo", json.RawMessage(`{"text":"x"}`), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, body := get(t, srv.URL+"/ui/state?principal=alice", "", nil)
+	var st struct {
+		Principal string                       `json:"principal"`
+		Recent    []struct{ Principal string } `json:"recent"`
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil {
+		t.Fatalf("GET /ui/state = %d %s", code, body)
+	}
+	if len(st.Recent) != 2 || st.Recent[0].Principal != "alice" || st.Recent[1].Principal != "bob" || st.Principal != "" {
+		t.Errorf("/ui/state without auth = %s, want both calls and no principal", body)
+	}
+}
