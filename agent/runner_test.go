@@ -177,6 +177,8 @@ func TestRunnerLoopGuard(t *testing.T) {
 		{"stop", agent.LoopGuard{Action: agent.LoopStop}, []reply{same("c1"), same("c2"), reordered}, 2, true},
 		{"ask allows once", agent.LoopGuard{Action: agent.LoopAsk, Ask: func(context.Context, agent.ToolCall, int) agent.LoopDecision { return agent.AllowOnce }},
 			[]reply{same("c1"), same("c2"), reordered, streamed("anthropic", turn{text: "done"})}, 3, false},
+		{"ask allows always", agent.LoopGuard{Action: agent.LoopAsk, Threshold: 2, Ask: func(context.Context, agent.ToolCall, int) agent.LoopDecision { return agent.AllowAlways }},
+			[]reply{same("c1"), same("c2"), reordered, streamed("anthropic", turn{text: "done"})}, 3, false},
 		{"ask denies", agent.LoopGuard{Action: agent.LoopAsk, Ask: func(context.Context, agent.ToolCall, int) agent.LoopDecision { return agent.Deny }},
 			[]reply{same("c1"), same("c2"), reordered, streamed("anthropic", turn{text: "done"})}, 2, false},
 	}
@@ -184,6 +186,13 @@ func TestRunnerLoopGuard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeProvider(t, "anthropic", tc.replies...)
 			var runs atomic.Int32
+			var asked atomic.Int32
+			if ask := tc.guard.Ask; ask != nil {
+				tc.guard.Ask = func(ctx context.Context, c agent.ToolCall, n int) agent.LoopDecision {
+					asked.Add(1)
+					return ask(ctx, c, n)
+				}
+			}
 			var mu sync.Mutex
 			var results []agent.ToolResult
 			r := agent.NewRunner(f.provider(), echoTools(&runs), agent.Params{Messages: []agent.Message{agent.UserText("go")}},
@@ -195,6 +204,9 @@ func TestRunnerLoopGuard(t *testing.T) {
 			_, err := r.RunUntilDone(t.Context())
 			if _, isLoop := errors.AsType[*agent.LoopError](err); isLoop != tc.wantErr || (err != nil && !isLoop) {
 				t.Fatalf("RunUntilDone() error = %v, want a LoopError: %v", err, tc.wantErr)
+			}
+			if tc.name == "ask allows always" && asked.Load() != 1 {
+				t.Errorf("Ask was called %d times, want once: allow_always covers the repeats", asked.Load())
 			}
 			if got := runs.Load(); got != tc.wantRuns {
 				t.Errorf("the tool ran %d times, want %d", got, tc.wantRuns)
@@ -226,6 +238,24 @@ func TestRunnerRepairsToolNames(t *testing.T) {
 	unknown := h[len(h)-2].Result // the results follow the assistant message in call order
 	if !unknown.IsError || !strings.Contains(unknown.Text(), `unknown tool "weather"`) || !strings.Contains(unknown.Text(), "echo, fail") {
 		t.Errorf("the unknown tool's result = %v %q, want an isError listing the available tools", unknown.IsError, unknown.Text())
+	}
+}
+
+func TestRunnerRepairsAMissingNamespace(t *testing.T) {
+	f := newFakeProvider(t, "openai",
+		streamed("openai", turn{calls: []agent.ToolCall{call("c1", "read-file", `{}`)}}),
+		streamed("openai", turn{text: "done"}),
+	)
+	var got []string
+	tools := &fakeTools{fns: map[string]func(agent.ToolCall) (string, error){
+		"fs__read_file": func(c agent.ToolCall) (string, error) { got = append(got, c.Name); return "contents", nil },
+	}}
+	r := agent.NewRunner(f.provider(), tools, agent.Params{Messages: []agent.Message{agent.UserText("go")}}, nil)
+	if _, err := r.RunUntilDone(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"fs__read_file"}, got); diff != "" {
+		t.Errorf("calls mismatch (-want +got):\n%s", diff)
 	}
 }
 
