@@ -239,8 +239,8 @@ func (c *checker) auth(cfg *Config) {
 		case len(t.Token) < minTokenLen:
 			// Never shown: it is a secret.
 			c.fail(p+".token", "", "is %d characters long; use at least %d random characters (openssl rand -hex 32)", len(t.Token), minTokenLen)
-		case strings.ContainsAny(t.Token, " \t\r\n"):
-			c.fail(p+".token", "", "contains white space, which a bearer token cannot carry")
+		case !token68(t.Token):
+			c.fail(p+".token", "", "may hold only letters, digits and - . _ ~ + / (then = padding), as a bearer token does (RFC 6750); openssl rand -hex 32 makes one")
 		default:
 			if j, dup := tokens[t.Token]; dup {
 				c.fail(p+".token", "", "is the same as auth.tokens[%d].token; give every principal its own token", j)
@@ -253,6 +253,23 @@ func (c *checker) auth(cfg *Config) {
 	if o := a.OAuth; o != nil {
 		c.oauth(o)
 	}
+}
+
+// token68 reports whether s is an RFC 6750 bearer token: letters, digits,
+// - . _ ~ + / and trailing = padding.
+func token68(s string) bool {
+	body := strings.TrimRight(s, "=")
+	if body == "" {
+		return false
+	}
+	for _, r := range body {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9', strings.ContainsRune("-._~+/", r):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // StdioPrincipal is the principal of every call made over stdio.

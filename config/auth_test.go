@@ -56,7 +56,7 @@ func slicesHas(s []string, v string) bool {
 }
 
 func TestParseAuthErrors(t *testing.T) {
-	env := map[string]string{"SHORT": "abc", "GOOD": "0123456789abcdef0123"}
+	env := map[string]string{"SHORT": "abc", "GOOD": "0123456789abcdef0123", "ODD": "0123456789abcdef!0123"}
 	tests := []struct {
 		name string
 		in   []byte
@@ -80,6 +80,14 @@ func TestParseAuthErrors(t *testing.T) {
 			"t.yaml:7:14: auth.tokens[2].token: is the same as auth.tokens[1].token; give every principal its own token (value came from ${GOOD})",
 			`t.yaml:8:13: auth.tokens[2].rate: must be calls per unit, like 20/s, 600/m or 1000/h; got "fast"`,
 			`t.yaml:9:15: auth.tokens[2].allow[0]: is not a valid glob (* ? [a-z] and \ escapes); got "["`,
+		}},
+		{"token characters", yamlLines(
+			"auth:",
+			"  tokens:",
+			"    - name: odd",
+			"      token: ${ODD}",
+		), []string{
+			"t.yaml:4:14: auth.tokens[0].token: may hold only letters, digits and - . _ ~ + / (then = padding), as a bearer token does (RFC 6750); openssl rand -hex 32 makes one (value came from ${ODD})",
 		}},
 		{"oauth problems", yamlLines(
 			"auth:",

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"golang.org/x/time/rate"
 
@@ -41,6 +42,7 @@ type Authenticator struct {
 	oauthGrant config.Grant
 	limits     limiters
 	logger     *slog.Logger
+	warnEvery  *rate.Limiter // paces the outage warning
 }
 
 type staticToken struct {
@@ -58,7 +60,7 @@ func New(a *config.Auth, client *http.Client, logger *slog.Logger) *Authenticato
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	au := &Authenticator{named: map[string]*principal.Identity{}, logger: logger}
+	au := &Authenticator{named: map[string]*principal.Identity{}, logger: logger, warnEvery: rate.NewLimiter(rate.Every(10*time.Second), 1)}
 	for _, t := range a.Tokens {
 		id := &principal.Identity{Name: t.Name, Policy: newPolicy(t.Allow, t.Deny, newLimiter(t.Grant()))}
 		au.tokens = append(au.tokens, staticToken{sum: sha256.Sum256([]byte(t.Token)), id: id})
@@ -121,7 +123,11 @@ func (a *Authenticator) authenticate(r *http.Request) (*principal.Identity, *fai
 	claims, err := a.oauth.verify(r.Context(), tok)
 	if err != nil {
 		if u, ok := err.(*unreachableError); ok {
-			a.logger.Warn("oauth: the issuer's keys could not be fetched", "issuer", a.oauth.issuer, "error", u.err.Error())
+			if a.warnEvery.Allow() {
+				// At most one line per interval: every request during an
+				// outage would otherwise log one.
+				a.logger.Warn("oauth: the issuer's keys could not be fetched", "issuer", a.oauth.issuer, "error", u.err.Error())
+			}
 			return nil, &failure{presented: true, status: http.StatusServiceUnavailable, retry: u.retry}
 		}
 		a.logger.Debug("oauth: token refused", "error", err.Error())
@@ -157,7 +163,7 @@ func claimString(claims map[string]any, c string) (string, bool) {
 		return "", false
 	}
 	for _, r := range s {
-		if r < ' ' || r == 0x7f {
+		if !unicode.IsPrint(r) {
 			return "", false
 		}
 	}
@@ -314,9 +320,10 @@ const maxLimiters = 1 << 16
 
 // limiters holds a rate limiter per OAuth principal.
 type limiters struct {
-	mu  sync.Mutex
-	m   map[string]*rate.Limiter
-	max int
+	mu     sync.Mutex
+	m      map[string]*rate.Limiter
+	max    int
+	pruned time.Time // the last pruning of refilled buckets
 }
 
 func (l *limiters) get(name string, g config.Grant) *rate.Limiter {
@@ -333,17 +340,26 @@ func (l *limiters) get(name string, g config.Grant) *rate.Limiter {
 		l.m = map[string]*rate.Limiter{}
 	}
 	if len(l.m) >= l.max {
-		now := time.Now()
-		for k, lim := range l.m {
-			if lim.TokensAt(now) >= float64(lim.Burst()) {
-				delete(l.m, k)
+		// Full: drop the buckets that have refilled (their principals
+		// have been idle), at most once a second; if none has, drop one
+		// at random, so that the new principal's bucket is kept.
+		if now := time.Now(); now.Sub(l.pruned) >= time.Second {
+			l.pruned = now
+			for k, lim := range l.m {
+				if lim.TokensAt(now) >= float64(lim.Burst()) {
+					delete(l.m, k)
+				}
 			}
+		}
+		for k := range l.m {
+			if len(l.m) < l.max {
+				break
+			}
+			delete(l.m, k)
 		}
 	}
 	lim := rate.NewLimiter(rate.Limit(r), burst)
-	if len(l.m) < l.max {
-		l.m[name] = lim
-	}
+	l.m[name] = lim
 	return lim
 }
 

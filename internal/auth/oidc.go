@@ -3,7 +3,7 @@ package auth
 import (
 	"context"
 	"encoding/json"
-
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -103,7 +103,20 @@ func (v *verifier) idTokenVerifier(ctx context.Context) (*oidc.IDTokenVerifier, 
 	if len(algs) == 0 {
 		algs = []string{oidc.RS256, oidc.RS384, oidc.RS512, oidc.ES256, oidc.ES384, oidc.ES512, oidc.PS256, oidc.PS384, oidc.PS512, oidc.EdDSA}
 	}
-	keys := oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), v.client), jwksURL(p))
+	jwks := jwksURL(p)
+	if jwks == "" {
+		v.failedAt, v.lastErr = v.now(), errors.New("the issuer's discovery document has no jwks_uri")
+		return nil, &unreachableError{err: v.lastErr, retry: rediscoverAfter}
+	}
+	// The keys through jwksCache: at most one fetch per refetchEvery,
+	// whatever key IDs clients make up.
+	base := v.client.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	kc := *v.client
+	kc.Transport = &jwksCache{base: base, url: jwks, now: v.now}
+	keys := oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), &kc), jwks)
 	v.idt = oidc.NewVerifier(v.issuer, keys, &oidc.Config{
 		ClientID:             v.audience,
 		SupportedSigningAlgs: algs,

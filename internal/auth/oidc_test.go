@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -497,7 +498,7 @@ func TestOAuthKeyRotation(t *testing.T) {
 	k2 := signingKey{"k2", jose.RS256, rk[1]}
 	ke := signingKey{"ke", jose.ES256, ek}
 	is := newIssuer(t, k1)
-	a, _ := oauthAuth(t, is, config.OAuth{Allow: []string{"*"}})
+	a, clk := oauthAuth(t, is, config.OAuth{Allow: []string{"*"}})
 
 	if w := serve(t, a, &recorder{}, "Bearer "+k1.sign(t, is.claims("alice", nil))); w.Code != http.StatusOK {
 		t.Fatalf("k1 before rotation: status %d", w.Code)
@@ -505,8 +506,10 @@ func TestOAuthKeyRotation(t *testing.T) {
 	// Not served yet: refused.
 	checkRefused(t, serve(t, a, &recorder{}, "Bearer "+k2.sign(t, is.claims("alice", nil))), http.StatusUnauthorized, invalidChallenge)
 
-	// The issuer rotates to k2 (and adds an EC key); k1 is retired.
+	// The issuer rotates to k2 (and adds an EC key); k1 is retired. The
+	// JWKS is fetched again at most once per refetchEvery.
 	is.set(func(is *issuer) { is.keys = []jose.JSONWebKey{k2.public(), ke.public()} })
+	clk.Add(refetchEvery)
 	for _, k := range []signingKey{k2, ke} {
 		h := &recorder{}
 		if w := serveSettled(t, a, http.StatusOK, h, "Bearer "+k.sign(t, is.claims("bob", nil))); w.Code != http.StatusOK || h.id.Name != "bob" {
@@ -575,11 +578,12 @@ func TestOAuthJWKSDown(t *testing.T) {
 	k1 := signingKey{"k1", jose.RS256, rk[0]}
 	k2 := signingKey{"k2", jose.RS256, rk[1]}
 	is := newIssuer(t, k1)
-	a, _ := oauthAuth(t, is, config.OAuth{Allow: []string{"*"}})
+	a, clk := oauthAuth(t, is, config.OAuth{Allow: []string{"*"}})
 	if w := serve(t, a, &recorder{}, "Bearer "+k1.sign(t, is.claims("alice", nil))); w.Code != http.StatusOK {
 		t.Fatalf("status %d", w.Code)
 	}
 	is.set(func(is *issuer) { is.jwksDown = true; is.keys = append(is.keys, k2.public()) })
+	clk.Add(refetchEvery)
 	// Cached keys keep working.
 	if w := serveSettled(t, a, http.StatusOK, &recorder{}, "Bearer "+k1.sign(t, is.claims("alice", nil))); w.Code != http.StatusOK {
 		t.Errorf("cached key while the JWKS is down: status %d", w.Code)
@@ -778,5 +782,40 @@ func TestOAuthConcurrentFirstRequests(t *testing.T) {
 	defer is.mu.Unlock()
 	if is.discovers != 1 {
 		t.Errorf("discovered %d times, want 1", is.discovers)
+	}
+}
+
+// TestOAuthMadeUpKeysDoNotHammerTheIssuer: tokens naming key IDs the
+// issuer never had make toolgate fetch the JWKS at most once per
+// refetchEvery, however many arrive.
+func TestOAuthMadeUpKeysDoNotHammerTheIssuer(t *testing.T) {
+	rk, _ := testKeys(t)
+	k1 := signingKey{"k1", jose.RS256, rk[0]}
+	is := newIssuer(t, k1)
+	a, clk := oauthAuth(t, is, config.OAuth{Allow: []string{"*"}})
+	if w := serve(t, a, &recorder{}, "Bearer "+k1.sign(t, is.claims("alice", nil))); w.Code != http.StatusOK {
+		t.Fatalf("status %d", w.Code)
+	}
+	is.mu.Lock()
+	before := is.jwksGets
+	is.mu.Unlock()
+	for i := range 50 {
+		bogus := signingKey{fmt.Sprintf("made-up-%d", i), jose.RS256, rk[1]}
+		checkRefused(t, serve(t, a, &recorder{}, "Bearer "+bogus.sign(t, is.claims("mallory", nil))), http.StatusUnauthorized, invalidChallenge)
+	}
+	is.mu.Lock()
+	if n := is.jwksGets - before; n != 0 {
+		t.Errorf("50 made-up key IDs within refetchEvery fetched the JWKS %d times, want 0", n)
+	}
+	is.mu.Unlock()
+	clk.Add(refetchEvery)
+	for i := range 50 {
+		bogus := signingKey{fmt.Sprintf("again-%d", i), jose.RS256, rk[1]}
+		serve(t, a, &recorder{}, "Bearer "+bogus.sign(t, is.claims("mallory", nil)))
+	}
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if n := is.jwksGets - before; n != 1 {
+		t.Errorf("50 made-up key IDs after refetchEvery fetched the JWKS %d times, want 1", n)
 	}
 }
