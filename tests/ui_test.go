@@ -1,13 +1,15 @@
 package tests
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // chromiumPath finds the headless browser the /ui test drives. `make
@@ -24,14 +26,20 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// callRows returns "id state" of each call row of page, newest first.
+func callRows(page string) []string {
+	var rows []string
+	for _, r := range regexp.MustCompile(`<tr id="call-(c-\d+)" class="call is-(\w+)" data-state="(\w+)"`).FindAllStringSubmatch(page, -1) {
+		rows = append(rows, r[1]+" "+r[2])
+	}
+	return rows
+}
+
 // TestUIShowsCalls loads /ui in headless Chromium, makes calls while the
 // page follows /events, and checks the rows the page built: one per call,
-// in its final state, with a failed call's message opened. The page's
-// until=2 mode closes its event stream after two calls have finished, so
-// that Chromium's virtual time can run out and it dumps the DOM: no sleep
-// decides when the page is read.
+// in its final state, with a failed call's message opened. The test waits
+// on the page's DOM (browser.waitFor), never on a clock.
 func TestUIShowsCalls(t *testing.T) {
-	chromium := chromiumPath(t)
 	srv := startServe(t, baseConfig)
 	c := connect(t, streamableHTTP, srv)
 
@@ -56,30 +64,18 @@ func TestUIShowsCalls(t *testing.T) {
 	}
 	before := st.Recent[0].ID
 
-	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
-	defer cancel()
-	var dom, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-		"--dump-dom", srv.URL+"/ui?until=2#open="+before)
-	cmd.Stdout, cmd.Stderr = &dom, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", chromium, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	// The page is live once it has subscribed to /events.
+	b := newBrowser(t)
+	b.navigate(srv.URL + "/ui#open=" + before)
+	b.waitFor("the page following /events", `document.body.dataset.live === "true"`)
 	waitMetric(t, srv.URL, "toolgate_event_subscribers", nil, 1)
 	wantOK(t, mustCall(t, c, "calc", map[string]any{"expression": "6*7"}, ""), "42")
 	wantError(t, mustCall(t, c, "calc", map[string]any{"expression": "2/0"}, ""), "execution")
-	if err := <-done; err != nil {
-		t.Fatalf("chromium --dump-dom: %v\n%s", err, stderr.String())
-	}
-	page := dom.String()
+	b.waitFor("three finished calls", finishedRows(3))
+	page := b.html()
 
-	rows := regexp.MustCompile(`<tr id="call-(c-\d+)" class="call is-(\w+)" data-state="(\w+)"`).FindAllStringSubmatch(page, -1)
 	var got []string
-	for _, r := range rows {
-		got = append(got, r[2])
+	for _, r := range callRows(page) {
+		got = append(got, strings.Fields(r)[1])
 	}
 	if want := []string{"error", "completed", "error"}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("call rows (newest first) = %v, want %v; page:\n%s", got, want, page)
@@ -95,7 +91,142 @@ func TestUIShowsCalls(t *testing.T) {
 			t.Errorf("the page lacks %q; page:\n%s", want, page)
 		}
 	}
-	if !strings.Contains(page, `data-live="done"`) {
-		t.Errorf("the page did not see both calls live (body data-live is not done); page:\n%s", page)
+}
+
+// finishedRows is the condition that the page shows at least n calls
+// completed or failed (the test then checks which).
+func finishedRows(n int) string {
+	return fmt.Sprintf(`document.querySelectorAll("#calls tr.call.is-completed, #calls tr.call.is-error").length >= %d`, n)
+}
+
+// waitSubscribers polls srv's /metrics, sending token, until
+// toolgate_event_subscribers is want, failing after pollTimeout.
+func waitSubscribers(t *testing.T, srv *server, token string, want float64) {
+	t.Helper()
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	deadline := time.After(pollTimeout)
+	for {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := newHTTPClient().Do(req)
+		if err != nil {
+			t.Fatalf("GET /metrics: %v", err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /metrics = %d %v:\n%s", resp.StatusCode, err, body)
+		}
+		got := metricOrZero(string(body), "toolgate_event_subscribers", nil)
+		if got == want {
+			return
+		}
+		select {
+		case <-ticker.C:
+		case <-deadline:
+			t.Fatalf("toolgate_event_subscribers = %v after %v, want %v", got, pollTimeout, want)
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		}
+	}
+}
+
+// TestUIWithAuth runs /ui against a gateway with static tokens. The page
+// itself needs no token; without one it shows the token form and no data,
+// and a wrong token is refused. Once ops's token is typed in, the page
+// reads /ui/state and follows /events with it in a header and shows ops's
+// calls, and only those: dev's calls, made before and while the page
+// follows, are not among its rows, nor the tools ops may not use. The
+// token stays out of the address; signing out forgets it and ends the
+// stream.
+func TestUIWithAuth(t *testing.T) {
+	const (
+		opsToken = "ui-ops-token-0123456789abcdef"
+		devToken = "ui-dev-token-0123456789abcdef"
+	)
+	srv := startServe(t, `
+builtin: [calc, clock_now, scratchpad]
+auth:
+  tokens:
+    - name: ops
+      token: `+opsToken+`
+      deny: ["scratch*"]
+    - name: dev
+      token: `+devToken+`
+`)
+	ops, err := authClient(t, srv, opsToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := authClient(t, srv, devToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOK(t, mustCall(t, dev, "calc", map[string]any{"expression": "1+1"}, ""), "2")            // c-1
+	wantError(t, mustCall(t, ops, "calc", map[string]any{"expression": "1/0"}, ""), "execution") // c-2
+
+	b := newBrowser(t)
+	b.navigate(srv.URL + "/ui#open=c-2")
+	const form = `document.body.dataset.auth === "required" && !document.getElementById("login").hidden`
+	b.waitFor("the token form", form)
+	page := b.html()
+	if rows := callRows(page); len(rows) != 0 || strings.Contains(page, `data-tool=`) {
+		t.Errorf("the page without a token shows calls %v or tools; page:\n%s", rows, page)
+	}
+	if !strings.Contains(page, "This gateway needs a bearer token") {
+		t.Errorf("the form does not say what it wants; page:\n%s", page)
+	}
+
+	// A wrong token: asked again, saying so.
+	b.value(`document.getElementById("token").focus()`, nil)
+	b.typeText("wrong-token-0123456789abcdef")
+	b.waitFor("the refusal", form+` && document.getElementById("login-why").textContent.includes("not accepted")`)
+
+	b.value(`document.getElementById("token").focus()`, nil)
+	b.typeText(opsToken)
+	b.waitFor("the page following /events", `document.body.dataset.live === "true"`)
+	waitSubscribers(t, srv, opsToken, 1)
+	wantOK(t, mustCall(t, dev, "calc", map[string]any{"expression": "2+2"}, ""), "4")            // c-3
+	wantOK(t, mustCall(t, ops, "calc", map[string]any{"expression": "6*7"}, ""), "42")           // c-4
+	wantOK(t, mustCall(t, dev, "calc", map[string]any{"expression": "3+3"}, ""), "6")            // c-5
+	wantError(t, mustCall(t, ops, "calc", map[string]any{"expression": "2/0"}, ""), "execution") // c-6
+	b.waitFor("ops's last call", finishedRows(3)+` && document.querySelector("#call-c-6.is-error")`)
+	page = b.html()
+	if got, want := callRows(page), []string{"c-6 error", "c-4 completed", "c-2 error"}; strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("call rows (newest first) = %v, want ops's %v; page:\n%s", got, want, page)
+	}
+	for _, want := range []string{
+		`data-tool="calc"`, `data-tool="clock_now"`,
+		`<span id="principal">ops</span>`,
+		`data-for="call-c-2"`, "execution: calc: division by zero", // #open= still works
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page with ops's token lacks %q; page:\n%s", want, page)
+		}
+	}
+	for _, unwanted := range []string{`data-tool="scratchpad"`, `data-auth=`, opsToken} {
+		if strings.Contains(page, unwanted) {
+			t.Errorf("the page with ops's token shows %q; page:\n%s", unwanted, page)
+		}
+	}
+	var kept struct {
+		Stored, Href string
+	}
+	b.value(`({stored: sessionStorage.getItem("toolgate-token"), href: location.href})`, &kept)
+	if kept.Stored != opsToken || strings.Contains(kept.Href, "token") {
+		t.Errorf("sessionStorage holds %q and the address is %q; want the token stored and kept out of the address", kept.Stored, kept.Href)
+	}
+
+	// Signing out forgets the token and what it showed, and ends the stream.
+	b.value(`document.getElementById("signout").click()`, nil)
+	b.waitFor("the token form after signing out", form+` && !document.querySelector("#calls tr.call")`)
+	waitSubscribers(t, srv, devToken, 0)
+	b.value(`sessionStorage.getItem("toolgate-token") ?? "(none)"`, &kept.Stored)
+	if kept.Stored != "(none)" {
+		t.Errorf("sessionStorage holds %q after signing out", kept.Stored)
 	}
 }
