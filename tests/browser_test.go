@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,18 +14,18 @@ import (
 
 // browser is headless Chromium driven through the DevTools protocol over
 // a pipe (--remote-debugging-pipe: commands on its fd 3, answers and
-// events on its fd 4, each message JSON ended by a NUL byte). A page that
-// follows a stream read with fetch never goes idle, so --dump-dom's
-// virtual time cannot tell when to read it; a test asks the page itself
-// instead: it waits for a condition on the DOM (waitFor), types, and
-// reads the DOM when it wants.
+// events on its fd 4, each message JSON ended by a NUL byte).
+// --dump-dom's virtual time does not wait for a fetch whose body is still
+// streaming, so it would dump a page that follows /events before any
+// event arrived; a test asks the page itself instead: it waits for a
+// condition on the DOM (waitFor), types, and reads the DOM when it wants.
 type browser struct {
 	t          *testing.T
 	cmd        *exec.Cmd
-	in         *os.File     // Chromium's fd 3
-	stderr     bytes.Buffer // Chromium's stderr, for failures
-	session    string       // the page's DevTools session
-	readerDone chan struct{}
+	in         *os.File      // Chromium's fd 3
+	stderr     *lockedBuffer // Chromium's stderr, for failures
+	session    string        // the page's DevTools session
+	readerDone chan struct{} // closed once Chromium's fd 4 is closed (it exited)
 
 	mu      sync.Mutex              // guards next, pending, loaded
 	next    int                     // guarded by mu
@@ -34,6 +33,7 @@ type browser struct {
 	loaded  chan struct{}           // guarded by mu: closed at the page's next load event
 }
 
+// cdpMessage is an answer (ID set) or an event (Method set).
 type cdpMessage struct {
 	ID     int             `json:"id"`
 	Method string          `json:"method"`
@@ -56,11 +56,11 @@ func newBrowser(t *testing.T) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &browser{t: t, in: inW, pending: map[int]chan cdpMessage{}, readerDone: make(chan struct{})}
+	b := &browser{t: t, in: inW, stderr: &lockedBuffer{}, pending: map[int]chan cdpMessage{}, readerDone: make(chan struct{})}
 	b.cmd = exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--user-data-dir="+t.TempDir(), "--remote-debugging-pipe", "about:blank")
 	b.cmd.ExtraFiles = []*os.File{inR, outW}
-	b.cmd.Stderr = &b.stderr
+	b.cmd.Stderr = b.stderr
 	if err := b.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", chromium, err)
 	}
