@@ -51,6 +51,9 @@ type Call struct {
 	decoded bool   // input holds Raw decoded (or Raw was empty)
 	route   *route // the resolved tool with its executor and retry plan
 	oneShot bool   // Thread is a one-call thread, closed when the call ends
+	// sessionless: an MCP call without a session (a 2026-07-28 client),
+	// which gets a thread handle rather than a one-call thread (handles.go).
+	sessionless bool
 	// elicit asks the calling client's user a question (MCP elicitation),
 	// for the loop guard's ask action; nil when the client cannot be asked.
 	elicit func(ctx context.Context, message string, requestedSchema map[string]any) (action string, content map[string]any, err error)

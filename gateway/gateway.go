@@ -86,6 +86,11 @@ type Gateway struct {
 	hookSet    []*hook       // the configured hooks, in the file's order; set by New (hooks.go)
 	openapi    openapiState  // the OpenAPI sources' skipped operations and sources not loaded (rest.go)
 
+	handles *handleKeys // mints and checks thread handles (handles.go)
+	// handleTools are the stateful tools registered with the thread handle
+	// argument (handles.go): name → struct{}.
+	handleTools sync.Map
+
 	httpOnce  sync.Once
 	router    http.Handler // built by Handler
 	closeOnce sync.Once
@@ -108,7 +113,8 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, reg: registry.New(), execs: map[execKey]executors.Executor{}}
+	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, reg: registry.New(), execs: map[execKey]executors.Executor{},
+		handles: newHandleKeys()}
 	g.routes.Store(&map[string]*route{})
 	// Configured sources are namespaces before their tools arrive (an
 	// upstream lists them once connected): name repair never moves a call
@@ -260,7 +266,18 @@ func (g *Gateway) RegisterStateful(t registry.Tool, f executors.Factory) error {
 	if t.Source == "" {
 		t.Source = "embedder"
 	}
-	return g.register(executors.Bound{Tool: t, Exec: g.stateful.Bind(t.Name, f)})
+	// Clients without a session keep its state through thread handles
+	// (handles.go).
+	t, handles := withHandleArg(t)
+	if err := g.register(executors.Bound{Tool: t, Exec: g.stateful.Bind(t.Name, f)}); err != nil {
+		return err
+	}
+	if handles {
+		g.handleTools.Store(t.Name, struct{}{})
+	} else {
+		g.handleTools.Delete(t.Name)
+	}
+	return nil
 }
 
 // register adds tools to the registry with their executors set first, so

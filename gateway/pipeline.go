@@ -223,12 +223,33 @@ func jsonKind(v any) string {
 // instances are closed when the call ends. Explicit and session threads
 // live in separate namespaces, so naming a thread can never reach into
 // another session's instances.
+//
+// A thread handle passed to a stateful tool names the thread before all
+// of these; a sessionless MCP call of such a tool that names none gets a
+// new handle's thread instead of a one-call thread, and the handle in its
+// result (handles.go).
 func (g *Gateway) thread(next Handler) Handler {
 	return func(ctx context.Context, c *Call) (*Result, error) {
+		if h, ok := g.takeHandle(c); ok && c.ident.Permits(c.Tool.Name) {
+			thread, err := g.handles.thread(c.Principal, h)
+			if err != nil {
+				return errorResult(err), nil
+			}
+			c.Thread, c.oneShot = thread, false
+			return next(ctx, c)
+		}
+		// (A principal the tool is not permitted to gets the permit
+		// step's answer, whatever handle it sent.)
 		if c.Thread == "" {
 			thread, oneShot, err := g.threadOf(c)
 			if err != nil {
 				return errorResult(err), nil
+			}
+			if oneShot && g.mintsHandle(c) {
+				handle, thread := g.handles.mint(c.Principal)
+				c.Thread = thread
+				res, err := next(ctx, c)
+				return withHandle(res, c.Tool.Name, handle), err
 			}
 			c.Thread, c.oneShot = thread, oneShot
 			if oneShot {

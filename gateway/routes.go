@@ -193,7 +193,7 @@ func (g *Gateway) serveFront(r *route) func(context.Context, *mcpfront.Request) 
 			}
 		}
 		c := &Call{Name: r.tool.Name, route: r, input: req.Args, decoded: true, Raw: req.Raw, Meta: req.Meta, Session: req.Session, Progress: req.Progress, elicit: req.Elicit,
-			ident: req.Identity, Principal: principal.NameOf(req.Identity)}
+			ident: req.Identity, Principal: principal.NameOf(req.Identity), sessionless: req.Session == ""}
 		res, err := g.handle(ctx, c)
 		if err != nil {
 			res = errorResult(err)

@@ -87,11 +87,12 @@ func (f *Front) Mount(mux Mux) {
 			// Stateful, with toolgate's session IDs: mcp-go's own manager
 			// keeps ended sessions' IDs forever (sessions.go).
 			server.WithSessionIdManagerResolver(&f.ids),
-			// Serve only the 2025 revisions: a 2026-07-28 client would get
-			// no session, so no thread, no session end and no list_changed
-			// (MCPGO.md pitfall 3).
-			server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
-				mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105),
+			// Every revision, 2026-07-28 included, each request served in
+			// its own era (era2026.go; docs/protocol-2026.md). A 2026-07-28
+			// client has no session: its threads are carried by thread
+			// handles (gateway/handles.go), its list changes by
+			// subscriptions/listen.
+			server.WithStreamableHTTPProtocolVersions(servedVersions...),
 			// toolgate ends idle sessions itself (sessions.go), so that
 			// batches count as activity.
 			server.WithSessionIdleTTL(0),
@@ -285,6 +286,13 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 			return
 		}
 		if r.Method != http.MethodPost {
+			if versionRefused(w, r, nil) {
+				return
+			}
+			if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) && r.Method != http.MethodHead {
+				writeModernStream(w, r.Method) // no session to stream or end
+				return
+			}
 			f.serveStream(w, r, p, sid)
 			return
 		}
@@ -299,6 +307,14 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 			return
 		}
 		method, idMember := readHead(msg)
+		if versionRefused(w, r, readID(msg)) {
+			return
+		}
+		if isModern(r, msg) {
+			// 2026-07-28: no session, whatever Mcp-Session-Id says (era2026.go).
+			f.serveModern(w, r, p, b, msg, method, readID(msg))
+			return
+		}
 		if string(method) == string(mcp.MethodInitialize) {
 			// mcp-go makes a new session, whatever Mcp-Session-Id the
 			// initialize carries; its register hook records it (sessions.go).
@@ -307,10 +323,12 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 			return
 		}
 		if sid == "" {
-			// Every single message needs a session but initialize and the
-			// 2026-07-28 discovery probe, which mcp-go answers. Garbage is
-			// left to mcp-go; batches never get here (batch.go).
-			if len(method) > 0 && string(method) != "server/discover" {
+			// Every single legacy message needs a session but initialize,
+			// and server/discover, which mcp-go answers for a legacy
+			// request with "method not found" (the answer a client probing
+			// for 2026-07-28 without its _meta should get). Garbage is left
+			// to mcp-go; batches never get here (batch.go).
+			if len(method) > 0 && string(method) != string(mcp.MethodServerDiscover) {
 				writeMissingSession(w)
 				return
 			}
@@ -394,6 +412,21 @@ func readHead(msg []byte) (method []byte, idMember bool) {
 		return nil, false
 	}
 	return []byte(h.Method), h.ID != nil
+}
+
+// readID is the raw id member of a single message (nil for none or
+// garbage), for the errors toolgate answers it with.
+func readID(msg []byte) json.RawMessage {
+	if _, _, id, ok := scanCall(msg); ok {
+		return id
+	}
+	var h struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(msg, &h) != nil {
+		return nil
+	}
+	return h.ID
 }
 
 // sseHandler serves the legacy SSE stream through an sseStream, which lets

@@ -1,0 +1,209 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Protocol revision 2026-07-28 end to end (docs/protocol-2026.md): the
+// real binary, and mcp-go's client as it comes, which negotiates
+// 2026-07-28 through server/discover.
+
+// connect2026 returns an mcp-go client of srv that negotiated 2026-07-28,
+// sending header h with every request (nil for none).
+func connect2026(t *testing.T, srv *server, h map[string]string) *client.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(srv.URL+"/mcp", transport.WithHTTPHeaders(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("starting the client: %v", err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "toolgate-e2e-2026", Version: "1"}
+	res, err := c.Initialize(ctx, req)
+	if err != nil {
+		t.Fatalf("negotiating: %v", err)
+	}
+	if res.ProtocolVersion != mcp.ProtocolVersion20260728 || c.ProtocolVersion() != mcp.ProtocolVersion20260728 {
+		t.Fatalf("negotiated %q (client %q), want %s", res.ProtocolVersion, c.ProtocolVersion(), mcp.ProtocolVersion20260728)
+	}
+	if c.GetSessionId() != "" {
+		t.Errorf("a 2026-07-28 client got session %q", c.GetSessionId())
+	}
+	return c
+}
+
+// handleOf returns the thread handle a result hands back, or "".
+func handleOf(res *mcp.CallToolResult) string {
+	if res.Meta == nil {
+		return ""
+	}
+	h, _ := res.Meta.AdditionalFields["toolgate/thread_handle"].(string)
+	return h
+}
+
+// TestProtocol2026Scratchpad: a 2026-07-28 client has no session, and
+// keeps a scratchpad across calls with the handle its first result gave
+// it; without the handle each call has a fresh thread; a 2025 client's
+// session thread is unaffected.
+func TestProtocol2026Scratchpad(t *testing.T) {
+	srv := startServe(t, baseConfig)
+	c := connect2026(t, srv, nil)
+	put := func(key, value string) map[string]any {
+		return map[string]any{"op": "put", "key": key, "value": value}
+	}
+	get := func(key string) map[string]any { return map[string]any{"op": "get", "key": key} }
+	with := func(args map[string]any, handle string) map[string]any { args["thread"] = handle; return args }
+
+	// tools/list shows the handle argument, with the 2026-07-28 cache hints.
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(list.Tools, func(tl mcp.Tool) bool { return tl.Name == "scratchpad" })
+	if i < 0 {
+		t.Fatal("tools/list has no scratchpad")
+	}
+	if !bytes.Contains(list.Tools[i].RawInputSchema, []byte(`"thread"`)) && list.Tools[i].InputSchema.Properties["thread"] == nil {
+		t.Errorf("scratchpad's schema has no thread argument")
+	}
+
+	first := mustCall(t, c, "scratchpad", put("note", "kept"), "")
+	if first.IsError {
+		t.Fatalf("put: %q", resultText(first))
+	}
+	handle := handleOf(first)
+	if !strings.HasPrefix(handle, "th_") || !strings.Contains(resultText(first), handle) {
+		t.Fatalf("put: no thread handle in %q (meta %v)", resultText(first), first.Meta)
+	}
+	wantOK(t, mustCall(t, c, "scratchpad", with(get("note"), handle), ""), "kept")
+	// Without the handle: a new thread, and a new handle.
+	res := mustCall(t, c, "scratchpad", get("note"), "")
+	wantError(t, res, "not_found")
+	if h := handleOf(res); h == "" || h == handle {
+		t.Errorf("a call without a handle got handle %q, want a new one", h)
+	}
+	// A made-up or altered handle is refused, not a fresh thread.
+	for _, bad := range []string{"th_made-up", handle[:len(handle)-2] + "AA", "not-a-handle"} {
+		wantError(t, mustCall(t, c, "scratchpad", with(get("note"), bad), ""), "validation")
+	}
+	// A second 2026-07-28 client holding the handle reaches the thread:
+	// without authentication the handle is the only key.
+	c2 := connect2026(t, srv, nil)
+	wantOK(t, mustCall(t, c2, "scratchpad", with(get("note"), handle), ""), "kept")
+
+	// A 2025 client: its session thread, no handle minted; the handle
+	// works there too.
+	old := connect(t, streamableHTTP, srv)
+	res = mustCall(t, old, "scratchpad", put("mine", "session"), "")
+	if res.IsError || handleOf(res) != "" {
+		t.Errorf("2025 put: %q, handle %q; want success and no handle", resultText(res), handleOf(res))
+	}
+	wantOK(t, mustCall(t, old, "scratchpad", get("mine"), ""), "session")
+	wantOK(t, mustCall(t, old, "scratchpad", with(get("note"), handle), ""), "kept")
+}
+
+// TestProtocol2026HandlesPerPrincipal: with authentication, a handle is
+// valid only for the principal it was minted for; tools/list of a
+// sessionless request is filtered by the requester's permissions.
+func TestProtocol2026HandlesPerPrincipal(t *testing.T) {
+	srv := startServe(t, `
+builtin: [calc, clock_now, scratchpad]
+auth:
+  tokens:
+    - name: alice
+      token: alice-token-0123456789abcdef
+    - name: bob
+      token: bob-token-0123456789abcdef
+    - name: ops
+      token: ops-token-0123456789abcdef
+      deny: ["scratch*"]
+`)
+	alice := connect2026(t, srv, map[string]string{"Authorization": "Bearer alice-token-0123456789abcdef"})
+	bob := connect2026(t, srv, map[string]string{"Authorization": "Bearer bob-token-0123456789abcdef"})
+	ops := connect2026(t, srv, map[string]string{"Authorization": "Bearer ops-token-0123456789abcdef"})
+
+	res := mustCall(t, alice, "scratchpad", map[string]any{"op": "put", "key": "secret", "value": "alice's"}, "")
+	handle := handleOf(res)
+	if res.IsError || handle == "" {
+		t.Fatalf("alice put: %q, handle %q", resultText(res), handle)
+	}
+	get := map[string]any{"op": "get", "key": "secret", "thread": handle}
+	wantOK(t, mustCall(t, alice, "scratchpad", get, ""), "alice's")
+	res = mustCall(t, bob, "scratchpad", get, "")
+	wantError(t, res, "validation")
+	if strings.Contains(resultText(res), "alice's") {
+		t.Errorf("bob read alice's note: %q", resultText(res))
+	}
+	// The same named _meta thread is per principal too.
+	if got, want := listNames(t, ops), []string{"calc", "clock_now"}; !slices.Equal(got, want) {
+		t.Errorf("ops (2026-07-28) sees %v, want %v", got, want)
+	}
+	if res := mustCall(t, ops, "scratchpad", get, ""); !res.IsError || !strings.Contains(resultText(res), "permission") {
+		t.Errorf("ops calling scratchpad = %q, want a permission error", resultText(res))
+	}
+	// Unauthenticated 2026-07-28 requests are refused like any other.
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	r := postRaw(t, newHTTPClient(), srv.URL+"/mcp", body, http.Header{
+		"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"server/discover"}})
+	if r.Status != http.StatusUnauthorized {
+		t.Errorf("unauthenticated server/discover: %d %s, want 401", r.Status, r.Body)
+	}
+}
+
+// TestProtocol2026Versions: unknown and malformed protocol versions get
+// the revision's -32022 with the versions served, as a JSON-RPC body.
+func TestProtocol2026Versions(t *testing.T) {
+	srv := startServe(t, baseConfig)
+	hc := newHTTPClient()
+	meta := func(v string) string {
+		return `{"io.modelcontextprotocol/protocolVersion":"` + v + `","io.modelcontextprotocol/clientCapabilities":{}}`
+	}
+	for _, tc := range []struct{ name, header, body string }{
+		{"future version", "2027-01-01", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":` + meta("2027-01-01") + `}}`},
+		{"malformed header", "garbage", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`},
+		{"unknown legacy header", "2025-01-01", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := postRaw(t, hc, srv.URL+"/mcp", []byte(tc.body), http.Header{
+				"Mcp-Protocol-Version": {tc.header}, "Mcp-Method": {"tools/list"}})
+			if r.Status != http.StatusBadRequest {
+				t.Errorf("status %d, want 400", r.Status)
+			}
+			var reply struct {
+				ID    json.RawMessage `json:"id"`
+				Error struct {
+					Code int `json:"code"`
+					Data struct {
+						Supported []string `json:"supported"`
+					} `json:"data"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(r.Body, &reply); err != nil {
+				t.Fatalf("body %q is not JSON-RPC: %v", r.Body, err)
+			}
+			if reply.Error.Code != mcp.UNSUPPORTED_PROTOCOL_VERSION || string(reply.ID) != "7" ||
+				!slices.Contains(reply.Error.Data.Supported, mcp.ProtocolVersion20260728) ||
+				!slices.Contains(reply.Error.Data.Supported, mcp.ProtocolVersion20251125) {
+				t.Errorf("reply %s, want -32022 for id 7 listing 2026-07-28 and 2025-11-25", r.Body)
+			}
+		})
+	}
+}
