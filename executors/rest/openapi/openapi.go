@@ -200,10 +200,17 @@ var oapiValidation = []openapi3.ValidationOption{
 // translated (nullable, example, boolean exclusiveMinimum and
 // exclusiveMaximum) or dropped (discriminator, xml, externalDocs,
 // extensions). Properties marked readOnly are left out of request bodies.
-func Specs(src Source) ([]rest.Spec, []Warning, error) {
+func Specs(src Source) (specs []rest.Spec, warnings []Warning, err error) {
 	fail := func(err error) ([]rest.Spec, []Warning, error) {
 		return nil, nil, &Error{Source: src.Name, Location: src.Location, Err: err}
 	}
+	defer func() {
+		// kin-openapi on a document it does not expect must not take the
+		// gateway down.
+		if r := recover(); r != nil {
+			specs, warnings, err = fail(fmt.Errorf("reading the document failed: %v", r))
+		}
+	}()
 	// *registry.FieldErrors inside the *Error, so the gateway can place
 	// them in the config file.
 	if err := src.Validate(); err != nil {
@@ -507,6 +514,11 @@ func (b *oapiBuilder) operation(o *oapiOp) {
 	skip := func(msg string) {
 		b.warnings = append(b.warnings, Warning{Operation: o.label, Tool: o.name, Msg: msg, Skipped: true})
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			skip(fmt.Sprintf("converting the operation failed: %v", r))
+		}
+	}()
 	if o.name == "" {
 		skip(fmt.Sprintf("the source name leaves no room for a tool name within %d characters; shorten the source name", oapiMaxName))
 		return
