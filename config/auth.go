@@ -40,6 +40,12 @@ type Auth struct {
 	// everyone's together. Default 100 (0 in a Config built in Go means
 	// the default).
 	MaxSessions int `yaml:"max_sessions"`
+	// Admins names the principals (static token names, or OAuth principal
+	// claims) that may read /metrics and /readyz, which name every tool,
+	// upstream and backend, and every principal's calls at /events and
+	// /ui. Everyone else gets 403 there and sees only its own calls.
+	// Default none.
+	Admins []string `yaml:"admins"`
 	// MaxInstances caps the stateful tool instances (the state of its
 	// session and named threads) one principal may hold; past it, the
 	// principal's own least recently used instance is evicted. 0 gives
@@ -252,6 +258,16 @@ func (c *checker) auth(cfg *Config) {
 	}
 	if o := a.OAuth; o != nil {
 		c.oauth(o)
+	}
+	for i, n := range a.Admins {
+		p := fmt.Sprintf("auth.admins[%d]", i)
+		_, isToken := names[n]
+		switch {
+		case !validPrincipal(n):
+			c.fail(p, quoteShort(n), "must name a principal: 1 to 128 printable characters without spaces")
+		case !isToken && a.OAuth == nil:
+			c.fail(p, quoteShort(n), "names no token in auth.tokens; write a token's name (or the principal claim of an OAuth token, with auth.oauth set)")
+		}
 	}
 }
 

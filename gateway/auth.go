@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/principal"
@@ -57,4 +58,19 @@ func (g *Gateway) permit(next Handler) Handler {
 		}
 		return next(ctx, c)
 	}
+}
+
+// adminOnly refuses h, with authentication on, to principals not in
+// auth.admins: what it shows names every tool, upstream and backend.
+func (g *Gateway) adminOnly(h http.Handler) http.Handler {
+	if g.auth == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := principal.From(r.Context()); id == nil || !id.Admin {
+			http.Error(w, "forbidden: this endpoint names every tool and backend; it is open to the principals in auth.admins", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -20,17 +20,21 @@ import (
 const (
 	aliceToken = "alice-0123456789abcdef"
 	bobToken   = "bob-0123456789abcdef00"
+	opsToken   = "ops-0123456789abcdef00"
 )
 
-// authGateway is newGateway with two principals: alice may call echo only
-// (counter is denied), bob every tool.
+// authGateway is newGateway with three principals: alice may call echo
+// only (counter is denied), bob every tool, and ops, in auth.admins, every
+// tool too.
 func authGateway(t *testing.T, mutate func(*config.Config)) *Gateway {
 	t.Helper()
 	g, _ := newGateway(t, func(c *config.Config) {
 		c.Auth.Tokens = []config.AuthToken{
 			{Name: "alice", Token: aliceToken, Allow: []string{"echo", "count*", "toolgate_*"}, Deny: []string{"counter"}},
 			{Name: "bob", Token: bobToken, Allow: []string{"*"}},
+			{Name: "ops", Token: opsToken, Allow: []string{"*"}},
 		}
+		c.Auth.Admins = []string{"ops"}
 		c.BatchTool = true
 		if mutate != nil {
 			mutate(c)
@@ -123,8 +127,14 @@ func TestAuthRequired(t *testing.T) {
 		if code, _, _ := get(t, srv.URL+"/healthz", "", nil); code != http.StatusOK {
 			t.Errorf("GET /healthz: HTTP %d", code)
 		}
-		if code, _, _ := get(t, srv.URL+"/readyz", bobToken, nil); code != http.StatusOK {
-			t.Errorf("GET /readyz with a token: HTTP %d", code)
+		for _, path := range []string{"/readyz", "/metrics"} {
+			// They name every tool: auth.admins only.
+			if code, _, body := get(t, srv.URL+path, bobToken, nil); code != http.StatusForbidden || !strings.Contains(body, "auth.admins") {
+				t.Errorf("GET %s as bob (not an admin): HTTP %d %s, want 403 naming auth.admins", path, code, body)
+			}
+			if code, _, _ := get(t, srv.URL+path, opsToken, nil); code != http.StatusOK {
+				t.Errorf("GET %s as ops (an admin): HTTP %d", path, code)
+			}
 		}
 		if code, _, _ := get(t, srv.URL+"/.well-known/oauth-protected-resource", "", nil); code != http.StatusNotFound {
 			t.Errorf("resource metadata without oauth: HTTP %d, want 404", code)

@@ -209,3 +209,24 @@ func TestUIStateWithoutAuth(t *testing.T) {
 		t.Errorf("/ui/state without auth = %s, want both calls and no principal", body)
 	}
 }
+
+// TestEventsAdminSeesAll: a principal in auth.admins reads every
+// principal's calls.
+func TestEventsAdminSeesAll(t *testing.T) {
+	g := authGateway(t, nil)
+	srv := serveHTTP(t, g)
+	opsEvents := subscribeEventsAs(t, srv.URL, "", opsToken)
+	alice := newRawSessionAs(t, srv.URL+"/mcp", aliceToken)
+	bob := newRawSessionAs(t, srv.URL+"/mcp", bobToken)
+	decodeCall(t, alice.call("tools/call", `{"name":"echo","arguments":{"text":"a"}}`))
+	decodeCall(t, bob.call("tools/call", `{"name":"echo","arguments":{"text":"b"}}`))
+	var who []string
+	for _, e := range finalEvents(t, opsEvents, 2) {
+		if e.State == stateCompleted {
+			who = append(who, e.Principal)
+		}
+	}
+	if diff := cmp.Diff([]string{"alice", "bob"}, who); diff != "" {
+		t.Errorf("ops's /events (-want +got):\n%s", diff)
+	}
+}

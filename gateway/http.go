@@ -50,8 +50,10 @@ func (g *Gateway) Handler() http.Handler {
 		// applies it too, but after toolgate's session checks).
 		r.Group(func(r chi.Router) {
 			r.Use(loopbackHost)
-			r.Handle("/readyz", authed(http.HandlerFunc(g.serveReady)))
-			r.Handle("/metrics", authed(promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg})))
+			// They name every tool, upstream and backend: with auth, for
+			// auth.admins only.
+			r.Handle("/readyz", authed(g.adminOnly(http.HandlerFunc(g.serveReady))))
+			r.Handle("/metrics", authed(g.adminOnly(promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg}))))
 			// Call data: the MCP endpoint's origin rules, GETs included,
 			// and its auth.
 			r.Handle("/events", readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, authed(http.HandlerFunc(g.serveEvents))))

@@ -147,6 +147,8 @@ func TestUIWithAuth(t *testing.T) {
 	const (
 		opsToken = "ui-ops-token-0123456789abcdef"
 		devToken = "ui-dev-token-0123456789abcdef"
+		// mon reads /metrics, which only auth.admins may.
+		monToken = "ui-mon-token-0123456789abcdef"
 	)
 	srv := startServe(t, `
 builtin: [calc, clock_now, scratchpad]
@@ -157,6 +159,10 @@ auth:
       deny: ["scratch*"]
     - name: dev
       token: `+devToken+`
+    - name: mon
+      token: `+monToken+`
+      allow: []
+  admins: [mon]
 `)
 	ops, err := authClient(t, srv, opsToken)
 	if err != nil {
@@ -189,7 +195,7 @@ auth:
 	b.value(`document.getElementById("token").focus()`, nil)
 	b.typeText(opsToken)
 	b.waitFor("the page following /events", `document.body.dataset.live === "true"`)
-	waitSubscribers(t, srv, opsToken, 1)
+	waitSubscribers(t, srv, monToken, 1)
 	wantOK(t, mustCall(t, dev, "calc", map[string]any{"expression": "2+2"}, ""), "4")            // c-3
 	wantOK(t, mustCall(t, ops, "calc", map[string]any{"expression": "6*7"}, ""), "42")           // c-4
 	wantOK(t, mustCall(t, dev, "calc", map[string]any{"expression": "3+3"}, ""), "6")            // c-5
@@ -224,7 +230,7 @@ auth:
 	// Signing out forgets the token and what it showed, and ends the stream.
 	b.value(`document.getElementById("signout").click()`, nil)
 	b.waitFor("the token form after signing out", form+` && !document.querySelector("#calls tr.call")`)
-	waitSubscribers(t, srv, devToken, 0)
+	waitSubscribers(t, srv, monToken, 0)
 	b.value(`sessionStorage.getItem("toolgate-token") ?? "(none)"`, &kept.Stored)
 	if kept.Stored != "(none)" {
 		t.Errorf("sessionStorage holds %q after signing out", kept.Stored)

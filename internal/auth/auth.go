@@ -41,6 +41,7 @@ type Authenticator struct {
 	// limiters of OAuth principals, by name.
 	oauthGrant config.Grant
 	limits     limiters
+	admins     map[string]bool // auth.admins
 	logger     *slog.Logger
 	warnEvery  *rate.Limiter // paces the outage warning
 }
@@ -60,9 +61,12 @@ func New(a *config.Auth, client *http.Client, logger *slog.Logger) *Authenticato
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	au := &Authenticator{named: map[string]*principal.Identity{}, logger: logger, warnEvery: rate.NewLimiter(rate.Every(10*time.Second), 1)}
+	au := &Authenticator{named: map[string]*principal.Identity{}, admins: map[string]bool{}, logger: logger, warnEvery: rate.NewLimiter(rate.Every(10*time.Second), 1)}
+	for _, n := range a.Admins {
+		au.admins[n] = true
+	}
 	for _, t := range a.Tokens {
-		id := &principal.Identity{Name: t.Name, Policy: newPolicy(t.Allow, t.Deny, newLimiter(t.Grant()))}
+		id := &principal.Identity{Name: t.Name, Policy: newPolicy(t.Allow, t.Deny, newLimiter(t.Grant())), Admin: au.admins[t.Name]}
 		au.tokens = append(au.tokens, staticToken{sum: sha256.Sum256([]byte(t.Token)), id: id})
 		au.named[t.Name] = id
 	}
@@ -152,7 +156,7 @@ func (a *Authenticator) authenticate(r *http.Request) (*principal.Identity, *fai
 		return nil, &failure{presented: true, status: http.StatusUnauthorized}
 	}
 	allow, deny := a.oauth.grants(claims)
-	return &principal.Identity{Name: name, Policy: newPolicy(allow, deny, a.limits.get(name, a.oauthGrant))}, nil
+	return &principal.Identity{Name: name, Policy: newPolicy(allow, deny, a.limits.get(name, a.oauthGrant)), Admin: a.admins[name]}, nil
 }
 
 // claimString is claim c of claims as a principal name: a non-empty

@@ -30,6 +30,9 @@ type Identity struct {
 	Name string
 	// Policy is what it may do; nil permits everything.
 	Policy Policy
+	// Admin may read what names every tool and every principal's calls
+	// (/metrics, /readyz, all of /events and /ui).
+	Admin bool
 }
 
 // Permits reports whether id may see and call tool; a nil id or Policy may.
