@@ -409,6 +409,7 @@ type oapiBuilder struct {
 	// checkOps is set when the document does not validate: each
 	// operation's parameters and request body are then checked.
 	checkOps bool
+	cache    oapiCache
 	specs    []rest.Spec
 	warnings []Warning
 }
@@ -657,7 +658,7 @@ func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
 		return rest.Spec{}, nil, skip
 	}
 
-	sc := &oapiSchemaConv{}
+	sc := &oapiSchemaConv{cache: &b.cache}
 	props := make(map[string]any)
 	var requiredProps []string
 	headers := make(map[string]string, len(b.src.Headers))
@@ -1219,6 +1220,8 @@ func oapiToolName(full string) (name string, shortened, ok bool) {
 // oapiSchemaConv turns OpenAPI schemas into self-contained JSON Schema
 // 2020-12 values (map[string]any or bool), for one operation.
 type oapiSchemaConv struct {
+	// cache is shared by the operations of one document.
+	cache *oapiCache
 	// inlined counts the $refs inlined so far.
 	inlined int
 	// notes are warnings, each given once.
@@ -1302,7 +1305,7 @@ func (sc *oapiSchemaConv) schema(s *openapi3.Schema, depth int, request bool) an
 	if s.Always != nil {
 		return *s.Always
 	}
-	m, err := sc.keywords(s)
+	m, err := sc.cache.keywords(s)
 	if err != nil {
 		sc.note(fmt.Sprintf("a schema could not be converted (%v); it accepts any value instead", err))
 		return map[string]any{}
@@ -1328,7 +1331,7 @@ func (sc *oapiSchemaConv) schema(s *openapi3.Schema, depth int, request bool) an
 		}
 	}
 	if p, ok := m["pattern"].(string); ok {
-		if _, err := regexp.Compile(p); err != nil {
+		if !sc.cache.goRegexp(p) {
 			delete(m, "pattern")
 			sc.note(fmt.Sprintf("pattern %q is not a Go regular expression; dropped", p))
 		}
@@ -1348,7 +1351,7 @@ func (sc *oapiSchemaConv) schema(s *openapi3.Schema, depth int, request bool) an
 		}
 		m["properties"] = props
 		if req, ok := m["required"].([]any); ok {
-			req = slices.DeleteFunc(req, func(r any) bool {
+			req = slices.DeleteFunc(slices.Clone(req), func(r any) bool {
 				name, _ := r.(string)
 				_, kept := props[name]
 				_, declared := s.Properties[name]
@@ -1407,9 +1410,53 @@ func (sc *oapiSchemaConv) schema(s *openapi3.Schema, depth int, request bool) an
 	return m
 }
 
-// keywords returns s's keywords that hold no schema, as plain JSON values,
+// oapiCache keeps what converting a schema computes that does not
+// depend on where the schema is used: large documents reuse schemas in
+// hundreds of operations.
+type oapiCache struct {
+	kw       map[*openapi3.Schema]oapiKeywordsResult
+	patterns map[string]bool
+}
+
+type oapiKeywordsResult struct {
+	m   map[string]any
+	err error
+}
+
+// keywords returns a copy of oapiKeywords(s) that the caller may change
+// (the top level only: the values are shared).
+func (c *oapiCache) keywords(s *openapi3.Schema) (map[string]any, error) {
+	r, ok := c.kw[s]
+	if !ok {
+		if c.kw == nil {
+			c.kw = make(map[*openapi3.Schema]oapiKeywordsResult)
+		}
+		r.m, r.err = oapiKeywords(s)
+		c.kw[s] = r
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return maps.Clone(r.m), nil
+}
+
+// goRegexp reports whether Go's regexp compiles p.
+func (c *oapiCache) goRegexp(p string) bool {
+	ok, seen := c.patterns[p]
+	if !seen {
+		if c.patterns == nil {
+			c.patterns = make(map[string]bool)
+		}
+		_, err := regexp.Compile(p)
+		ok = err == nil
+		c.patterns[p] = ok
+	}
+	return ok
+}
+
+// oapiKeywords returns s's keywords that hold no schema, as plain JSON values,
 // without the dropped ones and extensions.
-func (sc *oapiSchemaConv) keywords(s *openapi3.Schema) (map[string]any, error) {
+func oapiKeywords(s *openapi3.Schema) (map[string]any, error) {
 	y, err := s.MarshalYAML()
 	if err != nil {
 		return nil, err
@@ -1448,7 +1495,7 @@ func oapiNullable(m map[string]any) map[string]any {
 		m["type"] = []any{t, "null"}
 	case []any:
 		if !slices.Contains(t, any("null")) {
-			m["type"] = append(t, "null")
+			m["type"] = slices.Concat(t, []any{"null"})
 		}
 	default:
 		outer := map[string]any{"anyOf": []any{m, map[string]any{"type": "null"}}}
@@ -1461,7 +1508,7 @@ func oapiNullable(m map[string]any) map[string]any {
 		return outer
 	}
 	if enum, ok := m["enum"].([]any); ok && !slices.Contains(enum, nil) {
-		m["enum"] = append(enum, nil)
+		m["enum"] = slices.Concat(enum, []any{nil})
 	}
 	return m
 }
