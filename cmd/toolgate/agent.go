@@ -139,6 +139,12 @@ func (o *agentOutput) toolState(c agent.ToolCall, s agent.ToolState) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.midLine {
+		// End the model's line first: on a terminal the two streams share
+		// the screen.
+		fmt.Fprintln(o.stdout)
+		o.midLine = false
+	}
 	o.started[c.ID] = time.Now()
 	fmt.Fprintf(o.stderr, "→ %s %s\n", c.Name, shorten(c.Arguments, 80))
 }
