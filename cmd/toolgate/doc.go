@@ -5,7 +5,7 @@
 //	toolgate serve    [--config FILE] [--listen ADDR]   streamable HTTP + SSE
 //	toolgate stdio    [--config FILE]                   for Claude Desktop
 //	toolgate validate [--config FILE]
-//	toolgate tools    [--config FILE] [--json]
+//	toolgate tools    [--config FILE] [--json] [--skipped]
 //	toolgate call     [--config FILE] [--thread ID] NAME [JSON]
 //	toolgate version
 //

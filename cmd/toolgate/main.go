@@ -78,6 +78,7 @@ usage:
   toolgate stdio    [flags]             serve MCP over stdio (Claude Desktop)
   toolgate validate [flags]             check a configuration file
   toolgate tools    [flags] [--json]    list the tools a configuration yields
+                    [--skipped]         or the OpenAPI operations left out, with why
   toolgate call     [flags] NAME [JSON] call one tool through the full pipeline
   toolgate agent    [flags] TASK        let a model do TASK with the tools (--provider, --model)
   toolgate version                      print the version
