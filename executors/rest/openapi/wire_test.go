@@ -270,3 +270,48 @@ func TestWireExternalRef(t *testing.T) {
 		t.Errorf("addThing: %s %q", r.uri, r.body)
 	}
 }
+
+// TestWireCredentialsRedacted checks that credentials from auth are
+// secrets: a backend that echoes the request shows none of them, in any
+// form they were sent in.
+func TestWireCredentialsRedacted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, r.URL.RawQuery+" | "+r.Header.Get("Authorization")+" | "+r.Header.Get("Cookie"))
+	}))
+	defer srv.Close()
+	b, err := os.ReadFile(filepath.Join("testdata", "wire.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const q, c, basic = "q secret/+1", "c-secret-42", "ada:pa55word"
+	specs, _, err := Specs(Source{Name: "w", Spec: b, BaseURL: srv.URL, Include: []string{"postForm", "putNote"},
+		Auth: map[string]string{"qkey": q, "ckey": c, "basic": basic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := rest.New(nil)
+	defer e.Close()
+	for _, s := range specs {
+		def, exec, err := e.Add(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := exec.Execute(t.Context(), executors.Call{Tool: &def, Args: map[string]any{"body": map[string]any{"name": "x"}}, Thread: "t"})
+		if s.Name == "w__putNote" {
+			res, err = exec.Execute(t.Context(), executors.Call{Tool: &def, Args: map[string]any{"body": "hi"}, Thread: "t"})
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		text, _ := json.Marshal(res)
+		for _, secret := range []string{q, "q+secret%2F%2B1", "q%20secret%2F%2B1", c, basic, "YWRhOnBhNTV3b3Jk"} {
+			if strings.Contains(string(text), secret) {
+				t.Errorf("%s result shows %q: %s", s.Name, secret, text)
+			}
+		}
+		if !strings.Contains(string(text), "[redacted]") {
+			t.Errorf("%s result has no [redacted]: %s", s.Name, text)
+		}
+	}
+}
