@@ -22,6 +22,7 @@ type EmptyResponseError struct {
 	StopReason StopReason
 }
 
+// Error says the response was empty and what to do.
 func (e *EmptyResponseError) Error() string {
 	return fmt.Sprintf("the model returned an empty response (id %q, stop reason %q); try again or rephrase the request", e.ID, e.StopReason)
 }
@@ -36,10 +37,12 @@ type IncompleteError struct {
 	Err      error
 }
 
+// Error says the stream broke off, and why.
 func (e *IncompleteError) Error() string {
 	return "the model's stream broke off before its end: " + e.Err.Error()
 }
 
+// Unwrap returns the classified cause.
 func (e *IncompleteError) Unwrap() error { return e.Err }
 
 // TruncatedError reports a turn that ended for length, refusal or a content
@@ -49,6 +52,7 @@ type TruncatedError struct {
 	Message Message
 }
 
+// Error says why the turn was cut and that its calls did not run.
 func (e *TruncatedError) Error() string {
 	switch e.Reason {
 	case StopLength:
@@ -64,6 +68,7 @@ func (e *TruncatedError) Error() string {
 // steps without the model finishing. The history so far is kept.
 type MaxIterationsError struct{ Max int }
 
+// Error says the cap was reached and what to do.
 func (e *MaxIterationsError) Error() string {
 	return fmt.Sprintf("the model was still calling tools after %d steps (the maximum); raise MaxIterations or simplify the task", e.Max)
 }
@@ -72,6 +77,7 @@ func (e *MaxIterationsError) Error() string {
 // row had a failing tool call.
 type ToolFailuresError struct{ Steps int }
 
+// Error says how many steps in a row failed.
 func (e *ToolFailuresError) Error() string {
 	return fmt.Sprintf("stopped after %d steps in a row with failing tool calls; check the tools or the task", e.Steps)
 }
@@ -83,6 +89,7 @@ type LoopError struct {
 	Count int
 }
 
+// Error names the repeated call.
 func (e *LoopError) Error() string {
 	return fmt.Sprintf("loop guard: the model called %q with the same arguments %d times in a row", e.Tool, e.Count)
 }

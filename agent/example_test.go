@@ -65,3 +65,31 @@ func ExampleRunner() {
 	// add → 42
 	// 2 + 40 = 42
 }
+
+// Generate makes one streamed call; Events shows the text as it arrives,
+// and OnToolCall sees each call as soon as its arguments are whole.
+func ExampleGenerate() {
+	model := &scripted{turns: [][]agent.Fragment{{
+		{Type: agent.FragText, Index: 0, Text: "Checking "},
+		{Type: agent.FragText, Index: 0, Text: "the weather."},
+		{Type: agent.FragToolCall, Index: 1, ID: "call_1", Name: "weather", Text: `{"city":`},
+		{Type: agent.FragToolArgs, Index: 1, Text: ` "Oslo"}`},
+	}}}
+	var ev agent.Events
+	ev.On(agent.EventText, func(e agent.Event) { fmt.Printf("text so far: %q\n", e.Snapshot) })
+	res, err := agent.Generate(context.Background(), model, &agent.Request{Messages: []agent.Message{agent.UserText("Weather in Oslo?")}},
+		&agent.GenerateOptions{
+			Events:     &ev,
+			OnToolCall: func(c agent.ToolCall) { fmt.Println("call:", c.Name, c.Arguments) },
+		})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Message.Text(), len(res.Message.ToolCalls), res.StopReason)
+	// Output:
+	// text so far: "Checking "
+	// text so far: "Checking the weather."
+	// call: weather {"city": "Oslo"}
+	// Checking the weather. 1 tool_use
+}

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -113,16 +111,12 @@ type MCPOptions struct {
 }
 
 // MCPToolset is a [Toolset] over any MCP endpoint, through mcp-go's
-// client. Its tool list is fetched once and again after the server
-// announces a change. Against toolgate, the MCP session is the thread, so
-// stateful tools keep their state for the toolset's life. Close it when
-// done.
+// client. It lists the server's tools afresh at each step (one round trip,
+// small beside a model call), so tools the server adds or removes mid-run
+// are seen. Against toolgate, the MCP session is the thread, so stateful
+// tools keep their state for the toolset's life. Close it when done.
 type MCPToolset struct {
-	c     *client.Client
-	stale atomic.Bool // the server announced a change of its tools
-
-	mu    sync.Mutex // guards tools
-	tools []ToolSpec
+	c *client.Client
 }
 
 var _ Toolset = (*MCPToolset)(nil)
@@ -150,12 +144,6 @@ func NewMCPToolset(ctx context.Context, o MCPOptions) (*MCPToolset, error) {
 		return nil, fmt.Errorf("mcp: connecting: %w", err)
 	}
 	ts := &MCPToolset{c: c}
-	ts.stale.Store(true)
-	c.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
-			ts.stale.Store(true)
-		}
-	})
 	if err := c.Start(ctx); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("mcp: starting: %w", err)
@@ -173,17 +161,10 @@ func NewMCPToolset(ctx context.Context, o MCPOptions) (*MCPToolset, error) {
 // Close ends the session (and a stdio server's process).
 func (t *MCPToolset) Close() error { return t.c.Close() }
 
-// Tools implements [Toolset].
+// Tools implements [Toolset]: the server's tools/list, every page.
 func (t *MCPToolset) Tools(ctx context.Context) ([]ToolSpec, error) {
-	if !t.stale.Load() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		return t.tools, nil
-	}
-	t.stale.Store(false)
 	res, err := t.c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
-		t.stale.Store(true)
 		return nil, fmt.Errorf("mcp: listing tools: %w", err)
 	}
 	out := make([]ToolSpec, 0, len(res.Tools))
@@ -196,9 +177,6 @@ func (t *MCPToolset) Tools(ctx context.Context) ([]ToolSpec, error) {
 		}
 		out = append(out, ToolSpec{Name: tl.Name, Description: tl.Description, InputSchema: schema})
 	}
-	t.mu.Lock()
-	t.tools = out
-	t.mu.Unlock()
 	return out, nil
 }
 

@@ -82,6 +82,7 @@ type params struct {
 	seed     uint64  // flaky mode: seed of the backend's failure RNG
 
 	cpuProfile    string // file for a CPU profile of the run; "" for none
+	eras          bool   // echo mode: toolgate from 2025-11-25 and 2026-07-28 clients (eras.go)
 	serveUpstream bool   // serve the echo tool over stdin/stdout instead of measuring (upstream-stdio's child)
 
 	corpusDir string // openapi-corpus mode: the directory of specs
@@ -97,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 		"upstream-http or upstream-stdio (toolgate proxying an upstream MCP server vs. calling it directly); "+
 		"parallel (concurrent and batched sleep calls) or flaky (retries against a failing REST backend)")
 	fs.StringVar(&p.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.BoolVar(&p.eras, "eras", false, "echo mode: measure toolgate from 2025-11-25 clients (sessions) against 2026-07-28 clients (none)")
 	fs.BoolVar(&p.serveUpstream, serveUpstreamFlag, false, "internal: serve the echo tool over stdio as upstream-stdio's upstream, until stdin closes")
 	rssCalls := fs.String("rss-calls", "5000,50000", "rest mode: comma-separated, ascending numbers of calls after which toolgate's RSS is read")
 	fs.IntVar(&p.n, "n", 20000, "measured calls per target, round and concurrency level")
@@ -208,6 +210,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case modeOpenAPICorpus:
 		return runOpenAPICorpus(ctx, p, stdout, stderr)
 	}
+	if p.eras {
+		return runEras(ctx, p, stdout, stderr)
+	}
 	bare, err := startBare()
 	if err != nil {
 		return err
@@ -272,6 +277,9 @@ type target struct {
 	shared *client.Client
 	call   func(context.Context, *client.Client) error
 	close  func()
+	// dial opens a session (or a 2026-07-28 client) instead of connect;
+	// nil for connect.
+	dial func(context.Context, *target) (*client.Client, error)
 }
 
 // open returns a session to t: t.shared when set, else a new one (see
@@ -279,6 +287,9 @@ type target struct {
 func (t *target) open(ctx context.Context) (*client.Client, error) {
 	if t.shared != nil {
 		return t.shared, nil
+	}
+	if t.dial != nil {
+		return t.dial(ctx, t)
 	}
 	return connect(ctx, t)
 }
@@ -369,6 +380,9 @@ func startToolgate() (*target, error) {
 		return nil, fmt.Errorf("loading default config: %w", err)
 	}
 	cfg.Builtin = nil
+	// Every measured call repeats one call: the loop guard would block
+	// all but the first few of a session's.
+	cfg.Guards.Loop.Action = config.LoopOff
 	g, err := gateway.New(cfg, gateway.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return nil, fmt.Errorf("building gateway: %w", err)

@@ -76,6 +76,24 @@
 //     may change the result it is given before it is sent
 //     (TestMCPGoToolListHook); with authentication, tools/list is
 //     filtered by that hook and the pipeline's permit step refuses calls.
+//  17. It decides each streamable HTTP request's protocol era by itself
+//     (the Mcp-Protocol-Version header or params._meta naming 2026-07-28
+//     or later), serves a 2026-07-28 request in an ephemeral session with
+//     no ID, registering none and never calling the session hooks, and
+//     serves server/discover, subscriptions/listen and the cache hints
+//     itself (TestModern2026, TestMCPGoModernInternals); era2026.go routes
+//     such requests past the session checks, with the caller's identity
+//     from the request's context.
+//  18. It answers a legacy request whose Mcp-Protocol-Version it does not
+//     know with 400 and plain text (TestMCPGoModernInternals); era2026.go
+//     answers every unknown or malformed version first, -32022 with the
+//     served versions in a JSON-RPC body.
+//  19. A 2026-07-28 tools/call's result gets resultType "complete" and
+//     the server's name and version in _meta, a tool's handler is
+//     reachable through GetTool, and WithRequestProtocolInfo makes a
+//     request modern (TestMCPGoModernInternals); era2026.go's fast path
+//     calls the handler itself for a call that can send no notification,
+//     and answers what mcp-go would (TestModernCallMatchesMCPGo).
 //
 // mcpfront must not import gateway, chi or prometheus; only the gateway
 // (and its tests) import it.

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/internal/principal"
 )
@@ -110,6 +111,9 @@ func (f *Front) serveModern(w http.ResponseWriter, r *http.Request, p *httpParts
 			}
 			msg = fwd
 		}
+		if _, name, _, ok := scanCall(msg); ok && f.serveModernCall(w, r, p, msg, name, id) {
+			return
+		}
 	}
 	replay(r, b, msg)
 	p.streamable.ServeHTTP(w, r)
@@ -150,4 +154,108 @@ func writeModernStream(w http.ResponseWriter, method string) {
 	writeJSON(w, http.StatusMethodNotAllowed, jsonRPCError(mcp.INVALID_REQUEST,
 		fmt.Sprintf("%s is not part of protocol version %s: POST requests, and subscriptions/listen for notifications",
 			method, mcp.ProtocolVersion20260728)))
+}
+
+// The 2026-07-28 tools/call fast path.
+//
+// mcp-go's modern POST path costs about twice its legacy one per call
+// (docs/benchmarks.md, "Both protocol eras"): it decodes the body's _meta
+// four times (detectRequestEra, extractRequestProtocolInfo, extractMeta,
+// the request itself), re-encodes the tool's input schema on every call to
+// look for x-mcp-header annotations (mcp.ExtractParamHeaderBindings),
+// builds a streamable session with its channels and starts a forwarder
+// goroutine for each request (docs/mcp-go-upstream.md). For the common
+// tools/call — one that can produce no notification: no progressToken, no
+// logLevel, not task-augmented, a tool without x-mcp-header parameters —
+// the front makes the same checks once and calls the tool's mcp-go handler
+// itself, then answers as mcp-go would (resultType and serverInfo in the
+// result, TestModernCallMatchesMCPGo). Every other modern request goes to
+// mcp-go.
+
+// modernCallMeta is what the fast path reads of a tools/call's _meta.
+type modernCallMeta struct {
+	Params struct {
+		Meta struct {
+			Version       string          `json:"io.modelcontextprotocol/protocolVersion"`
+			Capabilities  json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+			ClientInfo    json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
+			LogLevel      json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+		Task json.RawMessage `json:"task"`
+	} `json:"params"`
+}
+
+// modernSession is the session of a fast-path call: nothing is ever sent
+// on it (the call asked for no notification), and what is, is dropped.
+type modernSession struct{ ch chan mcp.JSONRPCNotification }
+
+func (s *modernSession) SessionID() string { return "" }
+func (s *modernSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	return s.ch
+}
+func (s *modernSession) Initialize()       {}
+func (s *modernSession) Initialized() bool { return true }
+
+// serveModernCall serves a 2026-07-28 tools/call on the fast path and
+// reports whether it did; false leaves the request, untouched, to mcp-go.
+func (f *Front) serveModernCall(w http.ResponseWriter, r *http.Request, p *httpParts, msg, name []byte, id json.RawMessage) bool {
+	if r.Header.Get(mcp.HeaderLastEventID) != "" || name == nil {
+		return false
+	}
+	var m modernCallMeta
+	if json.Unmarshal(msg, &m) != nil {
+		return false
+	}
+	mt := m.Params.Meta
+	if mt.Version != r.Header.Get(mcp.HeaderProtocolVersion) || len(mt.ProgressToken) > 0 || len(mt.LogLevel) > 0 ||
+		len(m.Params.Task) > 0 || len(mt.Capabilities) == 0 || mt.Capabilities[0] != '{' {
+		return false
+	}
+	tool := f.mcp.GetTool(string(name))
+	if tool == nil || bytes.Contains(tool.Tool.RawInputSchema, []byte("x-mcp-header")) {
+		return false
+	}
+	info := &server.RequestProtocolInfo{Modern: true, ProtocolVersion: mt.Version, ClientCapabilities: &mcp.ClientCapabilities{}}
+	if json.Unmarshal(mt.Capabilities, info.ClientCapabilities) != nil {
+		return false
+	}
+	if len(mt.ClientInfo) > 0 {
+		info.ClientInfo = &mcp.Implementation{}
+		if json.Unmarshal(mt.ClientInfo, info.ClientInfo) != nil {
+			return false
+		}
+	}
+	var req mcp.CallToolRequest
+	if json.Unmarshal(msg, &req) != nil {
+		return false
+	}
+	if p.postRefused(w, r, "a request") {
+		return true
+	}
+	req.Header = r.Header
+	ctx := f.mcp.WithContext(r.Context(), &modernSession{ch: make(chan mcp.JSONRPCNotification, 1)})
+	ctx = server.WithRequestProtocolInfo(ctx, info)
+	res, err := tool.Handler(ctx, req)
+	var reply []byte
+	if err == nil && res != nil {
+		if res.GetResultType() == "" {
+			res.SetResultType(mcp.ResultTypeComplete)
+		}
+		if meta := res.EnsureResultMeta(); meta.ServerInfo() == nil {
+			meta.SetServerInfo(mcp.Implementation{Name: f.o.Name, Version: f.o.Version})
+		}
+		reply, err = json.Marshal(struct {
+			JSONRPC string              `json:"jsonrpc"`
+			ID      json.RawMessage     `json:"id"`
+			Result  *mcp.CallToolResult `json:"result"`
+		}{mcp.JSONRPC_VERSION, id, res})
+	}
+	if err != nil || res == nil {
+		// Unreachable with the front's handlers (front.go), which return
+		// every failure as a result.
+		reply = rpcError(id, mcp.INTERNAL_ERROR, "the tool call failed", nil)
+	}
+	writeJSON(w, http.StatusOK, append(reply, '\n'))
+	return true
 }
