@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -43,13 +44,15 @@ func newGateway(t *testing.T) *gateway.Gateway {
 	}
 	if err := g.RegisterStateless(registry.Tool{Name: "broken", Description: "Always fails",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}`)},
-		func(context.Context, map[string]any) (executors.Result, error) { return executors.Result{}, errors.New("it broke") }); err != nil {
+		func(context.Context, map[string]any) (executors.Result, error) {
+			return executors.Result{}, errors.New("it broke")
+		}); err != nil {
 		t.Fatal(err)
 	}
 	return g
 }
 
-// toolsetCases checks a toolset over newGateway's tools: the list, state
+// checkToolset checks a toolset over newGateway's tools: the list, state
 // kept across calls (one thread), failures as isError results in the
 // gateway's words.
 func checkToolset(t *testing.T, ts agent.Toolset) {
@@ -72,7 +75,7 @@ func checkToolset(t *testing.T, ts agent.Toolset) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := r.Text(); r.IsError || got != `{"count":`+string(rune('0'+want))+`}` {
+		if got := r.Text(); r.IsError || got != fmt.Sprintf(`{"count":%d}`, want) {
 			t.Errorf("call %d = %v %q, want {\"count\":%d}", want, r.IsError, got, want)
 		}
 	}
