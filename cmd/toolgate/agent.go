@@ -26,6 +26,7 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxIter := fs.Int("max-iterations", agent.DefaultMaxIterations, "stop after `N` model calls")
 	system := fs.String("system", "", "the system prompt `text`")
 	maxTokens := fs.Int64("max-tokens", 0, "bound each response to `N` tokens (default: the provider's)")
+	thinking := fs.Int64("thinking-budget", 0, "let the model think with up to `N` tokens first (Anthropic extended thinking; below --max-tokens)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolgate agent --provider anthropic|openai --model NAME [flags] TASK")
 		fmt.Fprintln(stderr, "the key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY")
@@ -84,7 +85,7 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	out := &agentOutput{stdout: stdout, stderr: stderr, started: make(map[string]time.Time)}
-	r := agent.NewRunner(p, tools, agent.Params{System: *system, Messages: []agent.Message{agent.UserText(task)}, Model: agent.ModelOptions{MaxTokens: *maxTokens}},
+	r := agent.NewRunner(p, tools, agent.Params{System: *system, Messages: []agent.Message{agent.UserText(task)}, Model: agent.ModelOptions{MaxTokens: *maxTokens, ThinkingBudget: *thinking}},
 		&agent.RunnerOptions{
 			MaxIterations: *maxIter,
 			OnPart:        out.part,
