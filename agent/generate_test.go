@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -360,5 +361,41 @@ func TestGenerateOpenAICompatibleQuirks(t *testing.T) {
 	want := []agent.ToolCall{{ID: "call_x", Name: "lookup", Arguments: `{"city": "Rome"}`}, {ID: "call_3", Name: "ping", Arguments: `{}`}}
 	if diff := cmp.Diff(want, res.Message.ToolCalls); diff != "" {
 		t.Errorf("tool calls mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestGenerateSendsModelOptions(t *testing.T) {
+	temp := 0.25
+	opts := agent.ModelOptions{Model: "other-model", MaxTokens: 4000, Temperature: &temp, ThinkingBudget: 2048}
+	tools := []agent.ToolSpec{{Name: "lookup", Description: "Looks up", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"],"additionalProperties":false}`)}}
+	for _, kind := range providers {
+		t.Run(kind, func(t *testing.T) {
+			f := newFakeProvider(t, kind, script(t, kind, "plain_text"))
+			if _, err := agent.Generate(t.Context(), f.provider(), &agent.Request{System: "sys", Tools: tools, Options: opts}, nil); err != nil {
+				t.Fatal(err)
+			}
+			var body map[string]any
+			decode(t, f.Requests()[0], &body)
+			check := func(key string, want any) {
+				t.Helper()
+				if diff := cmp.Diff(want, body[key]); diff != "" {
+					t.Errorf("request %s mismatch (-want +got):\n%s", key, diff)
+				}
+			}
+			check("model", "other-model")
+			check("temperature", 0.25)
+			check("stream", true)
+			if kind == "anthropic" {
+				check("max_tokens", 4000.0)
+				check("thinking", map[string]any{"type": "enabled", "budget_tokens": 2048.0})
+				check("system", []any{map[string]any{"type": "text", "text": "sys"}})
+				check("tools", []any{map[string]any{"name": "lookup", "description": "Looks up", "input_schema": map[string]any{
+					"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}, "required": []any{"q"}, "additionalProperties": false}}})
+				return
+			}
+			check("max_completion_tokens", 4000.0)
+			check("tools", []any{map[string]any{"type": "function", "function": map[string]any{"name": "lookup", "description": "Looks up", "parameters": map[string]any{
+				"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}, "required": []any{"q"}, "additionalProperties": false}}}})
+		})
 	}
 }
