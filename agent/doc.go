@@ -26,6 +26,8 @@
 // gateway, every kind of tool through the whole pipeline) and [MCPToolset]
 // (any MCP endpoint, by URL or stdio command, through mcp-go's client).
 //
-// agent imports gateway, registry and retry; nothing in toolgate imports
-// agent except cmd/toolgate.
+// agent imports gateway (its public API), executors (result types),
+// registry (name repair) and retry (error classes and the retry loop), and
+// is the only package that imports the model SDKs; nothing in toolgate
+// imports agent except cmd/toolgate.
 package agent

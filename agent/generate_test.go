@@ -27,6 +27,7 @@ func TestGenerate(t *testing.T) {
 		wantErr   error    // an errors.Is target; or
 		wantClass retry.Class
 		wantType  func(error) bool
+		only      string // run for this provider only
 	}{
 		{
 			name:     "plain text",
@@ -80,9 +81,22 @@ func TestGenerate(t *testing.T) {
 				return ok && ie.Received.Text() == "The first half"
 			},
 		},
+		{
+			name:      "an overloaded error event mid-stream",
+			script:    "overloaded",
+			only:      "anthropic",
+			wantClass: retry.Unavailable,
+			wantType: func(err error) bool {
+				ie, ok := errors.AsType[*agent.IncompleteError](err)
+				return ok && ie.Received.Text() == "Partial"
+			},
+		},
 	}
 	for _, kind := range providers {
 		for _, tc := range tests {
+			if tc.only != "" && tc.only != kind {
+				continue
+			}
 			t.Run(kind+"/"+tc.name, func(t *testing.T) {
 				f := newFakeProvider(t, kind, script(t, kind, tc.script))
 				var calls []string
