@@ -560,8 +560,17 @@ func oapiCheck(item *openapi3.PathItem, op *openapi3.Operation) (invalid map[*op
 		}
 	}()
 	ctx := context.Background()
+	// Documents that say 3.0 often use 3.1 keywords (examples, const, type
+	// arrays); the executor reads both, so either reading is accepted.
+	valid := func(v func(...openapi3.ValidationOption) error) error {
+		err := v(oapiValidation...)
+		if err != nil && v(append(slices.Clone(oapiValidation), openapi3.IsOpenAPI31OrLater())...) == nil {
+			return nil
+		}
+		return err
+	}
 	for _, prm := range oapiParameters(item.Parameters, op.Parameters) {
-		if err := prm.Validate(ctx, oapiValidation...); err != nil {
+		if err := valid(func(o ...openapi3.ValidationOption) error { return prm.Validate(ctx, o...) }); err != nil {
 			msg := fmt.Sprintf("invalid %s parameter %q: %s", prm.In, prm.Name, firstLine(err.Error()))
 			if prm.In == openapi3.ParameterInPath || prm.Required {
 				return nil, errors.New(msg)
@@ -573,7 +582,7 @@ func oapiCheck(item *openapi3.PathItem, op *openapi3.Operation) (invalid map[*op
 		}
 	}
 	if rb := op.RequestBody; rb != nil && rb.Value != nil {
-		if err := rb.Value.Validate(ctx, oapiValidation...); err != nil {
+		if err := valid(func(o ...openapi3.ValidationOption) error { return rb.Value.Validate(ctx, o...) }); err != nil {
 			return nil, fmt.Errorf("invalid request body: %s", firstLine(err.Error()))
 		}
 	}

@@ -704,3 +704,28 @@ func TestSpecsDocumentProblem(t *testing.T) {
 		t.Errorf("warnings = %q, want the document's problem, then getThing skipped for its placeholder", warnings)
 	}
 }
+
+// TestSpecs31KeywordsIn30 checks that a document that says 3.0 but uses
+// 3.1 keywords in a parameter (as many real ones do) keeps the operation.
+func TestSpecs31KeywordsIn30(t *testing.T) {
+	doc := `openapi: 3.0.3
+info: {title: x, version: "1"}
+servers: [{url: "http://127.0.0.1:9"}]
+paths:
+  /a/{id}:
+    get:
+      operationId: a
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: string, examples: ["x"]}}
+      responses: {"200": {description: OK}}
+`
+	specs, warnings, err := Specs(Source{Name: "s", Spec: []byte(doc)})
+	if err != nil || len(specs) != 1 {
+		t.Fatalf("Specs = %d specs, %q, %v; want the operation kept", len(specs), warnings, err)
+	}
+	for _, w := range warnings {
+		if w.Skipped {
+			t.Errorf("warning %s", w)
+		}
+	}
+}
