@@ -27,7 +27,6 @@ func TestGenerate(t *testing.T) {
 		wantErr   error    // an errors.Is target; or
 		wantClass retry.Class
 		wantType  func(error) bool
-		only      string // run for this provider only
 	}{
 		{
 			name:     "plain text",
@@ -82,9 +81,8 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
-			name:      "an overloaded error event mid-stream",
+			name:      "an error event mid-stream",
 			script:    "overloaded",
-			only:      "anthropic",
 			wantClass: retry.Unavailable,
 			wantType: func(err error) bool {
 				ie, ok := errors.AsType[*agent.IncompleteError](err)
@@ -94,9 +92,6 @@ func TestGenerate(t *testing.T) {
 	}
 	for _, kind := range providers {
 		for _, tc := range tests {
-			if tc.only != "" && tc.only != kind {
-				continue
-			}
 			t.Run(kind+"/"+tc.name, func(t *testing.T) {
 				f := newFakeProvider(t, kind, script(t, kind, tc.script))
 				var calls []string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -155,6 +156,21 @@ func openaiError(ctx context.Context, err error) error {
 			h = oe.Response.Header
 		}
 		return statusError("openai", oe.StatusCode, h, oe.Type, oe.Message)
+	}
+	if se, ok := errors.AsType[*ssestream.StreamError](err); ok {
+		// An error sent inside the stream, after the 200.
+		var body struct {
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(se.Event.Data, &body)
+		typ := body.Error.Type
+		if typ == "server_error" || typ == "" {
+			typ = "api_error" // the provider failed mid-answer: unavailable
+		}
+		return statusError("openai", 0, nil, typ, body.Error.Message)
 	}
 	return transportError(ctx, "openai", err)
 }
