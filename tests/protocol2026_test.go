@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -205,5 +206,48 @@ func TestProtocol2026Versions(t *testing.T) {
 				t.Errorf("reply %s, want -32022 for id 7 listing 2026-07-28 and 2025-11-25", r.Body)
 			}
 		})
+	}
+}
+
+// TestProtocol2026Upstream: a 2026-07-28 client calls a prefixed
+// server-everything's tools through toolgate, and gets the progress of a
+// long call streamed in its POST's response (mcp-go's modern path, which
+// the front's fast path leaves such calls to).
+func TestProtocol2026Upstream(t *testing.T) {
+	entry := npmEntry(t, "server-everything")
+	m := newProcMarker(t)
+	srv := serveUpstreams(t, m, fmt.Sprintf("upstreams:\n  - name: ev\n    transport: stdio\n    command: node\n    args: [%q, stdio]\n    env: %s\n", entry, m.yaml()))
+	c := connect2026(t, srv, nil)
+	waitTools(t, c, "ev__echo", "ev__get-sum", "ev__trigger-long-running-operation")
+
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"ev__echo", map[string]any{"message": "from 2026"}, "Echo: from 2026"},
+		{"ev__get-sum", map[string]any{"a": 2, "b": 3}, "5"},
+	} {
+		if res := mustCall(t, c, tc.tool, tc.args, ""); res.IsError || !strings.Contains(resultText(res), tc.want) {
+			t.Errorf("%s: %q (isError %v), want it to contain %q", tc.tool, resultText(res), res.IsError, tc.want)
+		}
+	}
+
+	progress := collect(c, "notifications/progress")
+	req := callRequest("ev__trigger-long-running-operation", map[string]any{"duration": 1, "steps": 4}, "")
+	req.Params.Meta = &mcp.Meta{ProgressToken: "p-2026"}
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		res, err := c.CallTool(ctx, req)
+		if err == nil && res.IsError {
+			err = fmt.Errorf("isError: %s", resultText(res))
+		}
+		done <- err
+	}()
+	waitProgress(t, progress, "p-2026", done)
+	if err := <-done; err != nil {
+		t.Fatalf("long-running operation: %v", err)
 	}
 }
