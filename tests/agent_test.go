@@ -211,6 +211,29 @@ func TestAgentScratchpadOverMCP(t *testing.T) {
 	}
 }
 
+// TestAgentMCPHeader reaches a toolgate serve that requires a bearer token
+// with --mcp-header; without it the agent exits non-zero, saying
+// authorization is required.
+func TestAgentMCPHeader(t *testing.T) {
+	srv := startServe(t, `
+builtin: [scratchpad]
+auth:
+  tokens:
+    - name: agent
+      token: agent-token-0123456789abcdef
+`)
+	m := newFakeModel(t, "anthropic", scratchpadTask()...)
+	res := runAgent(t, keyEnv("anthropic"), "--provider", "anthropic", "--model", "test-model", "--base-url", m.baseURL(),
+		"--mcp", srv.URL+"/mcp", "--mcp-header", "Authorization: Bearer agent-token-0123456789abcdef", "remember Lisbon")
+	if res.code != 0 || !strings.HasSuffix(res.stdout, "The city is Lisbon.\n") {
+		t.Fatalf("toolgate agent did not finish the task:\n%s", res)
+	}
+	res = runAgent(t, keyEnv("anthropic"), "--provider", "anthropic", "--model", "test-model", "--base-url", m.baseURL(), "--mcp", srv.URL+"/mcp", "task")
+	if res.code == 0 || !strings.Contains(res.stderr, "authorization required") {
+		t.Errorf("without the token: want a non-zero exit saying authorization is required:\n%s", res)
+	}
+}
+
 // TestAgentScratchpadOverStdio runs the task with the tools of a
 // `toolgate stdio` subprocess that --mcp starts.
 func TestAgentScratchpadOverStdio(t *testing.T) {

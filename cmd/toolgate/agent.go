@@ -23,6 +23,15 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	model := fs.String("model", "", "model `name`")
 	baseURL := fs.String("base-url", "", "the provider API's base `URL` (for compatible or local servers)")
 	mcpURL := fs.String("mcp", "", "use the tools of this MCP `endpoint`: a streamable HTTP URL, or a command that serves MCP on stdio (instead of --config)")
+	headers := map[string]string{}
+	fs.Func("mcp-header", "send this `header` (\"Name: value\", repeatable) to the --mcp endpoint, e.g. \"Authorization: Bearer $TOKEN\"", func(v string) error {
+		name, value, ok := strings.Cut(v, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return errors.New(`write it as "Name: value"`)
+		}
+		headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
+		return nil
+	})
 	maxIter := fs.Int("max-iterations", agent.DefaultMaxIterations, "stop after `N` model calls")
 	system := fs.String("system", "", "the system prompt `text`")
 	maxTokens := fs.Int64("max-tokens", 0, "bound each response to `N` tokens (default: the provider's)")
@@ -61,7 +70,7 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	var tools agent.Toolset
 	if *mcpURL != "" {
-		o := agent.MCPOptions{URL: *mcpURL}
+		o := agent.MCPOptions{URL: *mcpURL, Headers: headers}
 		if !strings.HasPrefix(*mcpURL, "http://") && !strings.HasPrefix(*mcpURL, "https://") {
 			o = agent.MCPOptions{Command: strings.Fields(*mcpURL)}
 		}
