@@ -93,7 +93,7 @@ func TestCORS(t *testing.T) {
 		want := map[string]string{
 			"Access-Control-Allow-Origin":   app,
 			"Access-Control-Allow-Methods":  "GET, POST, DELETE",
-			"Access-Control-Allow-Headers":  "Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Authorization, Last-Event-ID",
+			"Access-Control-Allow-Headers":  "Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Authorization, Last-Event-ID, Mcp-Method, Mcp-Name",
 			"Access-Control-Expose-Headers": "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate",
 			"Vary":                          "Origin",
 		}
@@ -104,6 +104,12 @@ func TestCORS(t *testing.T) {
 			if got := resp.Header.Get(k); got != v {
 				t.Errorf("preflight of %s from %s: %s = %q, want %q", path, app, k, got, v)
 			}
+		}
+		// A 2026-07-28 page's tool parameters in Mcp-Param-* headers.
+		resp, _ = do(http.MethodOptions, path, app, "", map[string]string{"Access-Control-Request-Method": "POST",
+			"Access-Control-Request-Headers": "content-type,mcp-method,mcp-name,mcp-param-region,x-other"})
+		if got := resp.Header.Get("Access-Control-Allow-Headers"); !strings.HasSuffix(got, "Mcp-Name, mcp-param-region") {
+			t.Errorf("preflight of %s asking for mcp-param-region: Access-Control-Allow-Headers %q", path, got)
 		}
 		resp, body = do(http.MethodOptions, path, evil, "", preflight)
 		if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "server.allowed_origins") || resp.Header.Get("Access-Control-Allow-Origin") != "" {

@@ -132,7 +132,7 @@ func (f *Front) Mount(mux Mux) {
 // endpoints, and which response headers its script may read.
 const (
 	corsAllowMethods  = "GET, POST, DELETE"
-	corsAllowHeaders  = "Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Authorization, Last-Event-ID"
+	corsAllowHeaders  = "Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Authorization, Last-Event-ID, Mcp-Method, Mcp-Name"
 	corsExposeHeaders = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate"
 	corsMaxAge        = "600" // seconds a browser may reuse a preflight's answer
 )
@@ -173,7 +173,7 @@ func (c *cors) handler(h http.Handler) http.Handler {
 			}
 			hdr.Set("Access-Control-Allow-Origin", origin)
 			hdr.Set("Access-Control-Allow-Methods", corsAllowMethods)
-			hdr.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			hdr.Set("Access-Control-Allow-Headers", corsAllowHeaders+paramHeaders(r.Header.Get("Access-Control-Request-Headers")))
 			hdr.Set("Access-Control-Expose-Headers", corsExposeHeaders)
 			hdr.Set("Access-Control-Max-Age", corsMaxAge)
 			w.WriteHeader(http.StatusNoContent)
@@ -186,6 +186,21 @@ func (c *cors) handler(h http.Handler) http.Handler {
 		}
 		protected.ServeHTTP(w, r)
 	})
+}
+
+// paramHeaders returns, as ", A, B", the Mcp-Param-* headers a preflight
+// asks for: a 2026-07-28 client sends a tool's x-mcp-header parameters in
+// headers of that prefix, which no fixed list can name.
+func paramHeaders(requested string) string {
+	var out strings.Builder
+	for h := range strings.SplitSeq(requested, ",") {
+		h = strings.TrimSpace(h)
+		if len(h) > len(mcp.HeaderParamPrefix) && strings.EqualFold(h[:len(mcp.HeaderParamPrefix)], mcp.HeaderParamPrefix) {
+			out.WriteString(", ")
+			out.WriteString(h)
+		}
+	}
+	return out.String()
 }
 
 // writeOriginRefused answers a cross-origin browser request, or preflight,
@@ -275,9 +290,11 @@ func writeJSON(w http.ResponseWriter, code int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// streamableHandler caps POST bodies and runs preflight on requests of
-// established sessions; requests without a live session go to mcp-go
-// untouched so that it answers them as the transport spec says.
+// streamableHandler caps POST bodies, refuses protocol versions toolgate
+// does not serve, routes 2026-07-28 requests by their era (era2026.go) and
+// runs preflight on requests of established sessions; legacy requests
+// without a live session go to mcp-go untouched so that it answers them
+// as the transport spec says.
 func (f *Front) streamableHandler(p *httpParts) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sid := r.Header.Get(server.HeaderKeySessionID)
