@@ -39,8 +39,9 @@ const echoSchema = `{"type":"object","properties":{"text":{"type":"string"}},"re
 // echoText is what every measured call sends and expects back.
 const echoText = "hello, toolgate"
 
-// protocolVersions are the revisions both targets serve; toolgate serves
-// only those that have sessions.
+// protocolVersions are the revisions the bare baseline serves: those with
+// sessions, which the comparisons' clients are pinned to (toolgate also
+// serves 2026-07-28, which -eras measures).
 var protocolVersions = []string{
 	mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
 	mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105,

@@ -16,8 +16,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// protocolVersion is the MCP revision the tests negotiate. mcp-go's
-// LATEST_PROTOCOL_VERSION is a 2026 revision that toolgate does not serve.
+// protocolVersion is the MCP revision the tests negotiate: the newest with
+// sessions. 2026-07-28, which mcp-go's client negotiates unless told
+// otherwise, is tested in protocol2026_test.go.
 const protocolVersion = mcp.ProtocolVersion20251125
 
 // threadMetaKey is the _meta key that names a call's thread.
