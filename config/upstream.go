@@ -21,8 +21,9 @@ const (
 )
 
 // Upstream is another MCP server whose tools toolgate serves as
-// <Name>__<tool>. The gateway turns it into the upstream executor's
-// configuration; the meaning of each field is that executor's.
+// <Name>__<tool> (or under [Upstream.Prefix]), with its resources, prompts,
+// completions and log messages. The gateway turns it into the upstream
+// executor's configuration; the meaning of each field is that executor's.
 //
 // Fields that do not apply to the transport (Command, Args, Env, Cwd and
 // InheritEnv for sse and streamable-http; URL and Headers for stdio) are
@@ -34,6 +35,15 @@ type Upstream struct {
 	// of the openapi sources and of the rest tools (a rest tool may be
 	// neither Name nor start with Name__).
 	Name string `yaml:"name"`
+	// Prefix is put before the upstream's own tool and prompt names. Nil
+	// (the file leaves it out) means Name + "__" (fs__read_file); "" serves
+	// them under their own names, which must then stay unique (a tool that
+	// another source already has is refused, and the refusal names both).
+	// Otherwise 1 to 34 characters from A-Z a-z 0-9 _ . - (checked when
+	// the gateway builds the upstream), used as written: "fs_" gives
+	// fs_read_file. Two upstreams may not share a non-empty prefix, nor
+	// may a rest tool's name start with it.
+	Prefix *string `yaml:"prefix"`
 	// Transport is stdio, sse or streamable-http. Required.
 	Transport string `yaml:"transport"`
 	// Command is the program of a stdio server, found through PATH when it

@@ -24,6 +24,7 @@ func TestParseUpstreams(t *testing.T) {
 		"    exclude: [write_*]",
 		"    timeout: 1m",
 		"  - name: remote",
+		"    prefix: ''",
 		"    transport: streamable-http",
 		"    url: http://127.0.0.1:9000/mcp",
 		"    headers: {Authorization: 'Bearer ${TOKEN}'}",
@@ -39,7 +40,7 @@ func TestParseUpstreams(t *testing.T) {
 		{Name: "fs", Transport: "stdio", Command: "npx", Args: []string{"-y", "server-filesystem", "/data", InstanceDirRef + "/x", "${TOOLGATE_INSTANCE_DIR}", "${TOOLGATE_INSTANCE_DIR}"},
 			Env: map[string]string{"A": "b", "F": InstanceDirRef + "/f-s3cret-token"}, Cwd: filepath.Join(dir, "sub"), Isolation: "shared",
 			Exclude: []string{"write_*"}, Timeout: Duration(time.Minute), StartupTimeout: Duration(20 * time.Second), MaxMessageBytes: 16 << 20},
-		{Name: "remote", Transport: "streamable-http", URL: "http://127.0.0.1:9000/mcp",
+		{Name: "remote", Prefix: new(""), Transport: "streamable-http", URL: "http://127.0.0.1:9000/mcp",
 			Headers: map[string]string{"Authorization": "Bearer s3cret-token"}, Isolation: "thread",
 			StartupTimeout: Duration(5 * time.Second), MaxMessageBytes: 65536},
 	}

@@ -184,6 +184,7 @@ func (g *Gateway) syncTools(c registry.Change) {
 func (g *Gateway) serveFront(r *route) func(context.Context, *mcpfront.Request) *executors.Result {
 	return func(ctx context.Context, req *mcpfront.Request) *executors.Result {
 		r := r
+		ctx = withPeer(ctx, req)
 		if name := r.tool.Name; r.gone.Load() {
 			// Removed or replaced while the call was on its way: run what
 			// the name means now, or nothing.

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/config"
@@ -24,6 +25,7 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 	for i, u := range cfg.Upstreams {
 		up := mcpup.Upstream{
 			Name:            u.Name,
+			Prefix:          u.Prefix,
 			Transport:       u.Transport,
 			Command:         u.Command,
 			Args:            u.Args,
@@ -58,6 +60,8 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 		},
 		OnState:   g.upstreamState,
 		OnRestart: g.metrics.upstreamRestart,
+		OnCatalog: g.upstreamCatalog,
+		OnNotify:  g.upstreamNotify,
 	})
 	if err != nil {
 		return err
@@ -92,6 +96,9 @@ func upstreamNameErrors(cfg *config.Config) []error {
 			continue
 		}
 		ups[u.Name] = i
+		if u.Prefix != nil {
+			continue // prefixErrors checks it
+		}
 		if j, clash := sources[u.Name]; clash {
 			fail(path, u.Name, "clashes with openapi[%d] of the same name (both prefix tool names with %s); rename one", j, registry.Prefixed(shownName(cfg, u.Name, "<this name>"), ""))
 			continue
@@ -99,6 +106,43 @@ func upstreamNameErrors(cfg *config.Config) []error {
 		for j, t := range cfg.Rest {
 			if registry.UnderPrefix(t.Name, u.Name) {
 				fail(path, u.Name, "clashes with rest[%d] (%s), as this upstream's tools are named %s<tool>; rename the upstream or the tool", j, shownName(cfg, registry.QuoteValue(t.Name), "its name"), registry.Prefixed(shownName(cfg, u.Name, "<this name>"), ""))
+				break
+			}
+		}
+	}
+	return append(errs, prefixErrors(cfg)...)
+}
+
+// prefixErrors checks the upstreams that set prefix: a non-empty prefix
+// may be no other upstream's or openapi source's, and no rest tool's name
+// may start with it. An empty one is checked as tools are listed: the
+// registry refuses a name another source holds.
+func prefixErrors(cfg *config.Config) []error {
+	var errs []error
+	taken := map[string]string{} // effective prefix → who has it
+	for i, o := range cfg.OpenAPI {
+		taken[o.Name+registry.Separator] = fmt.Sprintf("openapi[%d]", i)
+	}
+	for i, u := range cfg.Upstreams {
+		if u.Prefix == nil {
+			taken[u.Name+registry.Separator] = fmt.Sprintf("upstreams[%d]", i)
+		}
+	}
+	for i, u := range cfg.Upstreams {
+		if u.Prefix == nil || *u.Prefix == "" {
+			continue
+		}
+		p := *u.Prefix
+		path := fmt.Sprintf("upstreams[%d].prefix", i)
+		shown := shownName(cfg, registry.QuoteValue(p), "this prefix")
+		if other, clash := taken[p]; clash {
+			errs = append(errs, cfg.Locate(config.Problem{Path: path, Got: p, Msg: fmt.Sprintf("%s is also the prefix of %s's tools; give one of them another prefix", shown, other)}))
+			continue
+		}
+		taken[p] = fmt.Sprintf("upstreams[%d]", i)
+		for j, t := range cfg.Rest {
+			if strings.HasPrefix(t.Name, p) {
+				errs = append(errs, cfg.Locate(config.Problem{Path: path, Got: p, Msg: fmt.Sprintf("clashes with rest[%d] (%s), whose name starts with %s; change the prefix or rename the tool", j, shownName(cfg, registry.QuoteValue(t.Name), "its name"), shown)}))
 				break
 			}
 		}

@@ -827,8 +827,11 @@ func startDirect(t *testing.T, command string, args ...string) *directServer {
 	t.Cleanup(func() { _ = d.tr.Close() })
 	d.rpc(t)("initialize", map[string]any{
 		"protocolVersion": protocolVersion,
-		"capabilities":    map[string]any{},
-		"clientInfo":      map[string]any{"name": "toolgate-e2e-direct", "version": "1"},
+		// What toolgate declares to its upstreams (it relays these
+		// requests to its clients): server-everything lists some tools only
+		// to clients that declare them.
+		"capabilities": map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "roots": map[string]any{}},
+		"clientInfo":   map[string]any{"name": "toolgate-e2e-direct", "version": "1"},
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()

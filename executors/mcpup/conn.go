@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -51,6 +52,12 @@ type conn struct {
 	routesMu sync.Mutex
 	routes   map[string]*progressRoute // progress token → call
 
+	// peersMu guards peers.
+	peersMu sync.Mutex
+	peers   map[string]inflight // request ID → the peer it is made for (relay.go)
+
+	catalogChanged chan struct{} // 1-buffered: the upstream's resources or prompts changed
+
 	closeOnce sync.Once
 }
 
@@ -72,6 +79,9 @@ func newConn(u *upstream, thread string, stop context.CancelFunc) *conn {
 		dead:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
 		routes:      make(map[string]*progressRoute),
+		peers:       make(map[string]inflight),
+
+		catalogChanged: make(chan struct{}, 1),
 	}
 }
 
@@ -147,10 +157,20 @@ func (c *conn) onNotification(n mcp.JSONRPCNotification) {
 		case c.listChanged <- struct{}{}:
 		default: // a re-listing is already pending
 		}
+	case string(mcp.MethodNotificationResourcesListChanged), string(mcp.MethodNotificationPromptsListChanged):
+		select {
+		case c.catalogChanged <- struct{}{}:
+		default:
+		}
+	case string(mcp.MethodNotificationResourceUpdated):
+		if c.u.m.onNotify != nil {
+			c.u.m.onNotify(c.u.cfg.Name, n.Method, maps.Clone(n.Params.AdditionalFields), nil)
+		}
 	case "notifications/progress":
 		c.routeProgress(n.Params.AdditionalFields)
 	case "notifications/message":
 		c.u.logMessage(c.thread, n.Params.AdditionalFields)
+		c.forwardLog(n.Params.AdditionalFields)
 	}
 }
 
@@ -181,7 +201,9 @@ func (c *conn) routeProgress(f map[string]any) {
 // its own requests) and returns ctx's error. A response over the
 // upstream's message cap is a *tooLargeError.
 func (c *conn) request(ctx context.Context, method string, params any) (*transport.JSONRPCResponse, error) {
-	id := mcp.NewRequestId("toolgate-" + strconv.FormatUint(c.u.m.nextID(), 10))
+	sid := "toolgate-" + strconv.FormatUint(c.u.m.nextID(), 10)
+	id := mcp.NewRequestId(sid)
+	defer c.trackPeer(ctx, sid)()
 	sendCtx, note := withTooLargeNote(ctx)
 	resp, err := c.tr.SendRequest(sendCtx, transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,

@@ -42,6 +42,10 @@ const DefaultStartupTimeout = 20 * time.Second
 // Separator joins an upstream's name and a tool's name: fs__read_file.
 const Separator = "__"
 
+// MaxPrefixLen is the longest [Upstream.Prefix]: the longest name with
+// its separator.
+const MaxPrefixLen = registry.MaxPrefixLen + len(Separator)
+
 // InstanceDirVar is the environment variable that names a stdio
 // upstream process's private directory, and InstanceDirRef how Args and
 // Env values refer to it: a marker framed by NUL bytes, which no process
@@ -61,6 +65,11 @@ type Upstream struct {
 	// Name prefixes the upstream's tools: they appear as Name__<tool>. It
 	// must be a valid tool name without "__". Required and unique.
 	Name string
+	// Prefix, when not nil, replaces Name+"__" before the upstream's tool
+	// and prompt names: "" serves them under their own names, "fs_" as
+	// fs_<tool>. A non-empty one is 1 to [MaxPrefixLen] characters from
+	// A-Z a-z 0-9 _ . -.
+	Prefix *string
 	// Transport is "stdio", "sse" or "streamable-http". Required.
 	Transport string
 
@@ -151,6 +160,20 @@ type Options struct {
 	// of an upstream but its first: reconnections after a loss, retries
 	// after a failure, and restarts of thread-isolated instances.
 	OnRestart func(upstream string)
+	// OnCatalog, when not nil, is called after every listing of a shared
+	// upstream's resources, templates and prompts (on connect and on their
+	// list_changed) with all of them. It is called from the upstream's
+	// supervisor goroutine, never concurrently for one upstream.
+	OnCatalog func(upstream string, c *Catalog)
+	// OnNotify, when not nil, is told of the notifications an upstream
+	// sends that a client should get: notifications/resources/updated
+	// (to nil: every client subscribed to the URI) and notifications/
+	// message, its logger naming the upstream, to the client of the call
+	// that caused it or, for a message no call caused, to nil (every
+	// client). A message sent while calls of several clients were in
+	// flight on a connection that cannot tell them apart is only logged.
+	// It runs on the connection's read goroutine and must not block.
+	OnNotify func(upstream, method string, params map[string]any, to Peer)
 }
 
 // Manager connects to a fixed set of upstream MCP servers; the executors it
@@ -164,6 +187,8 @@ type Manager struct {
 	onTools   func(string, []executors.Bound) error
 	onState   func(string, bool)
 	onRestart func(string)
+	onCatalog func(string, *Catalog)
+	onNotify  func(string, string, map[string]any, Peer)
 	ups       []*upstream
 	ctx       context.Context // root of every goroutine m owns; cancelled by Close
 	cancel    context.CancelFunc
@@ -227,6 +252,8 @@ func New(ups []Upstream, opts *Options) (*Manager, error) {
 		onTools:   o.OnTools,
 		onState:   o.OnState,
 		onRestart: o.OnRestart,
+		onCatalog: o.OnCatalog,
+		onNotify:  o.OnNotify,
 		ctx:       ctx,
 		cancel:    cancel,
 		threads:   make(map[*threadInstance]struct{}),
@@ -252,6 +279,12 @@ func (u Upstream) Validate() error {
 		bad("name", "", "is required; name the upstream, like fs (its tools are named fs__<tool>)")
 	} else if err := registry.ValidatePrefix(u.Name); err != nil {
 		errs = append(errs, err)
+	}
+	if u.Prefix != nil && *u.Prefix != "" {
+		p := *u.Prefix
+		if len(p) > MaxPrefixLen || registry.ValidateName(p) != nil {
+			bad("prefix", p, fmt.Sprintf("must be empty or 1 to %d characters from A-Z a-z 0-9 _ . -, like fs_; leave it out for <name>__", MaxPrefixLen))
+		}
 	}
 	stdioOnly := []struct {
 		key string
@@ -307,6 +340,15 @@ func (u Upstream) Validate() error {
 		bad("max_message_bytes", strconv.FormatInt(u.MaxMessageBytes, 10), "must be at least 1024 (1 KiB), like 16777216; leave it out for 16 MiB")
 	}
 	return errors.Join(errs...)
+}
+
+// NamePrefix is what u's tool and prompt names are prefixed with:
+// [Upstream.Prefix], or Name+"__" when it is nil.
+func (u Upstream) NamePrefix() string {
+	if u.Prefix != nil {
+		return *u.Prefix
+	}
+	return u.Name + Separator
 }
 
 // filter is u's include/exclude filter over its own tool names.

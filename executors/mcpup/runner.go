@@ -50,7 +50,10 @@ type runner struct {
 	dial func(lifetime context.Context) (*conn, error)
 	// list, when not nil, imports the connection's tools; it is called on
 	// connect and on every list_changed.
-	list    func(ctx context.Context, c *conn) error
+	list func(ctx context.Context, c *conn) error
+	// catalog, when not nil, lists the connection's resources and prompts;
+	// it is called on connect and on their list_changed.
+	catalog func(ctx context.Context, c *conn) error
 	state   func(up bool) // reports a state change (only when report)
 	restart func()        // called before every attempt but the first
 
@@ -145,6 +148,7 @@ func (r *runner) serve(ctx context.Context, c *conn) (done, ok bool) {
 			r.logger.Warn("listing upstream tools failed", r.attrs("error", err)...)
 		}
 	}
+	r.listCatalog(ctx, c)
 	r.setState(true)
 	for {
 		select {
@@ -152,6 +156,8 @@ func (r *runner) serve(ctx context.Context, c *conn) (done, ok bool) {
 			return true, true
 		case <-c.dead:
 			return false, true
+		case <-c.catalogChanged:
+			r.listCatalog(ctx, c)
 		case <-c.listChanged:
 			if r.list == nil {
 				continue
@@ -160,6 +166,16 @@ func (r *runner) serve(ctx context.Context, c *conn) (done, ok bool) {
 				r.logger.Warn("listing upstream tools failed", r.attrs("error", err)...)
 			}
 		}
+	}
+}
+
+// listCatalog lists c's resources and prompts, when r has a catalog.
+func (r *runner) listCatalog(ctx context.Context, c *conn) {
+	if r.catalog == nil {
+		return
+	}
+	if err := r.catalog(ctx, c); err != nil && !c.isDead() && ctx.Err() == nil {
+		r.logger.Warn("listing upstream resources and prompts failed", r.attrs("error", err)...)
 	}
 }
 

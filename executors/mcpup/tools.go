@@ -107,7 +107,7 @@ func (u *upstream) convert(raw []rawTool) []executors.Bound {
 		if !u.wanted(rt.Name) {
 			continue
 		}
-		name := u.cfg.Name + Separator + rt.Name
+		name := u.cfg.NamePrefix() + rt.Name
 		if err := registry.ValidateName(name); err != nil {
 			u.m.logger.Warn("skipping upstream tool with an invalid name", "upstream", u.cfg.Name, "tool", logLine([]byte(rt.Name)), "error", err)
 			continue

@@ -51,6 +51,10 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 	cfg.Include = slices.Clone(cfg.Include)
 	cfg.Exclude = slices.Clone(cfg.Exclude)
 	cfg.Secrets = slices.Clone(cfg.Secrets)
+	if cfg.Prefix != nil {
+		p := *cfg.Prefix
+		cfg.Prefix = &p
+	}
 	u := &upstream{
 		m:               m,
 		cfg:             cfg,
@@ -79,6 +83,7 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 		probe:   u.thread,
 		dial:    func(lifetime context.Context) (*conn, error) { return u.dial(lifetime, lifetime, "") },
 		list:    u.importTools,
+		catalog: u.listCatalog,
 		state:   func(up bool) { u.reportState(up) },
 		restart: func() { u.reportRestart() },
 	}
@@ -228,9 +233,16 @@ func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, 
 	if err := c.client.Start(connCtx); err != nil {
 		return fail(err)
 	}
+	// Start installed the client's own handler of the upstream's requests;
+	// toolgate's relays them, raw, to the client whose call they serve
+	// (relay.go). The legacy SSE transport cannot carry them.
+	if b, ok := tr.(transport.BidirectionalInterface); ok {
+		b.SetRequestHandler(c.onRequest)
+	}
 	_, err = c.client.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: mcp.ProtocolVersion20251125,
 		ClientInfo:      mcp.Implementation{Name: "toolgate", Version: "1"},
+		Capabilities:    relayCapabilities(tr),
 	}})
 	if err != nil {
 		return fail(err)
@@ -239,4 +251,20 @@ func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, 
 		return fail(ctx.Err())
 	}
 	return c, nil
+}
+
+// relayCapabilities are the client capabilities toolgate declares to an
+// upstream: sampling, elicitation and roots, which it relays to the
+// calling client, when the transport can carry the upstream's requests.
+func relayCapabilities(tr transport.Interface) mcp.ClientCapabilities {
+	if _, ok := tr.(transport.BidirectionalInterface); !ok {
+		return mcp.ClientCapabilities{}
+	}
+	return mcp.ClientCapabilities{
+		Sampling:    &mcp.SamplingCapability{},
+		Elicitation: &mcp.ElicitationCapability{},
+		Roots: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{},
+	}
 }

@@ -35,6 +35,10 @@ type Backend interface {
 	// until ctx is done, then cancels them and waits briefly for their
 	// results to go out. stdio calls it when its context ends.
 	Drain(ctx context.Context) error
+	// SetLogLevel passes level, the most verbose logging/setLevel any
+	// session asked for, to the sources of log messages (upstreams), within
+	// ctx; the client that set it is answered once it returns.
+	SetLogLevel(ctx context.Context, level string)
 }
 
 // Tool is a tool as the front serves it: its definition and the function
@@ -70,6 +74,10 @@ type Request struct {
 	// is nil unless the session declared the elicitation capability in
 	// its initialize request.
 	Elicit func(ctx context.Context, message string, requestedSchema map[string]any) (action string, content map[string]any, err error)
+	// Peer is the client the call came from, to whom an upstream's
+	// requests and log messages during the call are relayed; nil when the
+	// call has no session.
+	Peer Peer
 }
 
 // Options configure a [Front]. Every field is required unless its doc
@@ -134,6 +142,8 @@ type Front struct {
 	principals sync.Map     // principal name → *atomic.Int64, its sessions counted as sessions is (sessions.go)
 	ids        sessionIDs   // streamable HTTP session IDs issued (sessions.go)
 
+	cats catalogs // the sources' resources, prompts, subscriptions and log levels (surface.go)
+
 	mu        sync.Mutex // guards httpParts and closed
 	httpParts *httpParts // built by Mount; closed by Close
 	closed    bool
@@ -157,6 +167,7 @@ func New(b Backend, o Options) *Front {
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
 		if id := s.SessionID(); id != "" {
 			b.SessionEnded(id)
+			f.forgetSession(id)
 		}
 		f.clientEnded(s)
 	})
@@ -176,6 +187,12 @@ func New(b Backend, o Options) *Front {
 		server.WithRecovery(),
 		server.WithInstructions(o.Instructions),
 	)
+	// Resources, prompts, completion and logging (surface.go), set up once
+	// the server exists: its options are functions of it.
+	f.surfaceHooks(hooks)
+	for _, opt := range f.surfaceOptions() {
+		opt(f.mcp)
+	}
 	return f
 }
 
@@ -227,6 +244,7 @@ func (f *Front) handler(call func(context.Context, *Request) *executors.Result) 
 		if s := server.ClientSessionFromContext(ctx); s != nil {
 			r.Session = s.SessionID()
 			r.Elicit = f.elicit(s)
+			r.Peer = peer{f: f, s: s}
 		}
 		r.Identity = f.identity(ctx)
 		return wireResult(call(ctx, &r)), nil

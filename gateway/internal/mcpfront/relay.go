@@ -1,0 +1,125 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Peer is the client a request came from, as an upstream reaches it
+// during that request (the executors' side of the relay: mcpup.Peer has
+// the same methods).
+type Peer interface {
+	// Session is the ID of the client's session.
+	Session() string
+	// Request sends sampling/createMessage, elicitation/create or
+	// roots/list with params to the client and returns its result. A
+	// client that did not declare the capability gets nothing: the error
+	// is an *RPCError with code -32601.
+	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// Notify sends a notification to the client; a log message
+	// (notifications/message) only at or above the level the session set.
+	Notify(method string, params map[string]any)
+}
+
+// RPCError is a JSON-RPC error for the upstream whose request the front
+// could not relay.
+type RPCError struct {
+	Code int
+	Msg  string
+}
+
+func (e *RPCError) Error() string { return e.Msg }
+
+// RPCCode returns the JSON-RPC code.
+func (e *RPCError) RPCCode() int { return e.Code }
+
+// peer is a client session as a [Peer].
+type peer struct {
+	f *Front
+	s server.ClientSession
+}
+
+// peerOf returns the [Peer] of ctx's session, or nil when there is none.
+func (f *Front) peerOf(ctx context.Context) Peer {
+	s := server.ClientSessionFromContext(ctx)
+	if s == nil {
+		return nil
+	}
+	return peer{f: f, s: s}
+}
+
+func (p peer) Session() string { return p.s.SessionID() }
+
+func (p peer) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	var caps mcp.ClientCapabilities
+	if ci, ok := p.s.(server.SessionWithClientInfo); ok {
+		caps = ci.GetClientCapabilities()
+	}
+	undeclared := func(capability string) error {
+		return &RPCError{Code: mcp.METHOD_NOT_FOUND, Msg: fmt.Sprintf("%s: the client that made this call did not declare the %s capability", method, capability)}
+	}
+	badParams := func(err error) error {
+		return &RPCError{Code: mcp.INVALID_PARAMS, Msg: fmt.Sprintf("%s: reading the params: %v", method, err)}
+	}
+	var (
+		res any
+		err error
+	)
+	switch method {
+	case string(mcp.MethodSamplingCreateMessage):
+		s, ok := p.s.(server.SessionWithSampling)
+		if caps.Sampling == nil || !ok {
+			return nil, undeclared("sampling")
+		}
+		var req mcp.CreateMessageRequest
+		if err := json.Unmarshal(params, &req.CreateMessageParams); err != nil {
+			return nil, badParams(err)
+		}
+		req.Method = method
+		res, err = s.RequestSampling(ctx, req)
+	case string(mcp.MethodElicitationCreate):
+		s, ok := p.s.(server.SessionWithElicitation)
+		if caps.Elicitation == nil || !ok {
+			return nil, undeclared("elicitation")
+		}
+		var req mcp.ElicitationRequest
+		if err := json.Unmarshal(params, &req.Params); err != nil {
+			return nil, badParams(err)
+		}
+		req.Method = method
+		res, err = s.RequestElicitation(ctx, req)
+	case string(mcp.MethodListRoots):
+		s, ok := p.s.(server.SessionWithRoots)
+		if caps.Roots == nil || !ok {
+			return nil, undeclared("roots")
+		}
+		res, err = s.ListRoots(ctx, mcp.ListRootsRequest{Request: mcp.Request{Method: method}})
+	default:
+		return nil, &RPCError{Code: mcp.METHOD_NOT_FOUND, Msg: fmt.Sprintf("%s is not relayed to clients", method)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: the client answered: %w", method, err)
+	}
+	return json.Marshal(res)
+}
+
+func (p peer) Notify(method string, params map[string]any) {
+	// Best effort: mcp-go drops a notification when the session's queue is
+	// full, and reports it through OnError hooks.
+	if method == string(mcp.MethodNotificationMessage) {
+		_ = p.f.mcp.SendLogMessageToSpecificClient(p.s.SessionID(), logNotification(params))
+		return
+	}
+	_ = p.f.mcp.SendNotificationToSpecificClient(p.s.SessionID(), method, params)
+}
+
+// logNotification is the notifications/message of params.
+func logNotification(params map[string]any) mcp.LoggingMessageNotification {
+	level, _ := params["level"].(string)
+	logger, _ := params["logger"].(string)
+	return mcp.NewLoggingMessageNotification(mcp.LoggingLevel(level), logger, params["data"])
+}

@@ -1,0 +1,438 @@
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// setLevelTimeout bounds passing a session's logging/setLevel on to the
+// sources: the client waits for it, so that log messages of its next call
+// already pass.
+const setLevelTimeout = 5 * time.Second
+
+// Catalog is what one source (an upstream MCP server) offers besides
+// tools: its resources, resource templates and prompts, served by the
+// front as the source listed them (URIs unchanged, prompts under their
+// served names), and the function that forwards a client's requests about
+// them to the source.
+type Catalog struct {
+	// Resources and Templates are the source's resources/list and
+	// resources/templates/list entries, raw.
+	Resources, Templates []json.RawMessage
+	// Prompts are the source's prompts.
+	Prompts []CatalogPrompt
+	// Subscribe says the source serves resources/subscribe; Completions,
+	// completion/complete.
+	Subscribe, Completions bool
+	// Forward sends a request to the source (resources/read, prompts/get
+	// with the prompt's own name, completion/complete, resources/
+	// subscribe and unsubscribe) and returns its result, raw. peer is the
+	// client the request came from (nil when none), to whom the source's
+	// own requests during it are relayed. An error with an RPCCode() int
+	// method is the source's JSON-RPC error.
+	Forward func(ctx context.Context, peer Peer, method string, params any) (json.RawMessage, error)
+}
+
+// CatalogPrompt is one prompt of a source: Name is how the front serves
+// it, Orig the source's own name, Raw its prompts/list entry.
+type CatalogPrompt struct {
+	Name, Orig string
+	Raw        json.RawMessage
+}
+
+// surface is what the front serves of every source's catalog, rebuilt as
+// a whole on every change and read without locks.
+type surface struct {
+	resources map[string]*Catalog        // URI → the source serving it
+	templates []ownedTemplate            // in the order sources win
+	prompts   map[string]ownedPrompt     // served name → its source
+	raw       map[string]json.RawMessage // kind → what was registered, to skip unchanged kinds
+}
+
+type ownedTemplate struct {
+	tmpl mcp.ResourceTemplate
+	cat  *Catalog
+}
+
+type ownedPrompt struct {
+	orig string
+	cat  *Catalog
+}
+
+// catalogs holds the sources' catalogs, subscriptions and log levels.
+type catalogs struct {
+	mu      sync.Mutex          // guards bySrc and applying a change
+	bySrc   map[string]*Catalog // source → its catalog
+	current sync.Map            // "s" → *surface
+
+	subMu sync.Mutex
+	subs  map[string]map[string]bool // URI → subscribed session IDs
+
+	levelMu   sync.Mutex
+	levels    map[string]mcp.LoggingLevel // session → the level it set
+	forwarded mcp.LoggingLevel            // the level last passed to the sources
+}
+
+func (f *Front) surface() *surface {
+	if s, ok := f.cats.current.Load("s"); ok {
+		return s.(*surface)
+	}
+	return &surface{}
+}
+
+// SetCatalog replaces source's catalog with c (nil: removes it) and
+// serves the union of every source's: a resource URI, template or prompt
+// name two sources both list is served from the source whose name sorts
+// first, and the other's is dropped with a warning naming both. Clients
+// are told of what changed (notifications/resources/list_changed,
+// prompts/list_changed).
+func (f *Front) SetCatalog(source string, c *Catalog) {
+	f.cats.mu.Lock()
+	defer f.cats.mu.Unlock()
+	if f.cats.bySrc == nil {
+		f.cats.bySrc = map[string]*Catalog{}
+	}
+	if c == nil {
+		delete(f.cats.bySrc, source)
+	} else {
+		f.cats.bySrc[source] = c
+	}
+	old := f.surface()
+	s := &surface{resources: map[string]*Catalog{}, prompts: map[string]ownedPrompt{}, raw: map[string]json.RawMessage{}}
+	var (
+		resources []server.ServerResource
+		templates []server.ServerResourceTemplate
+		prompts   []server.ServerPrompt
+		owner     = map[string]string{} // kind:key → source
+	)
+	taken := func(kind, key, src string) bool {
+		k := kind + ":" + key
+		if first, dup := owner[k]; dup {
+			f.logger.Warn("two sources list the same "+kind+"; serving the first's", "key", key, "served_from", first, "dropped_from", src)
+			return true
+		}
+		owner[k] = src
+		return false
+	}
+	for _, src := range slices.Sorted(maps.Keys(f.cats.bySrc)) {
+		cat := f.cats.bySrc[src]
+		for _, raw := range cat.Resources {
+			var r mcp.Resource
+			if err := json.Unmarshal(raw, &r); err != nil || r.URI == "" {
+				f.logger.Warn("skipping a resource the front cannot read", "source", src, "error", err)
+				continue
+			}
+			if taken("resource", r.URI, src) {
+				continue
+			}
+			s.resources[r.URI] = cat
+			resources = append(resources, server.ServerResource{Resource: r, Handler: f.readHandler(cat)})
+		}
+		for _, raw := range cat.Templates {
+			var t mcp.ResourceTemplate
+			if err := json.Unmarshal(raw, &t); err != nil || t.URITemplate == nil {
+				f.logger.Warn("skipping a resource template the front cannot read", "source", src, "error", err)
+				continue
+			}
+			if taken("resource template", t.URITemplate.Raw(), src) {
+				continue
+			}
+			s.templates = append(s.templates, ownedTemplate{tmpl: t, cat: cat})
+			templates = append(templates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(f.readHandler(cat))})
+		}
+		for _, cp := range cat.Prompts {
+			var p mcp.Prompt
+			if err := json.Unmarshal(cp.Raw, &p); err != nil {
+				f.logger.Warn("skipping a prompt the front cannot read", "source", src, "prompt", cp.Orig, "error", err)
+				continue
+			}
+			if taken("prompt", cp.Name, src) {
+				continue
+			}
+			p.Name = cp.Name
+			s.prompts[cp.Name] = ownedPrompt{orig: cp.Orig, cat: cat}
+			prompts = append(prompts, server.ServerPrompt{Prompt: p, Handler: f.promptHandler(cp.Orig, cat)})
+		}
+	}
+	// Register a kind again only when it changed: each registration tells
+	// every client that the list changed.
+	changed := func(kind string, v any) bool {
+		b, _ := json.Marshal(v)
+		s.raw[kind] = b
+		return !bytes.Equal(old.raw[kind], b)
+	}
+	if changed("resources", resourceDefs(resources)) {
+		f.mcp.SetResources(resources...)
+	}
+	if changed("templates", templateDefs(templates)) {
+		f.mcp.SetResourceTemplates(templates...)
+	}
+	if changed("prompts", promptDefs(prompts)) {
+		f.mcp.SetPrompts(prompts...)
+	}
+	f.cats.current.Store("s", s)
+}
+
+func resourceDefs(rs []server.ServerResource) []mcp.Resource {
+	out := make([]mcp.Resource, len(rs))
+	for i, r := range rs {
+		out[i] = r.Resource
+	}
+	return out
+}
+
+func templateDefs(ts []server.ServerResourceTemplate) []mcp.ResourceTemplate {
+	out := make([]mcp.ResourceTemplate, len(ts))
+	for i, t := range ts {
+		out[i] = t.Template
+	}
+	return out
+}
+
+func promptDefs(ps []server.ServerPrompt) []mcp.Prompt {
+	out := make([]mcp.Prompt, len(ps))
+	for i, p := range ps {
+		out[i] = p.Prompt
+	}
+	return out
+}
+
+// readHandler reads a resource, or a URI of a template, from cat's source.
+func (f *Front) readHandler(cat *Catalog) server.ResourceHandlerFunc {
+	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		params := map[string]any{"uri": req.Params.URI}
+		if req.Params.Meta != nil {
+			params["_meta"] = req.Params.Meta
+		}
+		raw, err := cat.Forward(ctx, f.peerOf(ctx), string(mcp.MethodResourcesRead), params)
+		if err != nil {
+			return nil, err
+		}
+		res, err := mcp.ParseReadResourceResult(&raw)
+		if err != nil {
+			return nil, fmt.Errorf("the upstream's resources/read result: %w", err)
+		}
+		return res.Contents, nil
+	}
+}
+
+// promptHandler gets the prompt orig from cat's source.
+func (f *Front) promptHandler(orig string, cat *Catalog) server.PromptHandlerFunc {
+	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		params := map[string]any{"name": orig}
+		if req.Params.Arguments != nil {
+			params["arguments"] = req.Params.Arguments
+		}
+		raw, err := cat.Forward(ctx, f.peerOf(ctx), string(mcp.MethodPromptsGet), params)
+		if err != nil {
+			return nil, err
+		}
+		res, err := mcp.ParseGetPromptResult(&raw)
+		if err != nil {
+			return nil, fmt.Errorf("the upstream's prompts/get result: %w", err)
+		}
+		return res, nil
+	}
+}
+
+// completions routes completion/complete to the source of the prompt or
+// template it names; other references complete to nothing.
+type completions struct{ f *Front }
+
+func (c completions) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	p, ok := c.f.surface().prompts[name]
+	if !ok || !p.cat.Completions {
+		return &mcp.Completion{Values: []string{}}, nil
+	}
+	return c.f.complete(ctx, p.cat, map[string]any{"type": "ref/prompt", "name": p.orig}, arg, cc)
+}
+
+func (c completions) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	for _, t := range c.f.surface().templates {
+		if t.tmpl.URITemplate.Raw() == uri && t.cat.Completions {
+			return c.f.complete(ctx, t.cat, map[string]any{"type": "ref/resource", "uri": uri}, arg, cc)
+		}
+	}
+	return &mcp.Completion{Values: []string{}}, nil
+}
+
+func (f *Front) complete(ctx context.Context, cat *Catalog, ref map[string]any, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	params := map[string]any{"ref": ref, "argument": arg}
+	if len(cc.Arguments) > 0 {
+		params["context"] = cc
+	}
+	raw, err := cat.Forward(ctx, f.peerOf(ctx), string(mcp.MethodCompletionComplete), params)
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Completion mcp.Completion `json:"completion"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("the upstream's completion/complete result: %w", err)
+	}
+	if res.Completion.Values == nil {
+		res.Completion.Values = []string{}
+	}
+	return &res.Completion, nil
+}
+
+// owner returns the source serving uri: the one listing it, else the
+// first whose template matches it; nil when none does.
+func (s *surface) owner(uri string) *Catalog {
+	if c := s.resources[uri]; c != nil {
+		return c
+	}
+	for _, t := range s.templates {
+		if t.tmpl.URITemplate.Match(uri) != nil {
+			return t.cat
+		}
+	}
+	return nil
+}
+
+// subscribed records that session subscribed to uri (on) or unsubscribed
+// (off), and subscribes the source serving uri when the first session
+// subscribes and unsubscribes it when the last one goes.
+func (f *Front) subscribed(ctx context.Context, session, uri string, on bool) {
+	f.cats.subMu.Lock()
+	if f.cats.subs == nil {
+		f.cats.subs = map[string]map[string]bool{}
+	}
+	set := f.cats.subs[uri]
+	before := len(set)
+	if on {
+		if set == nil {
+			set = map[string]bool{}
+			f.cats.subs[uri] = set
+		}
+		set[session] = true
+	} else {
+		delete(set, session)
+		if len(set) == 0 {
+			delete(f.cats.subs, uri)
+		}
+	}
+	after := len(set)
+	f.cats.subMu.Unlock()
+	if (before == 0) == (after == 0) {
+		return
+	}
+	cat := f.surface().owner(uri)
+	if cat == nil || !cat.Subscribe {
+		return
+	}
+	method := mcp.MethodResourcesSubscribe
+	if !on {
+		method = mcp.MethodResourcesUnsubscribe
+	}
+	if _, err := cat.Forward(ctx, nil, string(method), map[string]any{"uri": uri}); err != nil {
+		f.logger.Warn("passing a resource subscription on to its source", "method", method, "error", err)
+	}
+}
+
+// forgetSession drops what the front keeps for a session that ended: its
+// subscriptions and its log level. Sources stay subscribed: an update no
+// session wants is dropped.
+func (f *Front) forgetSession(id string) {
+	f.cats.subMu.Lock()
+	for uri, set := range f.cats.subs {
+		delete(set, id)
+		if len(set) == 0 {
+			delete(f.cats.subs, uri)
+		}
+	}
+	f.cats.subMu.Unlock()
+	f.cats.levelMu.Lock()
+	delete(f.cats.levels, id)
+	f.cats.levelMu.Unlock()
+}
+
+// ResourceUpdated tells every session subscribed to uri that it changed
+// (notifications/resources/updated).
+func (f *Front) ResourceUpdated(uri string) {
+	f.cats.subMu.Lock()
+	sessions := slices.Collect(maps.Keys(f.cats.subs[uri]))
+	f.cats.subMu.Unlock()
+	for _, id := range sessions {
+		_ = f.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
+	}
+}
+
+// Log sends a source's log message (the params of notifications/message)
+// to every session whose level lets it through.
+func (f *Front) Log(params map[string]any) {
+	n := logNotification(params)
+	f.clients.Range(func(k, _ any) bool {
+		if id, ok := k.(string); ok {
+			_ = f.mcp.SendLogMessageToSpecificClient(id, n)
+		}
+		return true
+	})
+}
+
+// levelSet records the level a session set and, when the most verbose
+// level any session wants changes, passes it to the sources
+// (Backend.SetLogLevel), before the client gets its answer.
+func (f *Front) levelSet(ctx context.Context, session string, level mcp.LoggingLevel) {
+	f.cats.levelMu.Lock()
+	defer f.cats.levelMu.Unlock()
+	if f.cats.levels == nil {
+		f.cats.levels = map[string]mcp.LoggingLevel{}
+	}
+	f.cats.levels[session] = level
+	want := level
+	for _, l := range f.cats.levels {
+		if want.ShouldSendTo(l) {
+			want = l // l is more verbose
+		}
+	}
+	if want == f.cats.forwarded {
+		return
+	}
+	f.cats.forwarded = want
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setLevelTimeout)
+	defer cancel()
+	f.b.SetLogLevel(ctx, string(want))
+}
+
+// surfaceHooks adds to hooks what the catalogs need of mcp-go: the
+// subscriptions and log levels sessions set.
+func (f *Front) surfaceHooks(hooks *server.Hooks) {
+	sessionOf := func(ctx context.Context) string {
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			return s.SessionID()
+		}
+		return ""
+	}
+	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		f.subscribed(ctx, sessionOf(ctx), req.Params.URI, true)
+	})
+	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		f.subscribed(ctx, sessionOf(ctx), req.Params.URI, false)
+	})
+	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+		f.levelSet(ctx, sessionOf(ctx), req.Params.Level)
+	})
+}
+
+// surfaceOptions are the mcp-go options that serve the catalogs.
+func (f *Front) surfaceOptions() []server.ServerOption {
+	return []server.ServerOption{
+		server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true),
+		server.WithLogging(),
+		server.WithCompletions(),
+		server.WithPromptCompletionProvider(completions{f}),
+		server.WithResourceCompletionProvider(completions{f}),
+	}
+}

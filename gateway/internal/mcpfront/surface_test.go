@@ -1,0 +1,289 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// levelsSet records the levels each fakeBackend was asked to pass on.
+var (
+	levelsMu  sync.Mutex
+	levelsSet = map[*fakeBackend][]string{} // guarded by levelsMu
+)
+
+func (b *fakeBackend) SetLogLevel(_ context.Context, level string) {
+	levelsMu.Lock()
+	defer levelsMu.Unlock()
+	levelsSet[b] = append(levelsSet[b], level)
+}
+
+func levelsOf(b *fakeBackend) []string {
+	levelsMu.Lock()
+	defer levelsMu.Unlock()
+	return slices.Clone(levelsSet[b])
+}
+
+// fakeSource is a source whose Forward records its requests and answers
+// them from answer.
+type fakeSource struct {
+	mu       sync.Mutex
+	requests []string // "method params-JSON", guarded by mu
+	answer   func(ctx context.Context, peer Peer, method string, params any) (json.RawMessage, error)
+}
+
+func (s *fakeSource) forward(ctx context.Context, peer Peer, method string, params any) (json.RawMessage, error) {
+	b, _ := json.Marshal(params)
+	s.mu.Lock()
+	s.requests = append(s.requests, method+" "+string(b))
+	s.mu.Unlock()
+	return s.answer(ctx, peer, method, params)
+}
+
+func (s *fakeSource) got() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+// surfaceClient connects an mcp-go client over streamable HTTP, with the
+// GET stream open for notifications.
+func surfaceClient(t *testing.T, url string, opts ...client.ClientOption) *client.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url+"/mcp", transport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, append(opts, client.WithProtocolVersion(mcp.ProtocolVersion20251125))...)
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	res, err := c.Initialize(t.Context(), init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Capabilities.Resources; r == nil || !r.Subscribe || res.Capabilities.Prompts == nil || res.Capabilities.Logging == nil || res.Capabilities.Completions == nil {
+		t.Fatalf("initialize capabilities = %+v, want resources (subscribe), prompts, logging and completions: options applied after NewMCPServer must count", res.Capabilities)
+	}
+	return c
+}
+
+// TestSurface serves two sources' catalogs: lists merge with a URI both
+// list served from the source whose name sorts first, and every request
+// reaches the source owning what it names, under the source's own names.
+func TestSurface(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	a := &fakeSource{answer: func(_ context.Context, _ Peer, method string, _ any) (json.RawMessage, error) {
+		return json.RawMessage(`{"contents":[{"uri":"test://x","mimeType":"text/plain","text":"from a"}]}`), nil
+	}}
+	b := &fakeSource{answer: func(_ context.Context, _ Peer, method string, params any) (json.RawMessage, error) {
+		switch method {
+		case "resources/read":
+			uri := params.(map[string]any)["uri"].(string)
+			if uri == "test://missing/1" {
+				return nil, errors.New("no such thing")
+			}
+			return json.RawMessage(`{"contents":[{"uri":"` + uri + `","text":"from b"}]}`), nil
+		case "prompts/get":
+			return json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hello"}}]}`), nil
+		case "completion/complete":
+			return json.RawMessage(`{"completion":{"values":["paris","park"],"total":2}}`), nil
+		}
+		return json.RawMessage(`{}`), nil
+	}}
+	g.SetCatalog("upstream:b", &Catalog{
+		Resources: []json.RawMessage{json.RawMessage(`{"uri":"test://x","name":"x of b"}`), json.RawMessage(`{"uri":"test://y","name":"y"}`)},
+		Templates: []json.RawMessage{json.RawMessage(`{"uriTemplate":"test://t/{id}","name":"t"}`), json.RawMessage(`{"uriTemplate":"test://missing/{id}","name":"m"}`)},
+		Prompts:   []CatalogPrompt{{Name: "b__greet", Orig: "greet", Raw: json.RawMessage(`{"name":"greet","description":"d","arguments":[{"name":"city"}]}`)}},
+		Subscribe: true, Completions: true, Forward: b.forward,
+	})
+	g.SetCatalog("upstream:a", &Catalog{
+		Resources: []json.RawMessage{json.RawMessage(`{"uri":"test://x","name":"x of a"}`)},
+		Forward:   a.forward,
+	})
+	c := surfaceClient(t, serveHTTP(t, g).URL)
+	ctx := t.Context()
+
+	list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range list.Resources {
+		names = append(names, r.URI+"="+r.Name)
+	}
+	if want := []string{"test://x=x of a", "test://y=y"}; !slices.Equal(names, want) {
+		t.Errorf("resources/list = %v, want %v", names, want)
+	}
+	read := func(uri string) (string, error) {
+		req := mcp.ReadResourceRequest{}
+		req.Params.URI = uri
+		res, err := c.ReadResource(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		return res.Contents[0].(mcp.TextResourceContents).Text, nil
+	}
+	if got, err := read("test://x"); got != "from a" || err != nil {
+		t.Errorf("read test://x = %q, %v; want from a", got, err)
+	}
+	if got, err := read("test://t/7"); got != "from b" || err != nil {
+		t.Errorf("read test://t/7 (a template of b) = %q, %v; want from b", got, err)
+	}
+	// A handler's error reaches the client as -32603 with its text.
+	if _, err := read("test://missing/1"); err == nil || !strings.Contains(err.Error(), "no such thing") {
+		t.Errorf("read of a failing URI: %v, want the source's error", err)
+	}
+
+	prompts, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	if err != nil || len(prompts.Prompts) != 1 || prompts.Prompts[0].Name != "b__greet" || prompts.Prompts[0].Description != "d" {
+		t.Fatalf("prompts/list = %+v, %v; want b__greet as b described it", prompts, err)
+	}
+	get := mcp.GetPromptRequest{}
+	get.Params.Name = "b__greet"
+	get.Params.Arguments = map[string]string{"city": "Paris"}
+	if res, err := c.GetPrompt(ctx, get); err != nil || len(res.Messages) != 1 {
+		t.Errorf("prompts/get b__greet = %+v, %v", res, err)
+	}
+	comp := mcp.CompleteRequest{}
+	comp.Params.Ref = mcp.PromptReference{Type: "ref/prompt", Name: "b__greet"}
+	comp.Params.Argument = mcp.CompleteArgument{Name: "city", Value: "par"}
+	if res, err := c.Complete(ctx, comp); err != nil || !slices.Equal(res.Completion.Values, []string{"paris", "park"}) {
+		t.Errorf("completion/complete = %+v, %v; want paris, park", res, err)
+	}
+	want := []string{
+		`resources/read {"uri":"test://t/7"}`,
+		`resources/read {"uri":"test://missing/1"}`,
+		`prompts/get {"arguments":{"city":"Paris"},"name":"greet"}`,
+		`completion/complete {"argument":{"name":"city","value":"par"},"ref":{"name":"greet","type":"ref/prompt"}}`,
+	}
+	if got := b.got(); !slices.Equal(got, want) {
+		t.Errorf("b's requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := a.got(); len(got) != 1 {
+		t.Errorf("a's requests = %v, want the one read", got)
+	}
+}
+
+// TestSurfaceSubscribeAndLevel: a subscription reaches the owning source
+// once, an update reaches the subscribed session, and a session's
+// logging/setLevel reaches the backend before the client has its answer
+// (mcp-go runs after-hooks before it answers).
+func TestSurfaceSubscribeAndLevel(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	src := &fakeSource{answer: func(context.Context, Peer, string, any) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
+	g.SetCatalog("upstream:s", &Catalog{
+		Resources: []json.RawMessage{json.RawMessage(`{"uri":"test://w","name":"w"}`)},
+		Subscribe: true, Forward: src.forward,
+	})
+	updates := make(chan mcp.JSONRPCNotification, 10)
+	logs := make(chan mcp.JSONRPCNotification, 10)
+	c := surfaceClient(t, serveHTTP(t, g).URL)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		switch n.Method {
+		case "notifications/resources/updated":
+			updates <- n
+		case "notifications/message":
+			logs <- n
+		}
+	})
+	ctx := t.Context()
+	sub := mcp.SubscribeRequest{}
+	sub.Params.URI = "test://w"
+	if err := c.Subscribe(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	if got := src.got(); !slices.Equal(got, []string{`resources/subscribe {"uri":"test://w"}`}) {
+		t.Errorf("source requests = %v, want one subscribe", got)
+	}
+	if err := c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelInfo}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := levelsOf(g.b); !slices.Equal(got, []string{"info"}) {
+		t.Errorf("levels passed on = %v, want [info] by the time setLevel is answered", got)
+	}
+	// Updates and logs travel on the session's GET stream, which opens
+	// after initialize: send until one arrives.
+	waitNote(t, updates, func() { g.ResourceUpdated("test://w") })
+	waitNote(t, logs, func() { g.Log(map[string]any{"level": "info", "logger": "s", "data": "hello"}) })
+}
+
+// waitNote calls send every 50 ms until ch delivers a notification.
+func waitNote(t *testing.T, ch <-chan mcp.JSONRPCNotification, send func()) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	send()
+	for {
+		select {
+		case <-ch:
+			return
+		case <-tick.C:
+			send()
+		case <-deadline.C:
+			t.Fatal("no notification reached the client within 10s")
+		}
+	}
+}
+
+// samplingAnswer answers every sampling request with "sampled".
+type samplingAnswer struct{}
+
+func (samplingAnswer) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("sampled")}, Model: "m"}, nil
+}
+
+// TestRelay: a source's sampling request during a client's request
+// reaches that client and its answer comes back; a client that declared
+// no sampling gets nothing and the source gets -32601.
+func TestRelay(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	src := &fakeSource{answer: func(ctx context.Context, peer Peer, _ string, _ any) (json.RawMessage, error) {
+		res, err := peer.Request(ctx, "sampling/createMessage", json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}`))
+		if err != nil {
+			var rpc interface{ RPCCode() int }
+			if errors.As(err, &rpc) {
+				return json.RawMessage(fmt.Sprintf(`{"contents":[{"uri":"test://r","text":"code %d"}]}`, rpc.RPCCode())), nil
+			}
+			return nil, err
+		}
+		var r struct {
+			Content struct{ Text string } `json:"content"`
+		}
+		_ = json.Unmarshal(res, &r)
+		return json.RawMessage(`{"contents":[{"uri":"test://r","text":"` + r.Content.Text + `"}]}`), nil
+	}}
+	g.SetCatalog("upstream:s", &Catalog{Resources: []json.RawMessage{json.RawMessage(`{"uri":"test://r","name":"r"}`)}, Forward: src.forward})
+	url := serveHTTP(t, g).URL
+	read := func(c *client.Client) string {
+		req := mcp.ReadResourceRequest{}
+		req.Params.URI = "test://r"
+		res, err := c.ReadResource(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Contents[0].(mcp.TextResourceContents).Text
+	}
+	if got := read(surfaceClient(t, url, client.WithSamplingHandler(samplingAnswer{}))); got != "sampled" {
+		t.Errorf("with sampling: %q, want the client's answer", got)
+	}
+	if got := read(surfaceClient(t, url)); got != "code -32601" {
+		t.Errorf("without sampling: %q, want the source to get -32601", got)
+	}
+}

@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/toolgate/toolgate/executors/mcpup"
+	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+)
+
+// The MCP surface beyond tools: what upstreams offer besides tools
+// (resources, resource templates, prompts, completion, logging) reaches
+// the MCP front here, and the front's requests about them reach the
+// upstreams. The two sides speak through mcpup.Catalog/Forward and
+// mcpfront.Catalog, so that neither imports the other; each call's client
+// (mcpfront.Peer) travels to the upstream side in the call's context
+// (mcpup.WithPeer), which relays the upstream's sampling, elicitation and
+// roots requests and its log messages to it.
+
+// upstreamCatalog serves upstream's catalog, as it listed it, through the
+// front.
+func (g *Gateway) upstreamCatalog(upstream string, c *mcpup.Catalog) {
+	cat := &mcpfront.Catalog{
+		Resources:   c.Resources,
+		Templates:   c.Templates,
+		Subscribe:   c.Subscribe,
+		Completions: c.Completions,
+		Forward: func(ctx context.Context, peer mcpfront.Peer, method string, params any) (json.RawMessage, error) {
+			if peer != nil {
+				ctx = mcpup.WithPeer(ctx, peer)
+			}
+			return g.up.Forward(ctx, upstream, method, params)
+		},
+	}
+	for _, p := range c.Prompts {
+		cat.Prompts = append(cat.Prompts, mcpfront.CatalogPrompt{Name: p.Name, Orig: p.Orig, Raw: p.Raw})
+	}
+	g.front.SetCatalog("upstream:"+upstream, cat)
+}
+
+// upstreamNotify passes an upstream's notification on to the clients it is
+// for: a log message to the client of the call that caused it (to), or to
+// every client; a resource update to the sessions subscribed to it.
+func (g *Gateway) upstreamNotify(_, method string, params map[string]any, to mcpup.Peer) {
+	switch method {
+	case "notifications/message":
+		if to != nil {
+			to.Notify(method, params)
+			return
+		}
+		g.front.Log(params)
+	case "notifications/resources/updated":
+		if uri, _ := params["uri"].(string); uri != "" {
+			g.front.ResourceUpdated(uri)
+		}
+	}
+}
+
+// withPeer returns ctx carrying req's client for the upstream side, which
+// relays an upstream's requests and log messages during the call to it.
+func withPeer(ctx context.Context, req *mcpfront.Request) context.Context {
+	if req.Peer == nil {
+		return ctx
+	}
+	return mcpup.WithPeer(ctx, req.Peer)
+}
+
+// SetLogLevel passes the most verbose level a session set to every
+// upstream that logs.
+func (b frontBackend) SetLogLevel(ctx context.Context, level string) {
+	if b.g.up != nil {
+		b.g.up.SetLogLevel(ctx, level)
+	}
+}
