@@ -1,0 +1,310 @@
+package tests
+
+// The official MCP conformance suite (@modelcontextprotocol/conformance,
+// pinned in npm/package.json) run against toolgate: every server scenario
+// of the suite, against `toolgate serve` fronting testdata/conformancefixture
+// with prefix "", over streamable HTTP. The fixture is first measured alone,
+// to show that what toolgate is held to is what the fixture itself passes.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// conformanceTimeout bounds one run of the whole server suite (it takes a
+// few seconds; the bound is for a hung scenario).
+const conformanceTimeout = 3 * time.Minute
+
+// serverScenarios are the server scenarios of the pinned suite
+// (`conformance list`, suite "all"). A new pin that adds or drops one
+// fails the test until this list follows.
+var serverScenarios = []string{
+	"server-initialize", "logging-set-level", "ping", "completion-complete",
+	"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
+	"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-with-logging",
+	"tools-call-error", "tools-call-with-progress", "tools-call-sampling",
+	"tools-call-elicitation", "json-schema-2020-12", "elicitation-sep1034-defaults",
+	"server-sse-polling", "server-sse-multiple-streams", "elicitation-sep1330-enums",
+	"resources-list", "resources-read-text", "resources-read-binary",
+	"resources-templates-read", "resources-subscribe", "resources-unsubscribe",
+	"prompts-list", "prompts-get-simple", "prompts-get-with-args",
+	"prompts-get-embedded-resource", "prompts-get-with-image", "dns-rebinding-protection",
+}
+
+// conformancePendingThroughToolgate lists the scenarios toolgate does not
+// pass yet, with why; each is still run and reported, and the test fails
+// when one of them passes (the entry must then go). Empty when toolgate
+// passes the whole suite.
+var conformancePendingThroughToolgate = map[string]string{}
+
+// conformanceRaces lists the scenarios that may fail for a race of mcp-go
+// v1.2.1 that toolgate cannot order, with the race; a failed one is run
+// again, alone, up to conformanceReruns times, and passes if a run passes
+// (every failed run is logged). Here: mcp-go's session-wide listening
+// stream (GET) and a call's POST stream both take the session's
+// notifications, so the last progress notification of a call can reach
+// the client on the GET stream after the call's result on the POST stream,
+// and the client drops it (MCPGO.md, pitfall 1). The toolgate binary under
+// test is built with -race, which widens the window.
+var conformanceRaces = map[string]string{
+	"tools-call-with-progress": "progress on the GET stream can overtake the result",
+}
+
+// conformanceReruns bounds the runs again of a scenario of conformanceRaces.
+const conformanceReruns = 3
+
+// TestConformanceFixture runs the suite against the fixture alone: it must
+// pass every scenario, or the fixture is wrong and the toolgate run below
+// proves nothing.
+func TestConformanceFixture(t *testing.T) {
+	url := startConformanceFixture(t)
+	results := runConformance(t, url, "")
+	for _, name := range serverScenarios {
+		if r := rerunRaces(t, url, name, results[name]); !r.ok() {
+			t.Errorf("fixture alone: scenario %s: %s", name, r)
+		}
+	}
+}
+
+// TestConformanceThroughToolgate runs the suite against toolgate fronting
+// the fixture without a prefix, which must be indistinguishable from the
+// fixture itself.
+func TestConformanceThroughToolgate(t *testing.T) {
+	fixture := buildTestdata(t, "conformancefixture")
+	m := newProcMarker(t)
+	srv := serveUpstreams(t, m, fmt.Sprintf(`
+upstreams:
+  - name: fixture
+    prefix: ""
+    transport: stdio
+    command: %q
+    env: %s
+`, fixture, m.yaml()))
+	waitReady(t, srv)
+	url := srv.URL + "/mcp"
+	results := runConformance(t, url, "")
+	for _, name := range serverScenarios {
+		r := rerunRaces(t, url, name, results[name])
+		reason, pending := conformancePendingThroughToolgate[name]
+		switch {
+		case pending && r.ok():
+			t.Errorf("scenario %s passes through toolgate now; remove it from conformancePendingThroughToolgate", name)
+		case pending:
+			t.Logf("scenario %s: %s (pending: %s)", name, r, reason)
+		case !r.ok():
+			t.Errorf("through toolgate: scenario %s: %s", name, r)
+		}
+	}
+}
+
+// rerunRaces returns r, or for a failed scenario of conformanceRaces the
+// result of running it again alone, up to conformanceReruns times.
+func rerunRaces(t *testing.T, url, name string, r scenarioResult) scenarioResult {
+	t.Helper()
+	race, ok := conformanceRaces[name]
+	for i := 0; ok && r.ran && !r.ok() && i < conformanceReruns; i++ {
+		t.Logf("scenario %s failed (%s), a known race of mcp-go (%s); running it again", name, strings.Join(r.failures, "; "), race)
+		r = runConformance(t, url, name)[name]
+	}
+	return r
+}
+
+// waitReady waits until srv's /readyz says every upstream is up.
+func waitReady(t *testing.T, srv *server) {
+	t.Helper()
+	pollUntil(t, listenTimeout, "the upstreams to come up", func() (bool, string) {
+		code, body := get(t, srv.URL+"/readyz")
+		return code == 200, fmt.Sprintf("%d %s", code, body)
+	})
+}
+
+// scenarioResult is how one scenario went: its checks that passed and
+// failed (warnings and informational checks are neither).
+type scenarioResult struct {
+	ran            bool
+	passed, failed int
+	failures       []string // "check-id: message" of each failed check
+}
+
+func (r scenarioResult) ok() bool { return r.ran && r.failed == 0 }
+
+func (r scenarioResult) String() string {
+	if !r.ran {
+		return "not run"
+	}
+	s := fmt.Sprintf("%d checks passed, %d failed", r.passed, r.failed)
+	if len(r.failures) > 0 {
+		s += " (" + strings.Join(r.failures, "; ") + ")"
+	}
+	return s
+}
+
+// resultDir is the directory the suite saves a scenario's checks in:
+// server-<scenario>-<time>.
+var resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T[0-9-]+Z$`)
+
+// runConformance runs the server scenarios of the suite against url
+// (every one, or only scenario) and returns their results by scenario,
+// read from the checks the suite saves, after logging them as a table. A
+// scenario passes when none of its checks fails: the suite's own verdict
+// (warnings, such as a server that does not close an SSE stream mid-call,
+// are not failures).
+func runConformance(t *testing.T, url, scenario string) map[string]scenarioResult {
+	t.Helper()
+	node, entry := conformanceCommand(t)
+	ctx, cancel := context.WithTimeout(t.Context(), conformanceTimeout)
+	defer cancel()
+	outDir := t.TempDir()
+	args := []string{entry, "server", "--url", url, "--output-dir", outDir, "--suite", "all"}
+	want := serverScenarios
+	if scenario != "" {
+		args = append(args[:len(args)-2], "--scenario", scenario)
+		want = []string{scenario}
+	}
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.WaitDelay = stopTimeout
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the conformance suite did not finish within %v; output:\n%s", conformanceTimeout, out)
+	}
+	// The suite exits 1 when a scenario fails; the results say which.
+	if _, exit := err.(*exec.ExitError); err != nil && !exit {
+		t.Fatalf("running the conformance suite: %v", err)
+	}
+	results := readResults(t, outDir)
+	var table strings.Builder
+	ok := 0
+	for _, name := range want {
+		r := results[name]
+		mark := "FAIL"
+		if r.ok() {
+			mark, ok = "pass", ok+1
+		}
+		fmt.Fprintf(&table, "  %-4s %-32s %s\n", mark, name, r)
+	}
+	for name := range results {
+		if !slices.Contains(serverScenarios, name) {
+			t.Errorf("the suite ran scenario %s, which serverScenarios does not list; add it", name)
+		}
+	}
+	t.Logf("conformance against %s: %d/%d scenarios pass\n%s", url, ok, len(want), table.String())
+	if ok < len(want) {
+		t.Logf("suite output:\n%s", out)
+	}
+	return results
+}
+
+// readResults reads the checks the suite saved in dir, by scenario.
+func readResults(t *testing.T, dir string) map[string]scenarioResult {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("reading the suite's results: %v", err)
+	}
+	results := map[string]scenarioResult{}
+	for _, e := range entries {
+		m := resultDir.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "checks.json"))
+		if err != nil {
+			t.Fatalf("reading the checks of scenario %s: %v", m[1], err)
+		}
+		var checks []struct {
+			ID, Status, ErrorMessage string
+		}
+		if err := json.Unmarshal(b, &checks); err != nil {
+			t.Fatalf("decoding the checks of scenario %s: %v", m[1], err)
+		}
+		r := scenarioResult{ran: true}
+		for _, c := range checks {
+			switch c.Status {
+			case "SUCCESS":
+				r.passed++
+			case "FAILURE":
+				r.failed++
+				r.failures = append(r.failures, c.ID+": "+c.ErrorMessage)
+			}
+		}
+		results[m[1]] = r
+	}
+	return results
+}
+
+// conformanceCommand returns the pinned Node 22 and the suite's program,
+// both installed in tests/npm by `make npm-deps`.
+func conformanceCommand(t *testing.T) (node, entry string) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("npm", "node_modules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node = filepath.Join(dir, ".bin", "node")
+	entry = filepath.Join(dir, "@modelcontextprotocol", "conformance", "dist", "index.js")
+	for _, p := range []string{node, entry} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%v; run `make npm-deps` to install the test's npm packages (Node 22 and the conformance suite)", err)
+		}
+	}
+	out, err := exec.Command(node, "--version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "v22.") {
+		t.Fatalf("%s --version = %q (%v), want v22.x; run `make npm-deps`", node, out, err)
+	}
+	return node, entry
+}
+
+// startConformanceFixture builds and starts the fixture over streamable
+// HTTP and returns its endpoint; t.Cleanup stops it.
+func startConformanceFixture(t *testing.T) string {
+	t.Helper()
+	bin := buildTestdata(t, "conformancefixture")
+	cmd := exec.Command(bin, "-http", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the conformance fixture: %v", err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		defer close(lines)
+		br := bufio.NewReader(stdout)
+		line, _ := br.ReadString('\n')
+		lines <- line
+		_, _ = io.Copy(io.Discard, br) // until the process exits
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		for range lines { // the reader ends at the process's exit
+		}
+		_ = cmd.Wait()
+	})
+	timer := time.NewTimer(listenTimeout)
+	defer timer.Stop()
+	select {
+	case line := <-lines:
+		url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+		if !ok {
+			t.Fatalf("the conformance fixture printed %q, want \"listening URL\"; stderr:\n%s", line, stderr.String())
+		}
+		return url
+	case <-timer.C:
+		t.Fatalf("the conformance fixture did not listen within %v; stderr:\n%s", listenTimeout, stderr.String())
+	}
+	return ""
+}
