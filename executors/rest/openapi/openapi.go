@@ -216,7 +216,7 @@ func Specs(src Source) (specs []rest.Spec, warnings []Warning, err error) {
 	if err := src.Validate(); err != nil {
 		return fail(err)
 	}
-	doc, err := load(src)
+	doc, repairs, err := load(src)
 	if err != nil {
 		return fail(err)
 	}
@@ -226,6 +226,9 @@ func Specs(src Source) (specs []rest.Spec, warnings []Warning, err error) {
 	}
 
 	b := &oapiBuilder{src: src, doc: doc, base: base}
+	for _, r := range repairs {
+		b.warnings = append(b.warnings, Warning{Msg: "the document was repaired to load: " + r})
+	}
 	if err := doc.Validate(context.Background(), oapiValidation...); err != nil {
 		// Only then is each operation checked on its own: checking them
 		// all again is slow on large documents.

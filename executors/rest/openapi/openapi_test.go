@@ -729,3 +729,33 @@ paths:
 		}
 	}
 }
+
+// TestSpecsRepairs checks that shapes kin-openapi cannot decode (a schema
+// $ref to a response, a pattern that is a number) are repaired with a
+// warning instead of refusing the document.
+func TestSpecsRepairs(t *testing.T) {
+	doc := `{"openapi": "3.0.3", "info": {"title": "x", "version": "1"},
+"servers": [{"url": "http://127.0.0.1:9"}],
+"components": {"responses": {"Err": {"description": "e"}}},
+"paths": {"/a": {"post": {"operationId": "a",
+  "requestBody": {"content": {"application/json": {"schema": {"type": "object", "properties": {
+    "code": {"type": "string", "pattern": 5}, "err": {"$ref": "#/components/responses/Err"}}}}}},
+  "responses": {"200": {"description": "OK"}}}}}}`
+	specs, warnings, err := Specs(Source{Name: "s", Spec: []byte(doc)})
+	if err != nil || len(specs) != 1 {
+		t.Fatalf("Specs = %d specs, %q, %v; want the document repaired", len(specs), warnings, err)
+	}
+	var repaired []string
+	for _, w := range warnings {
+		if strings.HasPrefix(w.Msg, "the document was repaired to load: ") {
+			repaired = append(repaired, strings.TrimPrefix(w.Msg, "the document was repaired to load: "))
+		}
+	}
+	want := []string{
+		"dropped 1 schema patterns that are not strings",
+		"dropped 1 references to #/components/responses/Err, which is the wrong kind of object there",
+	}
+	if diff := cmp.Diff(want, repaired); diff != "" {
+		t.Errorf("repairs (-want +got):\n%s\nall warnings: %q", diff, warnings)
+	}
+}
