@@ -52,6 +52,7 @@ var thirdParty = map[string][]string{
 	"github.com/goccy/go-yaml":              {"config"},
 	"github.com/hashicorp/go-retryablehttp": {"executors/rest"},
 	"github.com/getkin/kin-openapi":         {"executors/rest/openapi"},
+	"github.com/oasdiff/yaml":               {"executors/rest/openapi"},
 	"github.com/anthropics":                 {"agent"},
 	"github.com/openai/openai-go":           {"agent"},
 	"github.com/coreos/go-oidc":             {"internal/auth"},
