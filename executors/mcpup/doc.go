@@ -13,6 +13,20 @@
 // tool with the executor that runs its calls, bound to its upstream and
 // its original name, so no call is routed by name.
 //
+// Besides tools, mcpup lists a shared upstream's resources, templates and
+// prompts ([Options.OnCatalog]), forwards requests about them
+// ([Manager.Forward]), and relays what the upstream sends its client:
+// sampling, elicitation and roots requests go to the [Peer] of the call
+// they serve, log messages and resource updates to [Options.OnNotify]. It
+// relies on these facts of mcp-go v1.2.1's client: Client.Start installs
+// the client's own handler of server requests on a transport that can
+// carry them (stdio, streamable HTTP; not legacy SSE), and a handler set
+// afterwards replaces it; the streamable HTTP transport calls it with the
+// context of the request whose response stream carried the server's
+// request, stdio with the transport's own (relay.go: the conformance
+// scenarios tools-call-sampling and tools-call-elicitation through
+// toolgate, tests/conformance_test.go, and TestEverythingSurface).
+//
 // mcpup owns the mcp-go client side. It may import executors, registry,
 // threadctx, retry, the standard library and mcp-go's client, transport and
 // mcp packages; it must not import gateway, config or prometheus (gateway

@@ -94,6 +94,27 @@
 //     request modern (TestMCPGoModernInternals); era2026.go's fast path
 //     calls the handler itself for a call that can send no notification,
 //     and answers what mcp-go would (TestModernCallMatchesMCPGo).
+//  20. Its server options are functions of the server that take effect
+//     when applied after NewMCPServer, before the first session (TestSurface
+//     checks the initialize capabilities); surface.go's options are applied
+//     that way.
+//  21. Its after-hooks of logging/setLevel and resources/subscribe run
+//     before the answer is sent (TestSurfaceSubscribeAndLevel): the level
+//     reaches the upstreams before the client's next call.
+//  22. A resource, resource template or prompt handler's Go error reaches
+//     the client as -32603 with the error's text (TestSurface): an
+//     upstream's JSON-RPC error code for those is not kept.
+//  23. It lists resources, templates and prompts sorted by name, and routes
+//     resources/read to a listed URI's handler, else to the first template
+//     that matches it (TestSurface).
+//  24. A session's RequestSampling, RequestElicitation and ListRoots reach
+//     its client during one of its requests, over streamable HTTP on the
+//     request's stream or the session's GET stream (TestRelay,
+//     TestConformanceThroughToolgate); relay.go calls them for upstreams.
+//     Its session-wide GET stream and a call's POST stream both take the
+//     session's notifications, so a call's last progress notification can
+//     reach the client after the call's result (MCPGO.md, pitfall 1;
+//     conformanceRaces in tests/conformance_test.go).
 //
 // mcpfront must not import gateway, chi or prometheus; only the gateway
 // (and its tests) import it.
