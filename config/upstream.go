@@ -37,8 +37,9 @@ type Upstream struct {
 	Name string `yaml:"name"`
 	// Prefix is put before the upstream's own tool and prompt names. Nil
 	// (the file leaves it out) means Name + "__" (fs__read_file); "" serves
-	// them under their own names, which must then stay unique (a tool that
-	// another source already has is refused, and the refusal names both).
+	// them under their own names, which must then stay unique (a tool whose
+	// name another source already has is dropped, with a warning naming
+	// both).
 	// Otherwise 1 to 34 characters from A-Z a-z 0-9 _ . - (checked when
 	// the gateway builds the upstream), used as written: "fs_" gives
 	// fs_read_file. Two upstreams may not share a non-empty prefix, nor

@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/schemas"
 )
 
 // buildUpstreams builds (without starting) the upstream MCP servers of cfg.
@@ -56,7 +57,7 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 		Logger: g.logger,
 		Pool:   g.pool,
 		OnTools: func(upstream string, tools []executors.Bound) error {
-			return g.addUpstreamTools(upstream, tools)
+			return g.addUpstreamTools(upstream, g.servableTools(upstream, tools))
 		},
 		OnState:   g.upstreamState,
 		OnRestart: g.metrics.upstreamRestart,
@@ -68,6 +69,36 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 	}
 	g.up = m
 	return nil
+}
+
+// servableTools returns the tools of upstream that the registry can take,
+// dropping, each with a warning naming it, a tool whose input or output
+// schema does not compile and one whose name another source already has
+// (an upstream with prefix "", or two upstreams listing the same name
+// under their prefixes): the registry would refuse the whole listing for
+// one of them.
+func (g *Gateway) servableTools(upstream string, tools []executors.Bound) []executors.Bound {
+	source := "upstream:" + upstream
+	out := tools[:0:0]
+	for _, b := range tools {
+		t := &b.Tool
+		if _, err := schemas.Compile(t.InputSchema); err != nil {
+			g.logger.Warn("dropping an upstream tool whose input schema does not compile", "upstream", upstream, "tool", t.Name, "error", err)
+			continue
+		}
+		if t.OutputSchema != nil {
+			if _, err := schemas.Compile(t.OutputSchema); err != nil {
+				g.logger.Warn("dropping an upstream tool whose output schema does not compile", "upstream", upstream, "tool", t.Name, "error", err)
+				continue
+			}
+		}
+		if old, ok := g.reg.Get(t.Name); ok && old.Source != source {
+			g.logger.Warn("dropping an upstream tool whose name another source has; give the upstream a prefix", "upstream", upstream, "tool", t.Name, "held_by", old.Source)
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // upstreamNameErrors checks that the upstreams' names are unique and
