@@ -2,11 +2,12 @@
 // stateless and per-thread stateful Go tools, REST APIs and other MCP
 // servers.
 //
-//	toolgate serve    [--config FILE] [--listen ADDR]   streamable HTTP + SSE
+//	toolgate serve    [--config FILE] [--listen ADDR] [--insecure-no-auth]   streamable HTTP + SSE
 //	toolgate stdio    [--config FILE]                   for Claude Desktop
 //	toolgate validate [--config FILE]
 //	toolgate tools    [--config FILE] [--json] [--skipped]
 //	toolgate call     [--config FILE] [--thread ID] NAME [JSON]
+//	toolgate agent    --provider anthropic|openai --model NAME [--mcp URL|--config FILE] TASK
 //	toolgate version
 //
 // Every command also takes --log-level and --log-format. Logs go to stderr.
@@ -16,6 +17,6 @@
 // [http.Server] with its timeouts and graceful Shutdown. It holds no logic
 // worth testing on its own: main only calls run(ctx, args, stdin, stdout,
 // stderr), which the tests drive directly, and the rest lives in the
-// packages it wires together. Of toolgate's packages it imports builtin,
-// config, gateway and registry; nothing imports it.
+// packages it wires together. Of toolgate's packages it imports agent,
+// builtin, config, gateway and registry; nothing imports it.
 package main
