@@ -2,7 +2,8 @@
 // bytes and the gateway's call pipeline. It owns the mcp-go server and the
 // tools registered in it, the HTTP routing of the MCP endpoints
 // (streamable HTTP, legacy SSE), streamable HTTP sessions and their idle
-// expiry, JSON-RPC batches, the preflight that answers unknown tools (and
+// expiry, the sessionless requests of protocol 2026-07-28 (era2026.go),
+// JSON-RPC batches, the preflight that answers unknown tools (and
 // its allocation-free scanner), the stdio pump, the bounded event store and
 // the mapping of toolgate's results to MCP's. It talks to the gateway
 // through [Backend] (resolve a name, a session began or ended, drain) and
@@ -115,6 +116,12 @@
 //     session's notifications, so a call's last progress notification can
 //     reach the client after the call's result (MCPGO.md, pitfall 1;
 //     conformanceRaces in tests/conformance_test.go).
+//  25. WithPaginationLimit pages tools/list, resources/list, resources/
+//     templates/list and prompts/list, by name alone and with cursors that
+//     are base64 of the last name; an after-list hook's changes to the
+//     result are sent (TestSurfacePages). Tool and prompt names are
+//     unique; resources and templates are paged again by name and URI in
+//     surface.go's hooks.
 //
 // mcpfront must not import gateway, chi or prometheus; only the gateway
 // (and its tests) import it.
