@@ -352,7 +352,7 @@ func TestBatchHTTPChecks(t *testing.T) {
 	}{
 		{"DNS rebinding", func(r *http.Request) { r.Host = "rebound.example:80" }, http.StatusForbidden, "invalid Host header"},
 		{"content type", func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }, http.StatusBadRequest, "Content-Type: application/json"},
-		{"unknown protocol version", func(r *http.Request) { r.Header.Set("Mcp-Protocol-Version", "1999-01-01") }, http.StatusBadRequest, "1999-01-01"},
+		{"unknown protocol version", func(r *http.Request) { r.Header.Set("Mcp-Protocol-Version", "1999-01-01") }, http.StatusBadRequest, `"code":-32022`},
 		{"2026-07-28 header", func(r *http.Request) { r.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20260728) }, http.StatusBadRequest,
 			"not supported in protocol version " + mcp.ProtocolVersion20260728},
 	} {

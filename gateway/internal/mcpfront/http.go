@@ -320,7 +320,9 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 		}
 		msg := b.buf.Bytes()
 		if isBatch(msg) {
-			f.serveHTTPBatch(w, r, p, msg)
+			if !versionRefused(w, r, nil) {
+				f.serveHTTPBatch(w, r, p, msg)
+			}
 			return
 		}
 		method, idMember := readHead(msg)
