@@ -83,9 +83,14 @@ func TestOpenAPISourceSkipped(t *testing.T) {
     trace:
       operationId: traceIt
       responses: {"200": {description: OK}}
+  /host:
+    get:
+      operationId: hostHeader
+      parameters: [{name: Host, in: header, schema: {type: string}}]
+      responses: {"200": {description: OK}}
 `
 	var logs bytes.Buffer
-	in := yamlLines("openapi:", "  - {name: s, spec: a.yaml, include: [list, 'tag:none', traceIt]}")
+	in := yamlLines("openapi:", "  - {name: s, spec: a.yaml, include: [list, 'tag:none', traceIt, 'GET /host']}")
 	g, err := New(parseIn(t, in, map[string]string{"a.yaml": doc}),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	if err != nil {
@@ -93,11 +98,14 @@ func TestOpenAPISourceSkipped(t *testing.T) {
 	}
 	defer g.Close()
 	got := g.SkippedOperations()
-	if len(got) != 1 || got[0] != (SkippedOperation{Source: "s", Operation: "TRACE /trace (traceIt)", Tool: "s__traceIt", Reason: "TRACE operations are not supported"}) {
+	// The REST executor refuses a Host header: the operation is skipped,
+	// not the gateway.
+	if len(got) != 2 || got[0] != (SkippedOperation{Source: "s", Operation: "TRACE /trace (traceIt)", Tool: "s__traceIt", Reason: "TRACE operations are not supported"}) ||
+		got[1].Tool != "s__hostHeader" || !strings.HasPrefix(got[1].Reason, "the REST executor cannot send it: ") {
 		t.Errorf("SkippedOperations() = %+v", got)
 	}
 	out := logs.String()
-	if !strings.Contains(out, `level=INFO msg="openapi source \"s\": 1 tools, 1 operations skipped"`) {
+	if !strings.Contains(out, `level=INFO msg="openapi source \"s\": 1 tools, 2 operations skipped"`) {
 		t.Errorf("log has no info line for the source:\n%s", out)
 	}
 	if !strings.Contains(out, `level=WARN`) || !strings.Contains(out, `include glob \"tag:none\" matches no operation`) {

@@ -34,9 +34,11 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 	type pending struct {
 		spec rest.Spec
 		path string // config path of the definition, for its errors
-		// fromDoc marks a spec made from an OpenAPI document: its
-		// problems are the document's, placed at the source's spec.
+		// fromDoc marks a spec made from an OpenAPI document, already
+		// added: tool and exec are its.
 		fromDoc bool
+		tool    registry.Tool
+		exec    executors.Executor
 	}
 	var specs []pending
 	errs := nameErrors(cfg)
@@ -119,22 +121,34 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 				g.logger.Debug("openapi operation", "source", o.Name, "operation", w.Operation, "tool", w.Tool, "note", w.Msg)
 			}
 		}
-		g.logger.Info(fmt.Sprintf("openapi source %q: %d tools, %d operations skipped", o.Name, len(got), skipped),
-			"source", o.Name, "tools", len(got), "skipped", skipped)
-		for _, s := range got {
-			specs = append(specs, pending{path: path, spec: s, fromDoc: true})
+		// A spec the REST executor refuses is skipped like any operation
+		// the importer could not convert: the document's problem, not the
+		// file's.
+		kept := 0
+		for _, sp := range got {
+			t, exec, err := g.rest.Add(sp)
+			if err != nil {
+				skipped++
+				reason := "the REST executor cannot send it: " + strings.ReplaceAll(err.Error(), "\n", "; ")
+				g.openapi.skip(SkippedOperation{Source: o.Name, Operation: sp.Method + " " + sp.URL, Tool: sp.Name, Reason: reason})
+				g.logger.Debug("openapi operation skipped", "source", o.Name, "tool", sp.Name, "reason", reason)
+				continue
+			}
+			kept++
+			specs = append(specs, pending{path: path, spec: sp, fromDoc: true, tool: t, exec: exec})
 		}
+		g.logger.Info(fmt.Sprintf("openapi source %q: %d tools, %d operations skipped", o.Name, kept, skipped),
+			"source", o.Name, "tools", kept, "skipped", skipped)
 	}
 	var bound []executors.Bound
 	for _, p := range specs {
-		t, exec, err := g.rest.Add(p.spec)
-		switch {
-		case err != nil && p.fromDoc:
-			errs = append(errs, documentErrors(cfg, p.path+".spec", p.spec.Name, err)...)
-			continue
-		case err != nil:
-			errs = append(errs, configErrors(cfg, p.path, err)...)
-			continue
+		t, exec := p.tool, p.exec
+		if !p.fromDoc {
+			var err error
+			if t, exec, err = g.rest.Add(p.spec); err != nil {
+				errs = append(errs, configErrors(cfg, p.path, err)...)
+				continue
+			}
 		}
 		bound = append(bound, executors.Bound{Tool: t, Exec: exec})
 		backend := restBackend(p.spec.URL)
@@ -145,22 +159,6 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 		return nil, joinProblems(errs...)
 	}
 	return bound, nil
-}
-
-// documentErrors places the problems the REST executor found in the spec
-// of tool, made from an OpenAPI document, at path (the source's spec):
-// they are the document's, not the file's.
-func documentErrors(cfg *config.Config, path, tool string, err error) []error {
-	var out []error
-	for _, e := range leafErrors(err) {
-		p := config.Problem{Path: path, Msg: fmt.Sprintf("the document's operation for tool %q: %v", tool, e)}
-		if fe, ok := e.(*registry.FieldError); ok {
-			p.Msg = fmt.Sprintf("the document's operation for tool %q: %s %s", tool, fe.Field, fe.Msg)
-			p.Got = fe.Value
-		}
-		out = append(out, cfg.Locate(p))
-	}
-	return out
 }
 
 // leafErrors flattens a tree of errors joined with errors.Join.
@@ -398,6 +396,12 @@ func (s *openapiState) loaded(source string, warnings []openapi.Warning) {
 			s.skipped = append(s.skipped, SkippedOperation{Source: source, Operation: w.Operation, Tool: w.Tool, Reason: w.Msg})
 		}
 	}
+}
+
+func (s *openapiState) skip(op SkippedOperation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skipped = append(s.skipped, op)
 }
 
 func (s *openapiState) failed(source string, err error) {
