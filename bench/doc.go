@@ -49,6 +49,6 @@
 //
 // bench is a program, not a library: nothing imports it. Of toolgate's
 // packages it imports config, gateway, registry, executors,
-// executors/rest/openapi and builtin; it
+// executors/rest, executors/rest/openapi and builtin; it
 // also imports mcp-go's server (the bare baseline) and client.
 package main

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/executors/rest/openapi"
 )
 
@@ -44,6 +45,7 @@ type corpusStats struct {
 	needBaseURL                         int            // specs that load only with base_url set
 	reasons                             map[string]int // skip reason → operations
 	elapsed                             time.Duration
+	exec                                *rest.Executor // checks each spec as the gateway adds it
 }
 
 // runOpenAPICorpus imports every *.json and *.yaml spec under
@@ -77,7 +79,8 @@ func runOpenAPICorpus(ctx context.Context, p params, stdout, stderr io.Writer) e
 	if len(files) == 0 {
 		return fmt.Errorf("no .json or .yaml specs under %s", p.corpusDir)
 	}
-	st := corpusStats{failed: map[string]int{}, reasons: map[string]int{}}
+	st := corpusStats{failed: map[string]int{}, reasons: map[string]int{}, exec: rest.New(nil)}
+	defer st.exec.Close()
 	start := time.Now()
 	for i, f := range files {
 		if err := ctx.Err(); err != nil {
@@ -102,11 +105,6 @@ func (st *corpusStats) add(file string, verbose bool, stderr io.Writer) error {
 		return fmt.Errorf("reading %s: %w", file, err)
 	}
 	st.specs++
-	ops := corpusOperations(raw)
-	st.ops += ops
-	if ops > 0 {
-		st.specsWithOps++
-	}
 	src := openapi.Source{Name: "api", Spec: raw, Location: file, MaxSpecBytes: corpusMaxSpecBytes}
 	specs, warnings, err := openapi.Specs(src)
 	if errors.Is(err, openapi.ErrNoBaseURL) {
@@ -116,6 +114,12 @@ func (st *corpusStats) add(file string, verbose bool, stderr io.Writer) error {
 		specs, warnings, err = openapi.Specs(src)
 	}
 	if err != nil {
+		// The operations of a source refused are counted in its JSON.
+		ops := corpusOperations(raw)
+		st.ops += ops
+		if ops > 0 {
+			st.specsWithOps++
+		}
 		reason := corpusReason(err.Error())
 		if verbose {
 			fmt.Fprintf(stderr, "  refused: %v\n", err)
@@ -124,20 +128,39 @@ func (st *corpusStats) add(file string, verbose bool, stderr io.Writer) error {
 		st.failedOps += ops
 		return nil
 	}
-	st.tools += len(specs)
-	if ops > 0 && len(specs) > 0 {
-		st.specsWithTools++
-	}
+	// A loaded source's operations are its specs and the operations it
+	// skipped: that counts path items reached through $ref too.
+	ops := len(specs)
 	for _, w := range warnings {
 		if w.Skipped {
+			ops++
 			st.reasons[corpusReason(w.Msg)]++
+		}
+	}
+	// A tool is a spec the REST executor accepts, as the gateway adds
+	// them; the others are skipped there.
+	tools := 0
+	for _, s := range specs {
+		if _, _, err := st.exec.Add(s); err != nil {
+			st.reasons["the REST executor refuses it: "+corpusReason(err.Error())]++
+			continue
+		}
+		tools++
+	}
+	st.ops += ops
+	st.tools += tools
+	if ops > 0 {
+		st.specsWithOps++
+		if tools > 0 {
+			st.specsWithTools++
 		}
 	}
 	return nil
 }
 
-// corpusOperations counts the operations of a JSON spec, 0 when it is not
-// JSON (the corpus is JSON).
+// corpusOperations counts the operations of a JSON spec the importer
+// refused (the method keys of its path items), 0 when it is not JSON (the
+// corpus is JSON).
 func corpusOperations(raw []byte) int {
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`

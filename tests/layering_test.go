@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"internal/redact":           {},
 	"config":                    {"internal/keypath"},
 	"internal/keypath":          {},
-	"bench":                     {"config", "gateway", "registry", "executors", "executors/rest/openapi", "builtin"},
+	"bench":                     {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "builtin"},
 	"tests":                     {},
 }
 
