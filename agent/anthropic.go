@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -30,6 +31,11 @@ type AnthropicOptions struct {
 	MaxTokens int64
 	// HTTPClient makes the requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
+	// IdleTimeout abandons a call that receives nothing (no response
+	// headers, no stream event, not even a ping) for this long, with an
+	// error of class timeout; zero means [DefaultIdleTimeout], negative
+	// never.
+	IdleTimeout time.Duration
 }
 
 // Anthropic is a [Provider] for the Anthropic Messages API, through the
@@ -40,6 +46,7 @@ type Anthropic struct {
 	client    anthropic.Client
 	model     string
 	maxTokens int64
+	idle      time.Duration
 }
 
 var _ Provider = (*Anthropic)(nil)
@@ -68,7 +75,7 @@ func NewAnthropic(o AnthropicOptions) (*Anthropic, error) {
 	if mt <= 0 {
 		mt = DefaultAnthropicMaxTokens
 	}
-	return &Anthropic{client: anthropic.NewClient(opts...), model: o.Model, maxTokens: mt}, nil
+	return &Anthropic{client: anthropic.NewClient(opts...), model: o.Model, maxTokens: mt, idle: o.IdleTimeout}, nil
 }
 
 // Stream implements [Provider]. Fragment indexes are the API's content
@@ -78,7 +85,8 @@ func (a *Anthropic) Stream(ctx context.Context, req *Request, emit func(Fragment
 	if err != nil {
 		return nil, err
 	}
-	stream := a.client.Messages.NewStreaming(ctx, params)
+	w := newIdleWatch(a.idle)
+	stream := a.client.Messages.NewStreaming(ctx, params, option.WithMiddleware(w.middleware))
 	defer stream.Close()
 	end := &StreamEnd{}
 	stopped := false
@@ -137,7 +145,13 @@ func (a *Anthropic) Stream(ctx context.Context, req *Request, emit func(Fragment
 		}
 	}
 	if err := stream.Err(); err != nil {
+		if ie := w.err("anthropic"); ie != nil && ctx.Err() == nil {
+			return nil, ie
+		}
 		return nil, anthropicError(ctx, err)
+	}
+	if ie := w.err("anthropic"); ie != nil && ctx.Err() == nil {
+		return nil, ie
 	}
 	if !stopped {
 		return nil, cutError("anthropic", "message_stop")

@@ -28,10 +28,12 @@ func (e *EmptyResponseError) Error() string {
 }
 
 // IncompleteError reports a stream that broke off before its end: the
-// connection dropped, or the provider stopped sending. Received holds what
-// had arrived (complete parts and tool calls, and the partial last ones).
-// It unwraps to the cause, a *retry.Error of class network or unavailable,
-// so retry.Classify sees the class.
+// connection dropped (class network), the provider sent an error event
+// (unavailable, for an overload or a server error), or the provider stopped
+// sending for longer than its idle timeout (timeout; see
+// [AnthropicOptions.IdleTimeout]). Received holds what had arrived
+// (complete parts and tool calls, and the partial last ones). It unwraps
+// to the cause, a *retry.Error, so retry.Classify sees the class.
 type IncompleteError struct {
 	Received Message
 	Err      error

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -30,6 +31,10 @@ type OpenAIOptions struct {
 	BaseURL string
 	// HTTPClient makes the requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
+	// IdleTimeout abandons a call that receives nothing (no response
+	// headers, no chunk) for this long, with an error of class timeout;
+	// zero means [DefaultIdleTimeout], negative never.
+	IdleTimeout time.Duration
 }
 
 // OpenAI is a [Provider] for OpenAI-compatible Chat Completions, through
@@ -39,6 +44,7 @@ type OpenAIOptions struct {
 type OpenAI struct {
 	client openai.Client
 	model  string
+	idle   time.Duration
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -63,7 +69,7 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &OpenAI{client: openai.NewClient(opts...), model: o.Model}, nil
+	return &OpenAI{client: openai.NewClient(opts...), model: o.Model, idle: o.IdleTimeout}, nil
 }
 
 // The block indexes of an OpenAI stream: reasoning is block 0, text block
@@ -77,7 +83,8 @@ const (
 // Stream implements [Provider].
 func (p *OpenAI) Stream(ctx context.Context, req *Request, emit func(Fragment)) (*StreamEnd, error) {
 	params := p.params(req)
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
+	w := newIdleWatch(p.idle)
+	stream := p.client.Chat.Completions.NewStreaming(ctx, params, option.WithMiddleware(w.middleware))
 	defer stream.Close()
 	end := &StreamEnd{}
 	finished := false
@@ -126,7 +133,13 @@ func (p *OpenAI) Stream(ctx context.Context, req *Request, emit func(Fragment)) 
 		}
 	}
 	if err := stream.Err(); err != nil {
+		if ie := w.err("openai"); ie != nil && ctx.Err() == nil {
+			return nil, ie
+		}
 		return nil, openaiError(ctx, err)
+	}
+	if ie := w.err("openai"); ie != nil && ctx.Err() == nil {
+		return nil, ie
 	}
 	if !finished {
 		return nil, cutError("openai", "a finish_reason")

@@ -12,7 +12,8 @@ type Provider interface {
 	// each fragment, in stream order, from the calling goroutine; it
 	// returns once the stream has ended. A stream that ends without the
 	// provider's end-of-message marker is an error of class network (or
-	// unavailable, when the provider said it was overloaded). Errors are
+	// unavailable, when the provider said it was overloaded; or timeout,
+	// when it stopped sending for longer than its idle timeout). Errors are
 	// classified *retry.Error values: rate_limited (with RetryAfter),
 	// unavailable, network, permission, validation, ...
 	Stream(ctx context.Context, req *Request, emit func(Fragment)) (*StreamEnd, error)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -116,7 +118,8 @@ type MCPOptions struct {
 // are seen. Against toolgate, the MCP session is the thread, so stateful
 // tools keep their state for the toolset's life. Close it when done.
 type MCPToolset struct {
-	c *client.Client
+	c      *client.Client
+	nextID atomic.Uint64 // the IDs of agent's own requests
 }
 
 var _ Toolset = (*MCPToolset)(nil)
@@ -161,16 +164,31 @@ func NewMCPToolset(ctx context.Context, o MCPOptions) (*MCPToolset, error) {
 // Close ends the session (and a stdio server's process).
 func (t *MCPToolset) Close() error { return t.c.Close() }
 
-// Tools implements [Toolset]: the server's tools/list, every page.
+// Tools implements [Toolset]: the server's tools/list, every page, each
+// tool with its input schema exactly as the server sent it. mcp-go's
+// client decodes a schema into a struct that keeps only type, properties,
+// required, additionalProperties and $defs (so oneOf, anyOf, $schema,
+// descriptions at the top and the like would never reach the model), and
+// never fills in [mcp.Tool.RawInputSchema] when listing; so the schemas
+// come from a tools/list agent sends itself, and mcp-go's own listing (one
+// more round trip) still runs for what the client keeps from it: the tools
+// it filters out, and the x-mcp-header parameters it mirrors into the
+// headers of a tools/call.
 func (t *MCPToolset) Tools(ctx context.Context) ([]ToolSpec, error) {
+	raw, err := t.rawSchemas(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: listing tools: %w", err)
+	}
 	res, err := t.c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("mcp: listing tools: %w", err)
 	}
 	out := make([]ToolSpec, 0, len(res.Tools))
 	for _, tl := range res.Tools {
-		schema := tl.RawInputSchema
-		if schema == nil {
+		schema := raw[tl.Name]
+		if len(schema) == 0 {
+			// Listed by mcp-go but not by the raw listing (the list
+			// changed between the two): the decoded schema will do.
 			if b, err := json.Marshal(tl.InputSchema); err == nil {
 				schema = b
 			}
@@ -178,6 +196,55 @@ func (t *MCPToolset) Tools(ctx context.Context) ([]ToolSpec, error) {
 		out = append(out, ToolSpec{Name: tl.Name, Description: tl.Description, InputSchema: schema})
 	}
 	return out, nil
+}
+
+// maxListPages bounds the pages of one raw tools/list, against a server
+// whose cursors never end.
+const maxListPages = 1000
+
+// rawSchemas sends tools/list itself, every page, and returns each tool's
+// inputSchema as the server sent it, by name. Its requests have IDs of
+// their own ("toolgate-agent-N"), which cannot collide with mcp-go's
+// numeric ones.
+func (t *MCPToolset) rawSchemas(ctx context.Context) (map[string]json.RawMessage, error) {
+	out := make(map[string]json.RawMessage)
+	cursor := ""
+	for range maxListPages {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		resp, err := t.c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
+			JSONRPC: mcp.JSONRPC_VERSION,
+			ID:      mcp.NewRequestId("toolgate-agent-" + strconv.FormatUint(t.nextID.Add(1), 10)),
+			Method:  string(mcp.MethodToolsList),
+			Params:  params,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if resp.Error != nil {
+			return nil, fmt.Errorf("the server answered error %d: %s", resp.Error.Code, resp.Error.Message)
+		}
+		var page struct {
+			Tools []struct {
+				Name        string          `json:"name"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			} `json:"tools"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(resp.Result, &page); err != nil {
+			return nil, fmt.Errorf("decoding the tools/list result: %w", err)
+		}
+		for _, tl := range page.Tools {
+			out[tl.Name] = tl.InputSchema
+		}
+		if page.NextCursor == "" || page.NextCursor == cursor {
+			return out, nil
+		}
+		cursor = page.NextCursor
+	}
+	return nil, fmt.Errorf("more than %d pages of tools", maxListPages)
 }
 
 // Call implements [Toolset].

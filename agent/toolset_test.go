@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/toolgate/toolgate/agent"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
@@ -122,5 +124,44 @@ func TestNewMCPToolsetErrors(t *testing.T) {
 		if _, err := agent.NewMCPToolset(t.Context(), o); err == nil {
 			t.Errorf("NewMCPToolset(%+v) succeeded, want an error", o)
 		}
+	}
+}
+
+// TestMCPToolsetKeepsTheRawSchema: the schema a model gets through
+// MCPToolset is the one the server sent, keyword for keyword, including
+// the keywords mcp-go's decoded mcp.ToolInputSchema has no field for.
+func TestMCPToolsetKeepsTheRawSchema(t *testing.T) {
+	g := newGateway(t)
+	const schema = `{"type":"object","description":"Give a or b.","minProperties":1,
+		"properties":{"a":{"type":"string","pattern":"^x"},"b":{"type":"integer","minimum":2}},
+		"oneOf":[{"required":["a"]},{"required":["b"]}],"additionalProperties":false}`
+	if err := g.RegisterStateless(registry.Tool{Name: "either", Description: "Takes a or b", InputSchema: json.RawMessage(schema)},
+		func(context.Context, map[string]any) (executors.Result, error) { return executors.Text("ok"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(srv.Close)
+	ts, err := agent.NewMCPToolset(t.Context(), agent.MCPOptions{URL: srv.URL + "/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ts.Close() })
+	specs, err := ts.Tools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(specs, func(s agent.ToolSpec) bool { return s.Name == "either" })
+	if i < 0 {
+		t.Fatalf("Tools() lacks %q: %v", "either", specs)
+	}
+	var want, got any
+	if err := json.Unmarshal([]byte(schema), &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(specs[i].InputSchema, &got); err != nil {
+		t.Fatalf("the listed schema %s: %v", specs[i].InputSchema, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("MCPToolset schema of %q mismatch (-sent +listed):\n%s", "either", diff)
 	}
 }
