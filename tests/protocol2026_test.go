@@ -210,9 +210,12 @@ func TestProtocol2026Versions(t *testing.T) {
 }
 
 // TestProtocol2026Upstream: a 2026-07-28 client calls a prefixed
-// server-everything's tools through toolgate, and gets the progress of a
-// long call streamed in its POST's response (mcp-go's modern path, which
-// the front's fast path leaves such calls to).
+// server-everything's tools through toolgate, reads its resources, gets
+// its prompts and completions, and gets the progress of a long call
+// streamed in its POST's response (mcp-go's modern path, which the
+// front's fast path leaves such calls to). Its sampling and elicitation
+// tools are not: the revision replaced server-initiated requests with
+// multi-round-trip results, which toolgate does not relay yet.
 func TestProtocol2026Upstream(t *testing.T) {
 	entry := npmEntry(t, "server-everything")
 	m := newProcMarker(t)
@@ -233,11 +236,39 @@ func TestProtocol2026Upstream(t *testing.T) {
 		}
 	}
 
+	// Resources, templates, prompts and completion, as a 2025 session
+	// gets them (everything_surface_test.go), with the revision's cache
+	// hints on the lists.
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	resources, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+	if err != nil || len(resources.Resources) == 0 {
+		t.Fatalf("resources/list = %+v, %v", resources, err)
+	}
+	if _, set := resources.TTL(); !set {
+		t.Errorf("resources/list carries no ttlMs")
+	}
+	read := mcp.ReadResourceRequest{}
+	read.Params.URI = "demo://resource/dynamic/text/7"
+	if res, err := c.ReadResource(ctx, read); err != nil || len(res.Contents) == 0 {
+		t.Errorf("resources/read %s = %+v, %v", read.Params.URI, res, err)
+	}
+	get := mcp.GetPromptRequest{}
+	get.Params.Name = "ev__completable-prompt"
+	get.Params.Arguments = map[string]string{"department": "Sales", "name": "Eve"}
+	if res, err := c.GetPrompt(ctx, get); err != nil || len(res.Messages) == 0 {
+		t.Errorf("prompts/get = %+v, %v", res, err)
+	}
+	comp := mcp.CompleteRequest{}
+	comp.Params.Ref = mcp.PromptReference{Type: "ref/prompt", Name: "ev__completable-prompt"}
+	comp.Params.Argument = mcp.CompleteArgument{Name: "department", Value: "Eng"}
+	if done, err := c.Complete(ctx, comp); err != nil || !slices.Equal(done.Completion.Values, []string{"Engineering"}) {
+		t.Errorf("completion/complete = %+v, %v; want [Engineering]", done, err)
+	}
+
 	progress := collect(c, "notifications/progress")
 	req := callRequest("ev__trigger-long-running-operation", map[string]any{"duration": 1, "steps": 4}, "")
 	req.Params.Meta = &mcp.Meta{ProgressToken: "p-2026"}
-	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
-	defer cancel()
 	done := make(chan error, 1)
 	go func() {
 		res, err := c.CallTool(ctx, req)
