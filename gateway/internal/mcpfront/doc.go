@@ -116,6 +116,12 @@
 //     session's notifications, so a call's last progress notification can
 //     reach the client after the call's result (MCPGO.md, pitfall 1;
 //     conformanceRaces in tests/conformance_test.go).
+//  25. WithPaginationLimit pages tools/list, resources/list, resources/
+//     templates/list and prompts/list, by name alone and with cursors that
+//     are base64 of the last name; an after-list hook's changes to the
+//     result are sent (TestSurfacePages). Tool and prompt names are
+//     unique; resources and templates are paged again by name and URI in
+//     surface.go's hooks.
 //
 // mcpfront must not import gateway, chi or prometheus; only the gateway
 // (and its tests) import it.

@@ -2,7 +2,9 @@ package mcpfront
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -13,6 +15,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
+
+// PageSize is how many entries one page of tools/list, resources/list,
+// resources/templates/list or prompts/list holds; a longer list ends its
+// page with nextCursor.
+const PageSize = 100
 
 // setLevelTimeout bounds passing a session's logging/setLevel on to the
 // sources: the client waits for it, so that log messages of its next call
@@ -53,6 +60,8 @@ type CatalogPrompt struct {
 // a whole on every change and read without locks.
 type surface struct {
 	resources map[string]*Catalog        // URI → the source serving it
+	resList   []mcp.Resource             // sorted by name, then URI: the order resources/list pages through
+	tmplList  []mcp.ResourceTemplate     // sorted by name, then URI template
 	templates []ownedTemplate            // in the order sources win
 	prompts   map[string]ownedPrompt     // served name → its source
 	raw       map[string]json.RawMessage // kind → what was registered, to skip unchanged kinds
@@ -170,6 +179,12 @@ func (f *Front) SetCatalog(source string, c *Catalog) {
 		s.raw[kind] = b
 		return !bytes.Equal(old.raw[kind], b)
 	}
+	s.resList = resourceDefs(resources)
+	slices.SortFunc(s.resList, func(a, b mcp.Resource) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.URI, b.URI)) })
+	s.tmplList = templateDefs(templates)
+	slices.SortFunc(s.tmplList, func(a, b mcp.ResourceTemplate) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.URITemplate.Raw(), b.URITemplate.Raw()))
+	})
 	if changed("resources", resourceDefs(resources)) {
 		f.mcp.SetResources(resources...)
 	}
@@ -423,12 +438,47 @@ func (f *Front) surfaceHooks(hooks *server.Hooks) {
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
 		f.levelSet(ctx, sessionOf(ctx), req.Params.Level)
 	})
+	// mcp-go pages resources and templates by name alone, which upstreams
+	// need not keep unique: a page boundary between two of one name would
+	// skip one, and their order would vary. These hooks page them again by
+	// name and URI (mcp-go sends what an after-hook leaves in the result).
+	hooks.AddAfterListResources(func(_ context.Context, _ any, req *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
+		res.Resources, res.NextCursor = page(f.surface().resList, req.Params.Cursor, func(r mcp.Resource) string { return r.Name + "\x00" + r.URI })
+	})
+	hooks.AddAfterListResourceTemplates(func(_ context.Context, _ any, req *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
+		res.ResourceTemplates, res.NextCursor = page(f.surface().tmplList, req.Params.Cursor, func(t mcp.ResourceTemplate) string { return t.Name + "\x00" + t.URITemplate.Raw() })
+	})
+}
+
+// page returns the page of list (sorted by key) after cursor (the key of
+// the last entry of the page before, base64-encoded, as mcp-go's cursors
+// are), at most PageSize entries, and the cursor of the next page ("" at
+// the end).
+func page[T any](list []T, cursor mcp.Cursor, key func(T) string) ([]T, mcp.Cursor) {
+	start := 0
+	if cursor != "" {
+		if after, err := base64.StdEncoding.DecodeString(string(cursor)); err == nil {
+			start, _ = slices.BinarySearchFunc(list, string(after), func(e T, k string) int {
+				if key(e) <= k {
+					return -1
+				}
+				return 1
+			})
+		}
+	}
+	end := min(start+PageSize, len(list))
+	out := append(make([]T, 0, end-start), list[start:end]...)
+	if end == len(list) {
+		return out, ""
+	}
+	return out, mcp.Cursor(base64.StdEncoding.EncodeToString([]byte(key(list[end-1]))))
 }
 
 // surfaceOptions are the mcp-go options that serve the catalogs.
 func (f *Front) surfaceOptions() []server.ServerOption {
 	return []server.ServerOption{
 		server.WithResourceCapabilities(true, true),
+		server.WithPaginationLimit(PageSize),
 		server.WithPromptCapabilities(true),
 		server.WithLogging(),
 		server.WithCompletions(),

@@ -287,3 +287,72 @@ func TestRelay(t *testing.T) {
 		t.Errorf("without sampling: %q, want the source to get -32601", got)
 	}
 }
+
+// TestSurfacePages: resources/list pages through every resource once, in
+// the order of name then URI, even with names shared across a page
+// boundary (mcp-go's own paging, by name alone, would skip some); prompts
+// and templates page too.
+func TestSurfacePages(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	src := &fakeSource{answer: func(context.Context, Peer, string, any) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
+	var res, tmpls []json.RawMessage
+	var prompts []CatalogPrompt
+	var want []string
+	for i := range 2*PageSize + 50 {
+		uri := fmt.Sprintf("test://r/%03d", i)
+		name := fmt.Sprintf("same name %d", i/7) // seven resources a name
+		res = append(res, json.RawMessage(fmt.Sprintf(`{"uri":%q,"name":%q}`, uri, name)))
+		want = append(want, name+" "+uri)
+		tmpls = append(tmpls, json.RawMessage(fmt.Sprintf(`{"uriTemplate":"test://t%03d/{x}","name":"t"}`, i)))
+		prompts = append(prompts, CatalogPrompt{Name: fmt.Sprintf("p%03d", i), Orig: "p", Raw: json.RawMessage(`{"name":"p"}`)})
+	}
+	slices.Sort(want)
+	g.SetCatalog("upstream:s", &Catalog{Resources: res, Templates: tmpls, Prompts: prompts, Forward: src.forward})
+	c := surfaceClient(t, serveHTTP(t, g).URL)
+	ctx := t.Context()
+
+	var got []string
+	pages := 0
+	req := mcp.ListResourcesRequest{}
+	for {
+		page, err := c.ListResourcesByPage(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(page.Resources) > PageSize {
+			t.Fatalf("a page of %d resources, want at most %d", len(page.Resources), PageSize)
+		}
+		for _, r := range page.Resources {
+			got = append(got, r.Name+" "+r.URI)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		req.Params.Cursor = page.NextCursor
+	}
+	if pages != 3 || !slices.Equal(got, want) {
+		t.Errorf("resources/list: %d pages, %d resources; want 3 pages of every resource once in order (first differences: %v)", pages, len(got), firstDiff(got, want))
+	}
+	all, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+	if err != nil || len(all.ResourceTemplates) != len(tmpls) {
+		t.Errorf("resources/templates/list (every page) = %d templates, %v; want %d", len(all.ResourceTemplates), err, len(tmpls))
+	}
+	ps, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	if err != nil || len(ps.Prompts) != len(prompts) {
+		t.Errorf("prompts/list (every page) = %d prompts, %v; want %d", len(ps.Prompts), err, len(prompts))
+	}
+	first, err := c.ListPromptsByPage(ctx, mcp.ListPromptsRequest{})
+	if err != nil || len(first.Prompts) != PageSize || first.NextCursor == "" {
+		t.Errorf("prompts/list first page = %d prompts, cursor %q, %v; want %d and a cursor", len(first.Prompts), first.NextCursor, err, PageSize)
+	}
+}
+
+func firstDiff(got, want []string) []string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return []string{got[i], want[i]}
+		}
+	}
+	return nil
+}
