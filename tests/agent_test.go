@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -235,13 +236,29 @@ auth:
 }
 
 // TestAgentScratchpadOverStdio runs the task with the tools of a
-// `toolgate stdio` subprocess that --mcp starts.
+// `toolgate stdio` subprocess whose command follows "--", word for word:
+// the program and its config live in a directory whose name has spaces,
+// which a command line split on spaces would break.
 func TestAgentScratchpadOverStdio(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my tools")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "tool gate")
+	if err := os.Symlink(toolgateBin, bin); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "tools config.yaml")
+	if err := os.WriteFile(cfg, []byte(baseConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	m := newFakeModel(t, "openai", scratchpadTask()...)
-	server := toolgateBin + " stdio --config " + writeConfig(t, baseConfig)
-	res := runAgent(t, keyEnv("openai"), "--provider", "openai", "--model", "test-model", "--base-url", m.baseURL(), "--mcp", server, "remember Lisbon")
+	res := runAgent(t, keyEnv("openai"), "--provider", "openai", "--model", "test-model", "--base-url", m.baseURL(), "remember Lisbon", "--", bin, "stdio", "--config", cfg)
 	if res.code != 0 || !strings.HasSuffix(res.stdout, "The city is Lisbon.\n") {
 		t.Fatalf("toolgate agent did not finish the task:\n%s", res)
+	}
+	if !strings.Contains(res.stderr, "← scratchpad ok (") {
+		t.Errorf("stderr lacks the scratchpad's outcome:\n%s", res.stderr)
 	}
 }
 
@@ -272,6 +289,18 @@ func TestAgentFailures(t *testing.T) {
 		res := runAgent(t, keyEnv("openai"), "--provider", "openai", "--model", "m", "--base-url", srv.URL+"/v1", "--config", writeConfig(t, baseConfig), "task")
 		if res.code == 0 || !strings.Contains(res.stderr, "401") || strings.Contains(res.stderr, "test-key") {
 			t.Errorf("want a non-zero exit naming the 401, without the key:\n%s", res)
+		}
+	})
+	t.Run("--mcp is not a URL", func(t *testing.T) {
+		res := runAgent(t, keyEnv("openai"), "--provider", "openai", "--model", "m", "--mcp", "toolgate stdio", "task")
+		if res.code != 2 || !strings.Contains(res.stderr, "after --") || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
+			t.Errorf("want exit 2 with one line pointing at the command after --:\n%s", res)
+		}
+	})
+	t.Run("nothing after --", func(t *testing.T) {
+		res := runAgent(t, keyEnv("openai"), "--provider", "openai", "--model", "m", "task", "--")
+		if res.code != 2 || !strings.Contains(res.stderr, `nothing after "--"`) {
+			t.Errorf("want exit 2 saying the command is missing:\n%s", res)
 		}
 	})
 	t.Run("max iterations", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,14 +16,25 @@ import (
 
 // cmdAgent runs the agent loop: a model (--provider, --model) works on the
 // task through the tools of an in-process gateway (--config, or the
-// embedded default) or of an MCP endpoint (--mcp). The model's text
-// streams to stdout; each tool call and its outcome go to stderr.
+// embedded default), of an MCP endpoint (--mcp URL), or of a stdio MCP
+// server whose command follows "--". The model's text streams to stdout;
+// each tool call and its outcome go to stderr.
 func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// Everything after the first "--" is the stdio server's command, word
+	// for word: no splitting or quoting rules to get wrong for a path with
+	// spaces.
+	var command []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, command = args[:i], args[i+1:]
+		if len(command) == 0 {
+			return exitError{code: 2, msg: `nothing after "--": write the stdio MCP server's command there, e.g. -- toolgate stdio --config tools.yaml`}
+		}
+	}
 	fs, c := newFlags("agent", stderr)
 	provider := fs.String("provider", "", "model `provider`: anthropic or openai")
 	model := fs.String("model", "", "model `name`")
 	baseURL := fs.String("base-url", "", "the provider API's base `URL` (for compatible or local servers)")
-	mcpURL := fs.String("mcp", "", "use the tools of this MCP `endpoint`: a streamable HTTP URL, or a command that serves MCP on stdio (instead of --config)")
+	mcpURL := fs.String("mcp", "", "use the tools of the MCP server at this streamable HTTP `URL` (instead of --config; for a stdio server, write its command after --)")
 	headers := map[string]string{}
 	fs.Func("mcp-header", "send this `header` (\"Name: value\", repeatable) to the --mcp endpoint, e.g. \"Authorization: Bearer $TOKEN\"", func(v string) error {
 		name, value, ok := strings.Cut(v, ":")
@@ -36,8 +48,9 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	system := fs.String("system", "", "the system prompt `text`")
 	maxTokens := fs.Int64("max-tokens", 0, "bound each response to `N` tokens (default: the provider's)")
 	thinking := fs.Int64("thinking-budget", 0, "let the model think with up to `N` tokens first (Anthropic extended thinking; below --max-tokens)")
+	idle := fs.Duration("idle-timeout", agent.DefaultIdleTimeout, "abandon a model call that sends nothing for this `long` (0: never)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolgate agent --provider anthropic|openai --model NAME [flags] TASK")
+		fmt.Fprintln(stderr, "usage: toolgate agent --provider anthropic|openai --model NAME [flags] TASK [-- STDIO-SERVER-COMMAND...]")
 		fmt.Fprintln(stderr, "the key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY")
 		fs.PrintDefaults()
 	}
@@ -51,16 +64,22 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exitError{code: 2, msg: "no task: write what the model should do as the last argument"}
 	case *model == "":
 		return exitError{code: 2, msg: "no model: name one with --model"}
-	case *mcpURL != "" && c.config != "":
-		return exitError{code: 2, msg: "--mcp and --config both name the tools: give one"}
+	case *mcpURL != "" && c.config != "", *mcpURL != "" && command != nil, c.config != "" && command != nil:
+		return exitError{code: 2, msg: "--mcp, --config and a command after -- each name the tools: give one"}
+	case *mcpURL != "" && !strings.HasPrefix(*mcpURL, "http://") && !strings.HasPrefix(*mcpURL, "https://"):
+		return exitError{code: 2, msg: fmt.Sprintf("--mcp %q is not an http:// or https:// URL; for a stdio MCP server, write its command after --, e.g. -- toolgate stdio --config tools.yaml", *mcpURL)}
+	}
+	idleTimeout := *idle
+	if idleTimeout == 0 {
+		idleTimeout = -1 // the flag's 0 means never; the options' zero means the default
 	}
 	var p agent.Provider
 	var err error
 	switch *provider {
 	case "anthropic":
-		p, err = agent.NewAnthropic(agent.AnthropicOptions{Model: *model, BaseURL: *baseURL})
+		p, err = agent.NewAnthropic(agent.AnthropicOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
 	case "openai":
-		p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: *model, BaseURL: *baseURL})
+		p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
 	default:
 		return exitError{code: 2, msg: fmt.Sprintf("unknown provider %q: use --provider anthropic or --provider openai", *provider)}
 	}
@@ -69,11 +88,8 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	var tools agent.Toolset
-	if *mcpURL != "" {
-		o := agent.MCPOptions{URL: *mcpURL, Headers: headers}
-		if !strings.HasPrefix(*mcpURL, "http://") && !strings.HasPrefix(*mcpURL, "https://") {
-			o = agent.MCPOptions{Command: strings.Fields(*mcpURL)}
-		}
+	if *mcpURL != "" || command != nil {
+		o := agent.MCPOptions{URL: *mcpURL, Headers: headers, Command: command}
 		ts, err := agent.NewMCPToolset(ctx, o)
 		if err != nil {
 			return exitError{code: 1, msg: oneLine(err.Error())}
