@@ -47,6 +47,7 @@ type Anthropic struct {
 	model     string
 	maxTokens int64
 	idle      time.Duration
+	key       string // redacted from errors
 }
 
 var _ Provider = (*Anthropic)(nil)
@@ -75,7 +76,7 @@ func NewAnthropic(o AnthropicOptions) (*Anthropic, error) {
 	if mt <= 0 {
 		mt = DefaultAnthropicMaxTokens
 	}
-	return &Anthropic{client: anthropic.NewClient(opts...), model: o.Model, maxTokens: mt, idle: o.IdleTimeout}, nil
+	return &Anthropic{client: anthropic.NewClient(opts...), model: o.Model, maxTokens: mt, idle: o.IdleTimeout, key: key}, nil
 }
 
 // Stream implements [Provider]. Fragment indexes are the API's content
@@ -148,7 +149,7 @@ func (a *Anthropic) Stream(ctx context.Context, req *Request, emit func(Fragment
 		if ie := w.err("anthropic"); ie != nil && ctx.Err() == nil {
 			return nil, ie
 		}
-		return nil, anthropicError(ctx, err)
+		return nil, redactKey(anthropicError(ctx, err), a.key)
 	}
 	if ie := w.err("anthropic"); ie != nil && ctx.Err() == nil {
 		return nil, ie

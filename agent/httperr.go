@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/retry"
@@ -70,4 +71,19 @@ func transportError(ctx context.Context, provider string, err error) error {
 // cutError is the error of a stream that ended without its end marker.
 func cutError(provider, marker string) *retry.Error {
 	return retry.Errorf(retry.Network, "%s: the stream ended before %s", provider, marker)
+}
+
+// redactKey returns err with every occurrence of the API key replaced: a
+// compatible server may echo the key it refused in its error message, and
+// a base URL may carry one in its query. The class, Retry-After and status
+// are kept; the chain below is dropped, since its texts hold the key.
+func redactKey(err error, key string) error {
+	if err == nil || key == "" || !strings.Contains(err.Error(), key) {
+		return err
+	}
+	re := &retry.Error{Class: retry.Classify(err), Msg: strings.ReplaceAll(err.Error(), key, "[redacted]")}
+	if e, ok := errors.AsType[*retry.Error](err); ok {
+		re.RetryAfter, re.Status = e.RetryAfter, e.Status
+	}
+	return re
 }

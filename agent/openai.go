@@ -45,6 +45,7 @@ type OpenAI struct {
 	client openai.Client
 	model  string
 	idle   time.Duration
+	key    string // redacted from errors
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -69,7 +70,7 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &OpenAI{client: openai.NewClient(opts...), model: o.Model, idle: o.IdleTimeout}, nil
+	return &OpenAI{client: openai.NewClient(opts...), model: o.Model, idle: o.IdleTimeout, key: key}, nil
 }
 
 // The block indexes of an OpenAI stream: reasoning is block 0, text block
@@ -136,7 +137,7 @@ func (p *OpenAI) Stream(ctx context.Context, req *Request, emit func(Fragment)) 
 		if ie := w.err("openai"); ie != nil && ctx.Err() == nil {
 			return nil, ie
 		}
-		return nil, openaiError(ctx, err)
+		return nil, redactKey(openaiError(ctx, err), p.key)
 	}
 	if ie := w.err("openai"); ie != nil && ctx.Err() == nil {
 		return nil, ie
