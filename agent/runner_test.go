@@ -175,7 +175,7 @@ func TestRunnerLoopGuard(t *testing.T) {
 	}{
 		{"notice", agent.LoopGuard{}, []reply{same("c1"), same("c2"), reordered, streamed("anthropic", turn{text: "ok, stopping"})}, 2, false},
 		{"stop", agent.LoopGuard{Action: agent.LoopStop}, []reply{same("c1"), same("c2"), reordered}, 2, true},
-		{"ask allows once", agent.LoopGuard{Action: agent.LoopAsk, Ask: func(context.Context, agent.ToolCall, int) agent.LoopDecision { return agent.AllowOnce }},
+		{"ask allows once", agent.LoopGuard{Action: agent.LoopAsk, Threshold: 2, Ask: func(context.Context, agent.ToolCall, int) agent.LoopDecision { return agent.AllowOnce }},
 			[]reply{same("c1"), same("c2"), reordered, streamed("anthropic", turn{text: "done"})}, 3, false},
 		{"ask allows always", agent.LoopGuard{Action: agent.LoopAsk, Threshold: 2, Ask: func(context.Context, agent.ToolCall, int) agent.LoopDecision { return agent.AllowAlways }},
 			[]reply{same("c1"), same("c2"), reordered, streamed("anthropic", turn{text: "done"})}, 3, false},
@@ -207,6 +207,9 @@ func TestRunnerLoopGuard(t *testing.T) {
 			}
 			if tc.name == "ask allows always" && asked.Load() != 1 {
 				t.Errorf("Ask was called %d times, want once: allow_always covers the repeats", asked.Load())
+			}
+			if tc.name == "ask allows once" && asked.Load() != 2 {
+				t.Errorf("Ask was called %d times, want twice (calls 2 and 3): allow_once covers one call", asked.Load())
 			}
 			if got := runs.Load(); got != tc.wantRuns {
 				t.Errorf("the tool ran %d times, want %d", got, tc.wantRuns)
