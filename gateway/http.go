@@ -64,7 +64,7 @@ func (g *Gateway) Handler() http.Handler {
 			page := readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, http.HandlerFunc(g.serveUI))
 			r.Handle("/ui", page)
 			r.Handle("/ui/*", page)
-			g.front.Mount(r)
+			g.front.Mount(compressed{r}) // large JSON answers gzip-compressed (gzip.go)
 		})
 		g.router = r
 	})

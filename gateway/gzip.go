@@ -1,0 +1,165 @@
+package gateway
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// gzipMinBytes is the smallest JSON response compressed: below it gzip's
+// header and the CPU cost more than the bytes saved.
+const gzipMinBytes = 1024
+
+// gzipWriters reuses compressors: each holds hundreds of kilobytes of
+// state.
+var gzipWriters = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed) // a valid level: no error
+	return w
+}}
+
+// compressed is the mux the MCP front mounts its endpoints on: each
+// handler's JSON responses of at least gzipMinBytes are gzip-compressed
+// for a client that accepts gzip (a whole tools/list of a large catalog,
+// say). Event streams and small answers are sent as they are.
+type compressed struct {
+	mux interface{ Handle(string, http.Handler) }
+}
+
+func (c compressed) Handle(pattern string, h http.Handler) { c.mux.Handle(pattern, gzipJSON(h)) }
+
+// gzipJSON compresses h's JSON responses for clients that accept gzip.
+func gzipJSON(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		gw := &gzipResponse{ResponseWriter: w, code: http.StatusOK}
+		defer gw.finish()
+		h.ServeHTTP(gw, r)
+	})
+}
+
+// acceptsGzip reports whether an Accept-Encoding value accepts gzip (and
+// does not refuse it with q=0).
+func acceptsGzip(v string) bool {
+	for part := range strings.SplitSeq(v, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(name), "gzip") {
+			q := strings.ReplaceAll(params, " ", "")
+			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		}
+	}
+	return false
+}
+
+// gzipResponse holds back a JSON response until it is known to reach
+// gzipMinBytes (compressed) or to end short of it (sent as it is). Any
+// other response, and one flushed before the decision (a stream), passes
+// through.
+type gzipResponse struct {
+	http.ResponseWriter
+	code    int
+	held    bool // the header is held back while the decision is open
+	decided bool
+	buf     bytes.Buffer // the body while undecided
+	gz      *gzip.Writer // set when compressing
+}
+
+func (g *gzipResponse) WriteHeader(code int) {
+	if g.decided || g.held {
+		if !g.held {
+			g.ResponseWriter.WriteHeader(code)
+		}
+		return
+	}
+	g.code = code
+	hdr := g.Header()
+	if code == http.StatusOK && strings.HasPrefix(hdr.Get("Content-Type"), "application/json") && hdr.Get("Content-Encoding") == "" {
+		g.held = true
+		return
+	}
+	g.decided = true
+	g.ResponseWriter.WriteHeader(code)
+}
+
+func (g *gzipResponse) Write(p []byte) (int, error) {
+	if !g.decided && !g.held {
+		g.WriteHeader(http.StatusOK)
+	}
+	switch {
+	case g.gz != nil:
+		return g.gz.Write(p)
+	case g.decided:
+		return g.ResponseWriter.Write(p)
+	}
+	g.buf.Write(p)
+	if g.buf.Len() >= gzipMinBytes {
+		if err := g.compress(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// compress starts the compressed response with what is held.
+func (g *gzipResponse) compress() error {
+	g.decided, g.held = true, false
+	hdr := g.Header()
+	hdr.Set("Content-Encoding", "gzip")
+	hdr.Add("Vary", "Accept-Encoding")
+	hdr.Del("Content-Length")
+	g.ResponseWriter.WriteHeader(g.code)
+	g.gz = gzipWriters.Get().(*gzip.Writer)
+	g.gz.Reset(g.ResponseWriter)
+	_, err := g.gz.Write(g.buf.Bytes())
+	g.buf.Reset()
+	return err
+}
+
+// release sends what is held as it is.
+func (g *gzipResponse) release() {
+	if g.decided {
+		return
+	}
+	g.decided = true
+	if g.held {
+		g.held = false
+		g.ResponseWriter.WriteHeader(g.code)
+	}
+	if g.buf.Len() > 0 {
+		_, _ = g.ResponseWriter.Write(g.buf.Bytes())
+		g.buf.Reset()
+	}
+}
+
+// Flush sends what is held (uncompressed, if the decision is still open:
+// a flushed response is a stream) and flushes.
+func (g *gzipResponse) Flush() {
+	if g.gz != nil {
+		_ = g.gz.Flush()
+	} else {
+		g.release()
+	}
+	if f, ok := g.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (g *gzipResponse) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+
+// finish ends the response once the handler returns.
+func (g *gzipResponse) finish() {
+	if g.gz != nil {
+		_ = g.gz.Close()
+		g.gz.Reset(io.Discard)
+		gzipWriters.Put(g.gz)
+		g.gz = nil
+		return
+	}
+	g.release()
+}
