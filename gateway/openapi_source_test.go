@@ -85,8 +85,8 @@ func TestOpenAPISourceSkipped(t *testing.T) {
       responses: {"200": {description: OK}}
   /host:
     get:
-      operationId: hostHeader
-      parameters: [{name: Host, in: header, schema: {type: string}}]
+      operationId: badPort
+      servers: [{url: "http://127.0.0.1:99999"}]
       responses: {"200": {description: OK}}
 `
 	var logs bytes.Buffer
@@ -98,10 +98,10 @@ func TestOpenAPISourceSkipped(t *testing.T) {
 	}
 	defer g.Close()
 	got := g.SkippedOperations()
-	// The REST executor refuses a Host header: the operation is skipped,
-	// not the gateway.
+	// The REST executor refuses the operation's URL (its port): the
+	// operation is skipped, not the gateway.
 	if len(got) != 2 || got[0] != (SkippedOperation{Source: "s", Operation: "TRACE /trace (traceIt)", Tool: "s__traceIt", Reason: "TRACE operations are not supported"}) ||
-		got[1].Tool != "s__hostHeader" || !strings.HasPrefix(got[1].Reason, "the REST executor cannot send it: ") {
+		got[1].Tool != "s__badPort" || !strings.HasPrefix(got[1].Reason, "the REST executor cannot send it: ") {
 		t.Errorf("SkippedOperations() = %+v", got)
 	}
 	out := logs.String()

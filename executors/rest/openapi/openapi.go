@@ -704,6 +704,10 @@ func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
 		if prm.In == openapi3.ParameterInHeader && oapiIgnoredHeader(prm.Name) {
 			continue // OpenAPI says these header parameters SHALL be ignored
 		}
+		if prm.In == openapi3.ParameterInHeader && oapiClientHeader(prm.Name) {
+			sc.note(fmt.Sprintf("header parameter %q is left out of the tool: the HTTP client sets it from the request itself", prm.Name))
+			continue
+		}
 		required := prm.In == openapi3.ParameterInPath || prm.Required
 		// drop leaves out an optional parameter the executor cannot
 		// send, and skips the operation when it is required.
@@ -955,6 +959,17 @@ func oapiParameters(itemParams, opParams openapi3.Parameters) []*openapi3.Parame
 func oapiIgnoredHeader(name string) bool {
 	return strings.EqualFold(name, "Accept") || strings.EqualFold(name, "Content-Type") ||
 		strings.EqualFold(name, "Authorization")
+}
+
+// oapiClientHeader reports the headers the HTTP client sets from the
+// request itself, which the REST executor never takes from a tool.
+func oapiClientHeader(name string) bool {
+	for _, h := range []string{"Content-Length", "Transfer-Encoding", "Host", "Connection", "Te", "Trailer", "Upgrade", "Keep-Alive", "Proxy-Connection"} {
+		if strings.EqualFold(name, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // oapiDefaultStyle is each parameter location's default style.
