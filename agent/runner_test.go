@@ -444,3 +444,43 @@ func (f *toolFunc) Tools(context.Context) ([]agent.ToolSpec, error) {
 func (f *toolFunc) Call(ctx context.Context, c agent.ToolCall) (agent.ToolResult, error) {
 	return f.fn(ctx, c)
 }
+
+// TestRunnerDoneWhileAnotherConsumes: while one goroutine ranges over
+// Steps, RunUntilDone does not run the loop again: it waits (Done) for
+// that run's end and returns its final message.
+func TestRunnerDoneWhileAnotherConsumes(t *testing.T) {
+	f := newFakeProvider(t, "anthropic",
+		streamed("anthropic", turn{calls: []agent.ToolCall{call("c1", "echo", `{}`)}}),
+		streamed("anthropic", turn{text: "Finished."}),
+	)
+	started := make(chan struct{})
+	var once sync.Once
+	r := agent.NewRunner(f.provider(), echoTools(nil), agent.Params{Messages: []agent.Message{agent.UserText("go")}}, &agent.RunnerOptions{
+		OnIteration: func(int, *agent.StepResult) { once.Do(func() { close(started) }) },
+	})
+	var wg sync.WaitGroup
+	var steps int
+	wg.Go(func() {
+		for _, err := range r.Steps(t.Context()) {
+			if err != nil {
+				t.Errorf("Steps yielded %v", err)
+			}
+			steps++
+		}
+	})
+	<-started // the goroutine's run is under way
+	final, err := r.RunUntilDone(t.Context())
+	if err != nil || final.Text() != "Finished." {
+		t.Errorf("RunUntilDone() = %q, %v; want the other run's %q, nil", final.Text(), err, "Finished.")
+	}
+	wg.Wait()
+	if steps != 2 {
+		t.Errorf("the consumer saw %d steps, want 2", steps)
+	}
+	if n := len(f.Requests()); n != 2 {
+		t.Errorf("the model got %d requests, want 2 (one run)", n)
+	}
+	if m, err := r.Done(t.Context()); err != nil || m.Text() != "Finished." {
+		t.Errorf("Done() after the end = %q, %v", m.Text(), err)
+	}
+}

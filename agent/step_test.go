@@ -1,10 +1,13 @@
 package agent_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -167,6 +170,72 @@ func TestStepTruncatedTurnExecutesNothing(t *testing.T) {
 			}
 			if n := len(tools.Calls()); n != 0 {
 				t.Errorf("the tool ran %d times, want 0", n)
+			}
+		})
+	}
+}
+
+// truncProvider streams a turn, waiting at fragment wait until gate is
+// closed, and says it stopped for stop.
+type truncProvider struct {
+	turn []agent.Fragment
+	wait int
+	gate chan struct{}
+	stop agent.StopReason
+}
+
+func (p *truncProvider) Stream(ctx context.Context, req *agent.Request, emit func(agent.Fragment)) (*agent.StreamEnd, error) {
+	for i, f := range p.turn {
+		if i == p.wait {
+			select {
+			case <-p.gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		emit(f)
+	}
+	return &agent.StreamEnd{ID: "msg", StopReason: p.stop}, nil
+}
+
+// TestStepTruncatedTurnCancelsAStartedCall: a call complete in the stream
+// has started before the turn turns out truncated (tools start while the
+// model streams); Step cancels it through its context, waits for it, and
+// reports no result for it. The half call after it never starts.
+func TestStepTruncatedTurnCancelsAStartedCall(t *testing.T) {
+	for _, stop := range []agent.StopReason{agent.StopLength, agent.StopRefusal, agent.StopFiltered} {
+		t.Run(string(stop), func(t *testing.T) {
+			running := make(chan struct{})
+			// The stream goes on only once the whole call runs.
+			p := &truncProvider{stop: stop, wait: 2, gate: running, turn: []agent.Fragment{
+				{Type: agent.FragToolCall, Index: 0, ID: "whole", Name: "wait", Text: `{"a":1}`},
+				{Type: agent.FragBlockStop, Index: 0},
+				{Type: agent.FragToolCall, Index: 1, ID: "half", Name: "wait", Text: `{"a":`},
+			}}
+			var started []string
+			var cancelled atomic.Bool
+			tools := &toolFunc{fn: func(ctx context.Context, c agent.ToolCall) (agent.ToolResult, error) {
+				started = append(started, c.ID) // one call only: no race
+				close(running)
+				select {
+				case <-ctx.Done():
+					cancelled.Store(true)
+				case <-time.After(barrierTimeout):
+				}
+				return agent.ToolResult{}, ctx.Err()
+			}}
+			s, err := agent.Step(t.Context(), p, tools, &agent.Request{}, nil)
+			if te, ok := errors.AsType[*agent.TruncatedError](err); !ok || te.Reason != stop {
+				t.Fatalf("Step() error = %v, want a TruncatedError for %s", err, stop)
+			}
+			if !cancelled.Load() {
+				t.Error("the started call's context was not cancelled")
+			}
+			if diff := cmp.Diff([]string{"whole"}, started); diff != "" {
+				t.Errorf("started calls mismatch (-want +got):\n%s", diff)
+			}
+			if results, _ := s.ToolResults(t.Context()); len(results) != 0 {
+				t.Errorf("ToolResults() = %+v, want none", results)
 			}
 		})
 	}
