@@ -114,6 +114,29 @@ upstreams:
 		if tc, ok := res.Contents[0].(mcp.TextResourceContents); !ok || !strings.Contains(tc.Text, "7") {
 			t.Errorf("resources/read demo://resource/dynamic/text/7 = %+v, want text naming resource 7", res.Contents[0])
 		}
+
+		// The links a tool result carries can be read through toolgate.
+		call := mcp.CallToolRequest{}
+		call.Params.Name, call.Params.Arguments = "ev__get-resource-links", map[string]any{"count": 2}
+		links, err := c.CallTool(ctx, call)
+		if err != nil || links.IsError {
+			t.Fatalf("ev__get-resource-links = %+v, %v", links, err)
+		}
+		n := 0
+		for _, part := range links.Content {
+			link, ok := part.(mcp.ResourceLink)
+			if !ok {
+				continue
+			}
+			n++
+			read.Params.URI = link.URI
+			if res, err := c.ReadResource(ctx, read); err != nil || len(res.Contents) == 0 {
+				t.Errorf("resources/read of the linked %s = %+v, %v", link.URI, res, err)
+			}
+		}
+		if n != 2 {
+			t.Errorf("ev__get-resource-links returned %d resource links, want 2", n)
+		}
 	})
 
 	t.Run("prompts and completion", func(t *testing.T) {
