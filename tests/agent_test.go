@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -301,6 +302,21 @@ func TestAgentFailures(t *testing.T) {
 		res := runAgent(t, keyEnv("openai"), "--provider", "openai", "--model", "m", "task", "--")
 		if res.code != 2 || !strings.Contains(res.stderr, `nothing after "--"`) {
 			t.Errorf("want exit 2 saying the command is missing:\n%s", res)
+		}
+	})
+	t.Run("a failing tool call", func(t *testing.T) {
+		// The model recovers from a bad call: the run still exits 0, and
+		// stderr shows the call, its error outcome with a duration, and the
+		// gateway's "<class>: <message>".
+		m := newFakeModel(t, "openai",
+			modelTurn{calls: [][2]string{{"scratchpad", `{"op": "delete"}`}}},
+			modelTurn{text: "That did not work."})
+		res := runAgent(t, keyEnv("openai"), "--provider", "openai", "--model", "m", "--base-url", m.baseURL(), "--config", writeConfig(t, baseConfig), "task")
+		if res.code != 0 {
+			t.Fatalf("toolgate agent failed:\n%s", res)
+		}
+		if !regexp.MustCompile(`(?m)^← scratchpad error \(\d+(\.\d+)?[µm]?s\): validation: `).MatchString(res.stderr) {
+			t.Errorf("stderr lacks the call's error line (name, duration, class: message):\n%s", res.stderr)
 		}
 	})
 	t.Run("max iterations", func(t *testing.T) {
