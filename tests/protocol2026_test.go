@@ -110,6 +110,12 @@ func TestProtocol2026Scratchpad(t *testing.T) {
 	c2 := connect2026(t, srv, nil)
 	wantOK(t, mustCall(t, c2, "scratchpad", with(get("note"), handle), ""), "kept")
 
+	// A thread named in _meta works without a session too (no handle).
+	if res := mustCall(t, c, "scratchpad", put("named", "in meta"), "e2e-2026-thread"); res.IsError || handleOf(res) != "" {
+		t.Errorf("put in a named thread: %q, handle %q; want success and no handle", resultText(res), handleOf(res))
+	}
+	wantOK(t, mustCall(t, c2, "scratchpad", get("named"), "e2e-2026-thread"), "in meta")
+
 	// A 2025 client: its session thread, no handle minted; the handle
 	// works there too.
 	old := connect(t, streamableHTTP, srv)

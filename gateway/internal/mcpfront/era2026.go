@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -166,23 +167,23 @@ func writeModernStream(w http.ResponseWriter, method string) {
 // builds a streamable session with its channels and starts a forwarder
 // goroutine for each request (docs/mcp-go-upstream.md). For the common
 // tools/call — one that can produce no notification: no progressToken, no
-// logLevel, not task-augmented, a tool without x-mcp-header parameters —
-// the front makes the same checks once and calls the tool's mcp-go handler
-// itself, then answers as mcp-go would (resultType and serverInfo in the
+// logLevel, not task-augmented or a multi-round-trip retry, a tool without
+// x-mcp-header parameters — the front decodes the request once, makes the
+// same checks and calls the tool's mcp-go handler itself, then answers as mcp-go would (resultType and serverInfo in the
 // result, TestModernCallMatchesMCPGo). Every other modern request goes to
 // mcp-go.
 
-// modernCallMeta is what the fast path reads of a tools/call's _meta.
-type modernCallMeta struct {
+// modernCall is what the fast path reads of a tools/call: everything, in
+// one decoding; _meta's members stay raw, and only those the call's
+// handler can use are decoded.
+type modernCall struct {
 	Params struct {
-		Meta struct {
-			Version       string          `json:"io.modelcontextprotocol/protocolVersion"`
-			Capabilities  json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-			ClientInfo    json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
-			LogLevel      json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
-			ProgressToken json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
-		Task json.RawMessage `json:"task"`
+		Name           string                     `json:"name"`
+		Arguments      json.RawMessage            `json:"arguments"`
+		Meta           map[string]json.RawMessage `json:"_meta"`
+		Task           json.RawMessage            `json:"task"`
+		InputResponses json.RawMessage            `json:"inputResponses"`
+		RequestState   json.RawMessage            `json:"requestState"`
 	} `json:"params"`
 }
 
@@ -203,32 +204,55 @@ func (f *Front) serveModernCall(w http.ResponseWriter, r *http.Request, p *httpP
 	if r.Header.Get(mcp.HeaderLastEventID) != "" || name == nil {
 		return false
 	}
-	var m modernCallMeta
-	if json.Unmarshal(msg, &m) != nil {
+	var m modernCall
+	if json.Unmarshal(msg, &m) != nil || m.Params.Name != string(name) {
 		return false
 	}
-	mt := m.Params.Meta
-	if mt.Version != r.Header.Get(mcp.HeaderProtocolVersion) || len(mt.ProgressToken) > 0 || len(mt.LogLevel) > 0 ||
-		len(m.Params.Task) > 0 || len(mt.Capabilities) == 0 || mt.Capabilities[0] != '{' {
+	mp := m.Params
+	var version string
+	caps := mp.Meta[mcp.MetaKeyClientCapabilities]
+	if json.Unmarshal(mp.Meta[mcp.MetaKeyProtocolVersion], &version) != nil || version != r.Header.Get(mcp.HeaderProtocolVersion) ||
+		mp.Meta["progressToken"] != nil || mp.Meta[mcp.MetaKeyLogLevel] != nil || len(caps) == 0 || caps[0] != '{' ||
+		mp.Task != nil || mp.InputResponses != nil || mp.RequestState != nil {
 		return false
 	}
-	tool := f.mcp.GetTool(string(name))
+	tool := f.mcp.GetTool(mp.Name)
 	if tool == nil || bytes.Contains(tool.Tool.RawInputSchema, []byte("x-mcp-header")) {
 		return false
 	}
-	info := &server.RequestProtocolInfo{Modern: true, ProtocolVersion: mt.Version, ClientCapabilities: &mcp.ClientCapabilities{}}
-	if json.Unmarshal(mt.Capabilities, info.ClientCapabilities) != nil {
+	info := &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientCapabilities: &mcp.ClientCapabilities{}}
+	if json.Unmarshal(caps, info.ClientCapabilities) != nil {
 		return false
 	}
-	if len(mt.ClientInfo) > 0 {
+	if ci := mp.Meta[mcp.MetaKeyClientInfo]; ci != nil {
 		info.ClientInfo = &mcp.Implementation{}
-		if json.Unmarshal(mt.ClientInfo, info.ClientInfo) != nil {
+		if json.Unmarshal(ci, info.ClientInfo) != nil {
 			return false
 		}
 	}
 	var req mcp.CallToolRequest
-	if json.Unmarshal(msg, &req) != nil {
-		return false
+	req.Method = string(mcp.MethodToolsCall)
+	req.Params.Name = mp.Name
+	if len(mp.Arguments) > 0 {
+		req.Params.RawArguments = mp.Arguments
+		if json.Unmarshal(mp.Arguments, &req.Params.Arguments) != nil {
+			return false
+		}
+	}
+	// The handler reads _meta's other members (toolgate/thread); the
+	// protocol's own are in info.
+	for k, v := range mp.Meta {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		var val any
+		if json.Unmarshal(v, &val) != nil {
+			return false
+		}
+		if req.Params.Meta == nil {
+			req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{}}
+		}
+		req.Params.Meta.AdditionalFields[k] = val
 	}
 	if p.postRefused(w, r, "a request") {
 		return true

@@ -256,8 +256,15 @@ func TestModernCallMatchesMCPGo(t *testing.T) {
 	g, _ := newGateway(t, nil)
 	srv := serveHTTP(t, g)
 	hdr := map[string]string{mcp.HeaderMethod: "tools/call", mcp.HeaderName: "echo"}
-	for _, args := range []string{`{"text":"same"}`, `{"text":12}`} {
-		body := `{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"echo","arguments":` + args + `,` + modernMeta + `}}`
+	otherMeta := strings.Replace(modernMeta, `"_meta":{`, `"_meta":{"toolgate/thread":"t1",`, 1)
+	for _, args := range []string{
+		`"arguments":{"text":"same"},` + modernMeta,
+		`"arguments":{"text":12},` + modernMeta,
+		modernMeta,
+		`"arguments":null,` + modernMeta,
+		`"arguments":{"text":"meta"},` + otherMeta,
+	} {
+		body := `{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"echo",` + args + `}}`
 		status, rh, fast := postModern(t, srv.URL+"/mcp", body, hdr)
 		// mcp-go, without the front.
 		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mcp", strings.NewReader(body))
@@ -322,5 +329,38 @@ func TestMCPGoModernInternals(t *testing.T) {
 	ctx := server.WithRequestProtocolInfo(t.Context(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28"})
 	if !server.IsModernRequest(ctx) {
 		t.Error("WithRequestProtocolInfo does not make a request modern")
+	}
+}
+
+// TestModernFastPathTaken: which 2026-07-28 calls the fast path serves
+// (the others go through mcp-go).
+func TestModernFastPathTaken(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	err := g.RegisterStateless(registry.Tool{Name: "which", Description: "names the session type"},
+		func(ctx context.Context, _ map[string]any) (executors.Result, error) {
+			_, fast := server.ClientSessionFromContext(ctx).(*modernSession)
+			return executors.Text(map[bool]string{true: "fast", false: "mcp-go"}[fast]), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveHTTP(t, g)
+	hdr := map[string]string{mcp.HeaderMethod: "tools/call", mcp.HeaderName: "which"}
+	withMeta := func(extra string) string {
+		return strings.Replace(modernMeta, `"_meta":{`, `"_meta":{`+extra, 1)
+	}
+	for _, tc := range []struct{ name, params, want string }{
+		{"plain", modernMeta, "fast"},
+		{"toolgate thread", withMeta(`"toolgate/thread":"x",`), "fast"},
+		{"progress", withMeta(`"progressToken":"p",`), "mcp-go"},
+		{"log level", withMeta(`"io.modelcontextprotocol/logLevel":"debug",`), "mcp-go"},
+		{"task", `"task":{},` + modernMeta, "mcp-go"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, body := postModern(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"which",`+tc.params+`}}`, hdr)
+			if status != http.StatusOK || !strings.Contains(string(body), `"text":"`+tc.want+`"`) {
+				t.Errorf("%d %s; want %s", status, body, tc.want)
+			}
+		})
 	}
 }
