@@ -104,7 +104,7 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 	}
 	if target.peer == nil {
 		return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND,
-			req.Method+": no call is in flight; toolgate relays it only to the client whose call the upstream is serving", nil), nil
+			req.Method+": no MCP client of toolgate is waiting on this upstream (no call is in flight, or the call came from no MCP session, like toolgate call's); toolgate relays it only to the client whose call the upstream is serving", nil), nil
 	}
 	params, err := json.Marshal(req.Params)
 	if err != nil || req.Params == nil {
