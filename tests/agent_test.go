@@ -298,6 +298,12 @@ func TestAgentFailures(t *testing.T) {
 			t.Errorf("want exit 2 with one line pointing at the command after --:\n%s", res)
 		}
 	})
+	t.Run("--mcp-header without --mcp", func(t *testing.T) {
+		res := runAgent(t, keyEnv("openai"), "--provider", "openai", "--model", "m", "--mcp-header", "Authorization: Bearer x", "task", "--", "server")
+		if res.code != 2 || !strings.Contains(res.stderr, "--mcp-header") {
+			t.Errorf("want exit 2 saying --mcp-header needs --mcp:\n%s", res)
+		}
+	})
 	t.Run("nothing after --", func(t *testing.T) {
 		res := runAgent(t, keyEnv("openai"), "--provider", "openai", "--model", "m", "task", "--")
 		if res.code != 2 || !strings.Contains(res.stderr, `nothing after "--"`) {

@@ -66,6 +66,8 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exitError{code: 2, msg: "no model: name one with --model"}
 	case *mcpURL != "" && c.config != "", *mcpURL != "" && command != nil, c.config != "" && command != nil:
 		return exitError{code: 2, msg: "--mcp, --config and a command after -- each name the tools: give one"}
+	case len(headers) > 0 && *mcpURL == "":
+		return exitError{code: 2, msg: "--mcp-header is sent to the --mcp URL, and there is none"}
 	case *mcpURL != "" && !strings.HasPrefix(*mcpURL, "http://") && !strings.HasPrefix(*mcpURL, "https://"):
 		return exitError{code: 2, msg: fmt.Sprintf("--mcp %q is not an http:// or https:// URL; for a stdio MCP server, write its command after --, e.g. -- toolgate stdio --config tools.yaml", *mcpURL)}
 	}
