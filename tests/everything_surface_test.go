@@ -80,6 +80,19 @@ upstreams:
 	// server-everything registers its sampling and elicitation tools once
 	// its client (toolgate) has declared those capabilities.
 	waitTools(t, c, "ev__trigger-sampling-request", "ev__trigger-elicitation-request")
+	// Its resources and prompts are listed once it is up, and again on
+	// their list_changed: wait until both are served.
+	pollUntil(t, listenTimeout, "server-everything's resources and prompts through toolgate", func() (bool, string) {
+		res, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ps, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(res.Resources) > 0 && len(ps.Prompts) > 0, fmt.Sprintf("%d resources, %d prompts", len(res.Resources), len(ps.Prompts))
+	})
 
 	t.Run("resources", func(t *testing.T) {
 		list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
