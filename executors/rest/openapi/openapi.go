@@ -234,7 +234,7 @@ func Specs(src Source) (specs []rest.Spec, warnings []Warning, err error) {
 		// all again is slow on large documents.
 		b.checkOps = true
 		b.warnings = append(b.warnings, Warning{Msg: "the document does not validate (" + firstLine(err.Error()) +
-			"); each operation is checked on its own, and only those with a problem of their own are skipped"})
+			"); each operation is checked on its own instead, and only an operation with a problem of its own makes no tool"})
 	}
 	for _, k := range slices.Sorted(maps.Keys(src.Auth)) {
 		if doc.Components == nil || doc.Components.SecuritySchemes[k] == nil {
