@@ -759,3 +759,21 @@ func TestSpecsRepairs(t *testing.T) {
 		t.Errorf("repairs (-want +got):\n%s\nall warnings: %q", diff, warnings)
 	}
 }
+
+// TestSpecsRelativeServerFromURL checks that a relative server URL is
+// resolved against the URL the document came from, and that server
+// variables without a default take their first enum value.
+func TestSpecsRelativeServerFromURL(t *testing.T) {
+	for _, tc := range []struct{ servers, location, want string }{
+		{`[{url: /v2}]`, "https://api.example.com/specs/openapi.yaml", "https://api.example.com/v2/a"},
+		{`[{url: "https://{region}.example.com", variables: {region: {enum: [eu, us]}}}]`, "", "https://eu.example.com/a"},
+		{`[{url: /v2}, {url: "http://127.0.0.1:9/x"}]`, "spec.yaml", "http://127.0.0.1:9/x/a"},
+	} {
+		doc := "openapi: 3.0.3\ninfo: {title: x, version: '1'}\nservers: " + tc.servers +
+			"\npaths:\n  /a:\n    get:\n      operationId: a\n      responses: {'200': {description: OK}}\n"
+		specs, _, err := Specs(Source{Name: "s", Spec: []byte(doc), Location: tc.location})
+		if err != nil || len(specs) != 1 || specs[0].URL != tc.want {
+			t.Errorf("servers %s from %q: %v, %v; want URL %s", tc.servers, tc.location, specs, err, tc.want)
+		}
+	}
+}
