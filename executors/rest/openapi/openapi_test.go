@@ -284,6 +284,16 @@ func TestFromOpenAPISelection(t *testing.T) {
 			},
 		},
 		{
+			name: "names do not depend on the selection",
+			file: "openapi-names.yaml",
+			edit: func(s *Source) { s.BaseURL = "http://127.0.0.1:9000"; s.Include = []string{"GET /a_b"} },
+			// Still _2: GET /a-b, left out, keeps the name it would have.
+			wantNames: []string{"pets__get_a_b_2"},
+			wantWarnings: []Warning{
+				{Operation: "GET /a_b", Tool: "pets__get_a_b_2", Msg: "tool name pets__get_a_b is taken by GET /a-b; named pets__get_a_b_2"},
+			},
+		},
+		{
 			name:      "recursive schema",
 			file:      "openapi-recursive.yaml",
 			wantNames: []string{"pets__plantTree"},
