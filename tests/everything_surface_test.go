@@ -63,7 +63,9 @@ upstreams:
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := client.NewClient(tr, client.WithSamplingHandler(sampler{asked}), client.WithElicitationHandler(formFiller{}))
+	// A 2025 session: sampling and elicitation reach it as server requests
+	// (a 2026-07-28 client is tested in protocol2026_test.go).
+	c := client.NewClient(tr, client.WithSamplingHandler(sampler{asked}), client.WithElicitationHandler(formFiller{}), client.WithProtocolVersion(protocolVersion))
 	t.Cleanup(func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(t.Context(), 2*callTimeout)
 	defer cancel()
@@ -80,8 +82,8 @@ upstreams:
 	// server-everything registers its sampling and elicitation tools once
 	// its client (toolgate) has declared those capabilities.
 	waitTools(t, c, "ev__trigger-sampling-request", "ev__trigger-elicitation-request")
-	// Its resources and prompts are listed once it is up, and again on
-	// their list_changed: wait until both are served.
+	// toolgate lists its resources and prompts just after its tools (and
+	// again on their list_changed): wait until both are served.
 	pollUntil(t, listenTimeout, "server-everything's resources and prompts through toolgate", func() (bool, string) {
 		res, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
 		if err != nil {
