@@ -120,6 +120,11 @@ type Defaults struct {
 	// for others); past it a call fails with class rate_limited. From 0 to
 	// 1000000. Default 256.
 	MaxQueue int `yaml:"max_queue"`
+	// Catalog is how openapi sources that set no catalog of their own
+	// list their tools: tools (one tool per operation) or search (three
+	// meta-tools per source; see [OpenAPISource.Catalog]). Default
+	// (empty) tools.
+	Catalog Catalog `yaml:"catalog"`
 }
 
 // CircuitBreaker configures the circuit breaker of every backend (a REST

@@ -762,6 +762,7 @@ func TestGoccyAgrees(t *testing.T) {
 // exampleREST sets the rest and openapi sections config.example.yaml
 // gives with no environment.
 func exampleREST(c *Config) {
+	c.Defaults.Catalog = CatalogTools
 	c.Rest = []RESTTool{
 		{
 			Name:        "get_weather",
@@ -800,6 +801,7 @@ func exampleREST(c *Config) {
 		Auth:             map[string]string{},
 		MaxSpecBytes:     16 << 20,
 		Headers:          map[string]string{"X-Api-Key": "example-key"},
+		Catalog:          CatalogTools,
 		Timeout:          Duration(15 * time.Second),
 		Retry:            &Retry{Attempts: 2, InitialBackoff: Duration(100 * time.Millisecond), MaxBackoff: Duration(time.Second), On: []string{"network", "unavailable"}},
 		MaxResponseBytes: 1 << 20,

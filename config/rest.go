@@ -143,11 +143,41 @@ type OpenAPISource struct {
 	MaxSpecBytes int64 `yaml:"max_spec_bytes"`
 	// Headers are added to every request, as for [RESTTool.Headers].
 	Headers map[string]string `yaml:"headers"`
+	// Catalog is how the source's tools are listed: [CatalogTools] lists
+	// one tool per operation; [CatalogSearch] lists three meta-tools,
+	// <Name>__search, <Name>__describe and <Name>__call, that find,
+	// describe and call the operations' tools, which stay out of
+	// tools/list. Default (empty) defaults.catalog.
+	Catalog Catalog `yaml:"catalog"`
 	// Timeout, Retry and MaxResponseBytes apply to every operation, as for
 	// a [RESTTool].
 	Timeout          Duration `yaml:"timeout"`
 	Retry            *Retry   `yaml:"retry"`
 	MaxResponseBytes int64    `yaml:"max_response_bytes"`
+}
+
+// Catalog is how an openapi source's tools are listed to clients.
+type Catalog string
+
+const (
+	// CatalogTools lists one tool per operation (the default).
+	CatalogTools Catalog = "tools"
+	// CatalogSearch lists three meta-tools instead: search, describe and
+	// call, for sources with more tools than a model should read.
+	CatalogSearch Catalog = "search"
+)
+
+// catalogs lists the valid [Catalog] values, for error messages.
+var catalogs = []Catalog{CatalogTools, CatalogSearch}
+
+// Valid reports whether c is a known catalog mode or empty (the default).
+func (c Catalog) Valid() bool { return c == "" || slices.Contains(catalogs, c) }
+
+// catalog checks the catalog mode at path.
+func (c *checker) catalog(path string, v Catalog) {
+	if !v.Valid() {
+		c.fail(path, quoteShort(string(v)), "must be %s or %s; search serves the source as three meta-tools (search, describe, call)", CatalogTools, CatalogSearch)
+	}
 }
 
 // complete fills in, between decoding and validation, what the file left
@@ -220,6 +250,7 @@ func resolveSpec(spec, file string) string {
 // the gateway builds the tools; see [Config.Locate].
 func (c *checker) restSections(cfg *Config) {
 	c.retry("defaults.retry", &cfg.Defaults.Retry)
+	c.catalog("defaults.catalog", cfg.Defaults.Catalog)
 	for i, o := range cfg.OpenAPI {
 		p := fmt.Sprintf("openapi[%d]", i)
 		if c.broken[p] {
@@ -227,6 +258,7 @@ func (c *checker) restSections(cfg *Config) {
 		}
 		c.spec(p+".spec", o.Spec)
 		c.callLimits(p, o.Timeout, o.Retry, o.MaxResponseBytes)
+		c.catalog(p+".catalog", o.Catalog)
 		if o.MaxSpecBytes < 0 || o.MaxSpecBytes > maxMaxSpecBytes {
 			c.fail(p+".max_spec_bytes", strconv.FormatInt(o.MaxSpecBytes, 10), "must be between 1 and %d (1 GiB); leave it out for the default, %d (16 MiB)", maxMaxSpecBytes, defaultMaxSpecBytes)
 		}

@@ -388,7 +388,7 @@ func TestParseRESTErrors(t *testing.T) {
 			nil,
 			[]string{
 				`t.yaml:1:7: rest: expected a list, got a mapping`,
-				`t.yaml:3:5: openapi[0]: expected a mapping with keys name, spec, base_url, include, exclude, auth, max_spec_bytes, headers, timeout, retry, max_response_bytes, got a list`,
+				`t.yaml:3:5: openapi[0]: expected a mapping with keys name, spec, base_url, include, exclude, auth, max_spec_bytes, headers, catalog, timeout, retry, max_response_bytes, got a list`,
 				`t.yaml:4:19: defaults.retry: expected a mapping with keys attempts, initial_backoff, max_backoff, on, got integer 3`,
 			},
 		},

@@ -188,7 +188,9 @@ func (g *Gateway) batchCall(ctx context.Context, outer *Call, name string, args 
 	if err != nil {
 		return outcome(name, start, errorResult(retry.Wrap(retry.NotFound, "", err)))
 	}
-	if r.reentrant {
+	if r.reentrant && r.tool.Name == BatchToolName {
+		// A catalog's <source>__call re-enters too, and may run here: its
+		// inner call takes its own slot.
 		return outcome(r.tool.Name, start, errorResult(retry.Errorf(retry.Validation,
 			"%s cannot run inside %s; list its calls in the outer batch", BatchToolName, BatchToolName)))
 	}

@@ -85,6 +85,10 @@ type Gateway struct {
 	loops      loopTracker   // the loop guard's per-thread state (guard.go)
 	hookSet    []*hook       // the configured hooks, in the file's order; set by New (hooks.go)
 	openapi    openapiState  // the OpenAPI sources' skipped operations and sources not loaded (rest.go)
+	// catalogs are the OpenAPI sources served with catalog: search, by
+	// their tools' registry source ("openapi:<name>"); set before the
+	// tools are registered, never changed after New (catalog.go).
+	catalogs map[string]*catalog
 
 	handles *handleKeys // mints and checks thread handles (handles.go)
 	// handleTools are the stateful tools registered with the thread handle

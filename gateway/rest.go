@@ -41,6 +41,7 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 		exec    executors.Executor
 	}
 	var specs []pending
+	var metaTools []executors.Bound // the catalogs' meta-tools (catalog.go)
 	errs := nameErrors(cfg)
 	for i, t := range cfg.Rest {
 		specs = append(specs, pending{path: fmt.Sprintf("rest[%d]", i), spec: rest.Spec{
@@ -99,7 +100,7 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 			continue
 		}
 		src.Spec = doc
-		got, warnings, err := openapi.Specs(src)
+		got, ops, warnings, err := openapi.SpecsWithOperations(src)
 		if err != nil {
 			// Specs has checked src's settings (above); what is left is
 			// the document's: it does not load, or has no base URL.
@@ -124,8 +125,18 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 		// A spec the REST executor refuses is skipped like any operation
 		// the importer could not convert: the document's problem, not the
 		// file's.
+		var cat *catalog
+		if cmp.Or(o.Catalog, cfg.Defaults.Catalog) == config.CatalogSearch {
+			cat = newCatalog(o.Name)
+		}
 		kept := 0
-		for _, sp := range got {
+		for i, sp := range got {
+			if cat != nil && cat.isMeta(sp.Name) {
+				skipped++
+				reason := "its tool name is one of the catalog's meta-tools (catalog: search); exclude it, or rename the source"
+				g.openapi.skip(SkippedOperation{Source: o.Name, Operation: ops[i].Method + " " + ops[i].Path, Tool: sp.Name, Reason: reason})
+				continue
+			}
 			t, exec, err := g.rest.Add(sp)
 			if err != nil {
 				skipped++
@@ -136,6 +147,21 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 			}
 			kept++
 			specs = append(specs, pending{path: path, spec: sp, fromDoc: true, tool: t, exec: exec})
+			if cat != nil {
+				cat.add(t, ops[i])
+			}
+		}
+		if cat != nil {
+			// Its tools are registered (they dispatch through the
+			// pipeline) but listed as three meta-tools.
+			if g.catalogs == nil {
+				g.catalogs = map[string]*catalog{}
+			}
+			g.catalogs[cat.source] = cat
+			metaTools = append(metaTools, g.catalogTools(cat)...)
+			g.logger.Info(fmt.Sprintf("openapi source %q: %d tools behind %s, %d operations skipped", o.Name, kept, cat.metaName(catalogSearch), skipped),
+				"source", o.Name, "tools", kept, "skipped", skipped, "catalog", string(config.CatalogSearch))
+			continue
 		}
 		g.logger.Info(fmt.Sprintf("openapi source %q: %d tools, %d operations skipped", o.Name, kept, skipped),
 			"source", o.Name, "tools", kept, "skipped", skipped)
@@ -158,7 +184,7 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 	if len(errs) > 0 {
 		return nil, joinProblems(errs...)
 	}
-	return bound, nil
+	return append(bound, metaTools...), nil
 }
 
 // leafErrors flattens a tree of errors joined with errors.Join.

@@ -24,6 +24,10 @@ type route struct {
 	// through the pipeline (toolgate_batch): it takes no slot itself and
 	// finds its Call in its context.
 	reentrant bool
+	// hidden marks a tool served through a catalog (catalog.go): it runs
+	// like any other, but is not in tools/list nor callable by name from
+	// an MCP client.
+	hidden bool
 	// gone is set when the registry removes or replaces the tool; a call
 	// that reaches a gone route looks its tool up again.
 	gone atomic.Bool
@@ -116,7 +120,7 @@ func (g *Gateway) newRoute(t *registry.Tool) *route {
 		exec = missingExec{}
 	}
 	_, reentrant := exec.(reentrantExecutor)
-	return &route{tool: t, exec: exec, plan: g.res.plan(t), reentrant: reentrant}
+	return &route{tool: t, exec: exec, plan: g.res.plan(t), reentrant: reentrant, hidden: g.hiddenSource(t.Source)}
 }
 
 // missingExec runs a tool whose executor is gone (it was removed while a
@@ -172,7 +176,9 @@ func (g *Gateway) syncTools(c registry.Change) {
 	for _, t := range c.Added {
 		r := g.newRoute(t)
 		routes[t.Name] = r
-		add = append(add, mcpfront.Tool{Def: t, Call: g.serveFront(r)})
+		if !r.hidden {
+			add = append(add, mcpfront.Tool{Def: t, Call: g.serveFront(r)})
+		}
 	}
 	g.routes.Store(&routes)
 	// A replaced tool (an upstream listing its tools again) is in both
@@ -209,12 +215,17 @@ type frontBackend struct{ g *Gateway }
 var _ mcpfront.Backend = frontBackend{}
 
 func (b frontBackend) Resolve(name []byte) (string, error) {
-	if _, ok := (*b.g.routes.Load())[string(name)]; ok {
+	if r, ok := (*b.g.routes.Load())[string(name)]; ok && !r.hidden {
 		return "", nil
 	}
 	r, err := b.g.lookup(string(name))
 	if err != nil {
-		return "", err
+		return "", b.g.visibleNotFound(err)
+	}
+	if r.hidden {
+		// Served through its catalog's meta-tools only (catalog.go).
+		b.g.metrics.unknownTools.Inc()
+		return "", b.g.hiddenError(string(name), r.tool)
 	}
 	if r.tool.Name == string(name) {
 		return "", nil

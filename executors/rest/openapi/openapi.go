@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -201,14 +202,42 @@ var oapiValidation = []openapi3.ValidationOption{
 // exclusiveMaximum) or dropped (discriminator, xml, externalDocs,
 // extensions). Properties marked readOnly are left out of request bodies.
 func Specs(src Source) (specs []rest.Spec, warnings []Warning, err error) {
-	fail := func(err error) ([]rest.Spec, []Warning, error) {
-		return nil, nil, &Error{Source: src.Name, Location: src.Location, Err: err}
+	specs, _, warnings, err = SpecsWithOperations(src)
+	return specs, warnings, err
+}
+
+// Operation is what one tool of a source was made from: the keys a
+// catalog searches (gateway's catalog: search mode).
+type Operation struct {
+	// Method is the HTTP method, in upper case.
+	Method string
+	// Path is the path as the document writes it (with its #fragment or
+	// ?query, if any).
+	Path string
+	// OperationID is the operationId as written, or empty.
+	OperationID string
+	// Tags are the operation's tags, in document order.
+	Tags []string
+	// Summary is one line about the operation: its summary, else the
+	// first line of its description, else "METHOD path"; at most
+	// [maxSummary] bytes.
+	Summary string
+}
+
+// maxSummary caps [Operation.Summary].
+const maxSummary = 160
+
+// SpecsWithOperations is [Specs] that also returns, for each spec, the
+// [Operation] it was made from: ops[i] describes specs[i].
+func SpecsWithOperations(src Source) (specs []rest.Spec, ops []Operation, warnings []Warning, err error) {
+	fail := func(err error) ([]rest.Spec, []Operation, []Warning, error) {
+		return nil, nil, nil, &Error{Source: src.Name, Location: src.Location, Err: err}
 	}
 	defer func() {
 		// kin-openapi on a document it does not expect must not take the
 		// gateway down.
 		if r := recover(); r != nil {
-			specs, warnings, err = fail(fmt.Errorf("reading the document failed: %v", r))
+			specs, ops, warnings, err = fail(fmt.Errorf("reading the document failed: %v", r))
 		}
 	}()
 	// *registry.FieldErrors inside the *Error, so the gateway can place
@@ -251,7 +280,28 @@ func Specs(src Source) (specs []rest.Spec, warnings []Warning, err error) {
 	for _, g := range sel.unmatched() {
 		b.warnings = append(b.warnings, Warning{Msg: g + " matches no operation; check it against toolgate tools, or remove it"})
 	}
-	return b.specs, b.warnings, nil
+	return b.specs, b.ops, b.warnings, nil
+}
+
+// oapiSummary is op's one-line summary ([Operation.Summary]).
+func oapiSummary(op *openapi3.Operation, method, p string) string {
+	s := strings.TrimSpace(op.Summary)
+	if s == "" {
+		s, _, _ = strings.Cut(strings.TrimSpace(op.Description), "\n")
+		s = strings.TrimSpace(s)
+	}
+	if s == "" {
+		return method + " " + p
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxSummary {
+		cut := maxSummary - len("…")
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }
 
 // Validate reports every problem with src's own settings, without reading
@@ -414,6 +464,7 @@ type oapiBuilder struct {
 	checkOps bool
 	cache    oapiCache
 	specs    []rest.Spec
+	ops      []Operation // ops[i] is what specs[i] was made from
 	warnings []Warning
 }
 
@@ -548,6 +599,8 @@ func (b *oapiBuilder) operation(o *oapiOp) {
 	}
 	spec.Name = o.name
 	b.specs = append(b.specs, spec)
+	b.ops = append(b.ops, Operation{Method: o.method, Path: o.key, OperationID: o.op.OperationID,
+		Tags: slices.Clone(o.op.Tags), Summary: oapiSummary(o.op, o.method, o.key)})
 }
 
 // oapiCheck validates what of an operation its tool depends on: its
