@@ -2,6 +2,9 @@ package agent_test
 
 import (
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +57,40 @@ func TestGenerateStalledStream(t *testing.T) {
 			}
 			if len(got) != 1 || got[0] != agent.EventError {
 				t.Errorf("events = %v, want one error event (not an abort: the caller did not cancel)", got)
+			}
+		})
+	}
+}
+
+// TestGenerateNoResponse: a server that accepts the request and never
+// answers (not even the headers) is abandoned after the idle timeout with
+// an error of class timeout, not an IncompleteError: nothing arrived.
+func TestGenerateNoResponse(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Read the body first: only then does the server notice the
+		// client closing the connection and end r's context.
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done() // until the client gives up
+	}))
+	t.Cleanup(srv.Close)
+	for _, kind := range providers {
+		t.Run(kind, func(t *testing.T) {
+			var p agent.Provider
+			var err error
+			if kind == "anthropic" {
+				p, err = agent.NewAnthropic(agent.AnthropicOptions{Model: "claude-test", APIKey: "test-key", BaseURL: srv.URL, IdleTimeout: 100 * time.Millisecond})
+			} else {
+				p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: "gpt-test", APIKey: "test-key", BaseURL: srv.URL + "/v1", IdleTimeout: 100 * time.Millisecond})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = agent.Generate(t.Context(), p, &agent.Request{Messages: []agent.Message{agent.UserText("hi")}}, &agent.GenerateOptions{Retry: noRetry})
+			if c := retry.Classify(err); c != retry.Timeout {
+				t.Fatalf("Classify(Generate() error) = %v, want %v (error %v)", c, retry.Timeout, err)
+			}
+			if _, ok := errors.AsType[*agent.IncompleteError](err); ok {
+				t.Errorf("Generate() error = %v, an IncompleteError though nothing arrived", err)
 			}
 		})
 	}
