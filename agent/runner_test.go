@@ -308,36 +308,58 @@ func TestRunnerPushMessagesBetweenSteps(t *testing.T) {
 	}
 }
 
-// TestRunnerMutatedStep pushes a message while a step runs: the step's
-// assistant message and results are not appended, its tools run once
-// however often its results are asked for, and the next request carries
-// the pushed message.
+// TestRunnerMutatedStep changes the params while a step runs (a pushed
+// message, or SetParams): the step's assistant message and results are
+// not appended, its tools run once however often its results are asked
+// for, and the next request carries the change.
 func TestRunnerMutatedStep(t *testing.T) {
-	f := newFakeProvider(t, "anthropic",
-		streamed("anthropic", turn{calls: []agent.ToolCall{call("c1", "echo", `{}`)}}),
-		streamed("anthropic", turn{text: "Fine."}),
-	)
-	var runs atomic.Int32
-	var r *agent.Runner
-	r = agent.NewRunner(f.provider(), echoTools(&runs), agent.Params{Messages: []agent.Message{agent.UserText("go")}}, &agent.RunnerOptions{
-		OnToolCall: func(agent.ToolCall) { r.PushMessages(agent.UserText("change of plan")) },
-	})
-	for s, err := range r.Steps(t.Context()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range 2 {
-			if _, err := s.ToolResults(t.Context()); err != nil {
-				t.Fatal(err)
+	tests := []struct {
+		name   string
+		mutate func(r *agent.Runner)
+		want   []string // the second request's messages
+		system string   // the second request's system prompt
+	}{
+		{"PushMessages", func(r *agent.Runner) { r.PushMessages(agent.UserText("change of plan")) }, []string{"user:go", "user:change of plan"}, "base"},
+		{"SetParams", func(r *agent.Runner) { r.SetParams(func(p *agent.Params) { p.System = "new plan" }) }, []string{"user:go"}, "new plan"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeProvider(t, "anthropic",
+				streamed("anthropic", turn{calls: []agent.ToolCall{call("c1", "echo", `{}`)}}),
+				streamed("anthropic", turn{text: "Fine."}),
+			)
+			var runs atomic.Int32
+			var r *agent.Runner
+			r = agent.NewRunner(f.provider(), echoTools(&runs), agent.Params{System: "base", Messages: []agent.Message{agent.UserText("go")}}, &agent.RunnerOptions{
+				OnToolCall: func(agent.ToolCall) { tc.mutate(r) },
+			})
+			for s, err := range r.Steps(t.Context()) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range 2 {
+					if _, err := s.ToolResults(t.Context()); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
-		}
-	}
-	if n := runs.Load(); n != 1 {
-		t.Errorf("the tool ran %d times, want once", n)
-	}
-	got := sentMessages(t, "anthropic", f.Requests()[1])
-	if diff := cmp.Diff([]string{"user:go", "user:change of plan"}, got); diff != "" {
-		t.Errorf("second request mismatch (-want +got):\n%s", diff)
+			if n := runs.Load(); n != 1 {
+				t.Errorf("the tool ran %d times, want once", n)
+			}
+			got := sentMessages(t, "anthropic", f.Requests()[1])
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("second request mismatch (-want +got):\n%s", diff)
+			}
+			var body struct {
+				System []struct {
+					Text string `json:"text"`
+				} `json:"system"`
+			}
+			decode(t, f.Requests()[1], &body)
+			if len(body.System) != 1 || body.System[0].Text != tc.system {
+				t.Errorf("second request's system = %+v, want %q", body.System, tc.system)
+			}
+		})
 	}
 }
 
