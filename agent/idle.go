@@ -17,7 +17,9 @@ import (
 // without receiving a byte (its response headers, or any part of its
 // stream, keep-alive pings included) before it is abandoned. It is long
 // because a local server may take minutes to read a large prompt before
-// its first byte.
+// its first byte. The time counts from the last byte read, so a stream
+// callback ([GenerateOptions.OnPart], an [Events] handler) that blocks
+// the stream's goroutine that long is counted as silence too.
 const DefaultIdleTimeout = 5 * time.Minute
 
 // errIdle is the cause a stalled call's context is cancelled with.
