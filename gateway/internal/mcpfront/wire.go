@@ -55,11 +55,13 @@ func wireResult(r *executors.Result) *mcp.CallToolResult {
 // passthroughResult forwards an upstream server's result unchanged, with
 // r.Meta merged into its _meta.
 func passthroughResult(r *executors.Result) *mcp.CallToolResult {
-	var out mcp.CallToolResult
-	if err := json.Unmarshal(r.Passthrough, &out); err != nil {
-		// mcp-go cannot represent it (an unknown content type, say): give
-		// the model the JSON rather than nothing.
-		out = mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(r.Passthrough))}}
+	out, ok := rawResult(r.Passthrough)
+	if !ok {
+		if err := json.Unmarshal(r.Passthrough, &out); err != nil {
+			// mcp-go cannot represent it (an unknown content type, say): give
+			// the model the JSON rather than nothing.
+			out = mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(r.Passthrough))}}
+		}
 	}
 	if len(r.Meta) > 0 {
 		if out.Meta == nil {
@@ -75,6 +77,58 @@ func passthroughResult(r *executors.Result) *mcp.CallToolResult {
 	}
 	return &out
 }
+
+// resultFields are the members of a CallToolResult that mcp-go reads (its
+// UnmarshalJSON), with the content parts and the structured content left
+// as JSON.
+type resultFields struct {
+	Meta              *mcp.Meta         `json:"_meta,omitempty"`
+	ResultType        mcp.ResultType    `json:"resultType,omitempty"`
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+	IsError           bool              `json:"isError,omitempty"`
+	InputRequests     mcp.InputRequests `json:"inputRequests,omitempty"`
+	RequestState      string            `json:"requestState,omitempty"`
+}
+
+// rawResult reads an upstream's result for forwarding without decoding
+// and encoding it again (issue 16): its text parts stay the upstream's
+// JSON (rawText) and its structured content stays raw, which mcp-go
+// encodes as it is (RawStructuredContent). It reports false for a result
+// with another kind of part, or one mcp-go could not decode; the caller
+// decodes those with mcp-go, as before. A text part is still decoded, so
+// that one mcp-go would refuse is refused here too.
+func rawResult(raw json.RawMessage) (mcp.CallToolResult, bool) {
+	var in resultFields
+	if json.Unmarshal(raw, &in) != nil {
+		return mcp.CallToolResult{}, false
+	}
+	out := mcp.CallToolResult{IsError: in.IsError, RawStructuredContent: in.StructuredContent}
+	out.Meta, out.ResultType = in.Meta, in.ResultType
+	out.InputRequests, out.RequestState = in.InputRequests, in.RequestState
+	if len(in.Content) > 0 {
+		out.Content = make([]mcp.Content, len(in.Content))
+		for i, part := range in.Content {
+			var t mcp.TextContent
+			if json.Unmarshal(part, &t) != nil || t.Type != mcp.ContentTypeText {
+				return mcp.CallToolResult{}, false
+			}
+			out.Content[i] = rawText{TextContent: t, raw: part}
+		}
+	}
+	return out, true
+}
+
+// rawText is a text part of an upstream's result, encoded as the upstream
+// wrote it. TextContent (the part decoded) makes it an mcp.Content and
+// serves readers of the part; only the encoding uses raw.
+type rawText struct {
+	mcp.TextContent
+	raw json.RawMessage
+}
+
+// MarshalJSON returns the part as the upstream wrote it.
+func (t rawText) MarshalJSON() ([]byte, error) { return t.raw, nil }
 
 func wireContent(c executors.Content) mcp.Content {
 	switch c.Type {
@@ -107,7 +161,9 @@ func ContentJSON(r *executors.Result) (content, structured json.RawMessage, err 
 	if content, err = json.Marshal(w.Content); err != nil {
 		return nil, nil, err
 	}
-	if w.StructuredContent != nil {
+	if len(w.RawStructuredContent) > 0 {
+		structured = w.RawStructuredContent
+	} else if w.StructuredContent != nil {
 		if structured, err = json.Marshal(w.StructuredContent); err != nil {
 			return nil, nil, err
 		}

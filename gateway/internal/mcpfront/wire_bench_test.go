@@ -1,0 +1,21 @@
+package mcpfront
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/toolgate/toolgate/executors"
+)
+
+// BenchmarkPassthroughResult is an upstream's echo result on its way to
+// the client: mapped for mcp-go's tool handler and encoded as mcp-go
+// encodes it.
+func BenchmarkPassthroughResult(b *testing.B) {
+	r := executors.Result{Passthrough: json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(wireResult(&r)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
