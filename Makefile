@@ -5,7 +5,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt-check build bench npm-deps chromium
+.PHONY: test vet fmt-check build bench peerbench npm-deps chromium
 
 NPM_DIR := tests/npm
 
@@ -40,3 +40,8 @@ build:
 
 bench:
 	$(GO) run ./bench -n 20000 -c 1,16,64
+
+# The shared harness's scenario (../shared/peerbench) for toolgate: every
+# kind, both protocol eras, C=1/16/64, RSS (docs/benchmarks.md, issue 16).
+peerbench:
+	bench/peerbench.sh

@@ -44,6 +44,17 @@
 //
 //	bench/openapi-corpus.sh -sample 10
 //
+// bench/peerbench.sh (make peerbench) runs the shared harness's scenario
+// (../shared/peerbench: its load generator as a separate process, its echo
+// upstream and REST server) for toolgate in one command: every kind (stdio
+// upstream, streamable-HTTP upstream, REST tool, builtin calc against a
+// bare mcp-go server with the same calc, which is this program run with
+// -serve-calc), both protocol eras, C=1/16/64, and toolgate's RSS at start
+// and after 10,000 and 100,000 calls (issue 16; see docs/benchmarks.md).
+//
+//	bench/peerbench.sh
+//	N=5000 N1=1000 FLAT_N=20000 bench/peerbench.sh
+//
 // -cpuprofile writes a CPU profile of the whole run (client, toolgate and,
 // over HTTP, the upstream; the stdio upstream is another process).
 //

@@ -85,6 +85,7 @@ type params struct {
 	cpuProfile    string // file for a CPU profile of the run; "" for none
 	eras          bool   // echo mode: toolgate from 2025-11-25 and 2026-07-28 clients (eras.go)
 	serveUpstream bool   // serve the echo tool over stdin/stdout instead of measuring (upstream-stdio's child)
+	serveCalc     string // serve a bare mcp-go calc on this address instead of measuring (peerbench.sh's baseline)
 
 	corpusDir string // openapi-corpus mode: the directory of specs
 	sample    int    // openapi-corpus mode: import every sample-th spec
@@ -101,6 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	fs.StringVar(&p.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.BoolVar(&p.eras, "eras", false, "echo mode: measure toolgate from 2025-11-25 clients (sessions) against 2026-07-28 clients (none)")
 	fs.BoolVar(&p.serveUpstream, serveUpstreamFlag, false, "internal: serve the echo tool over stdio as upstream-stdio's upstream, until stdin closes")
+	fs.StringVar(&p.serveCalc, serveCalcFlag, "", "internal: serve builtin calc from a bare mcp-go server over streamable HTTP on this loopback `address` (bench/peerbench.sh's calc baseline), until interrupted")
 	rssCalls := fs.String("rss-calls", "5000,50000", "rest mode: comma-separated, ascending numbers of calls after which toolgate's RSS is read")
 	fs.IntVar(&p.n, "n", 20000, "measured calls per target, round and concurrency level")
 	levels := fs.String("c", "1,16,64", "comma-separated concurrency levels (client sessions)")
@@ -187,6 +189,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	if p.serveUpstream {
 		return serveUpstreamStdio(ctx, os.Stdin, stdout)
+	}
+	if p.serveCalc != "" {
+		return serveCalc(ctx, p.serveCalc)
 	}
 	if p.cpuProfile != "" {
 		f, err := os.Create(p.cpuProfile)
