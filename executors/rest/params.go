@@ -307,6 +307,14 @@ func serializeQuery(p compiledParam, v any) []string {
 	}
 	switch x := v.(type) {
 	case []any:
+		if p.Style == StyleDeepObject {
+			// As the style table says (docs/openapi.md): id[0]=3&id[1]=4,
+			// which is what Stripe's expand and similar APIs expect;
+			// id=3&id=4 would be a form parameter.
+			var out []string
+			deepObject(&out, name, x, esc)
+			return out
+		}
 		its := items(x)
 		if len(its) == 0 {
 			return nil

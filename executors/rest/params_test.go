@@ -51,6 +51,8 @@ func TestSerialize(t *testing.T) {
 		{param(InQuery, StyleSpaceDelimited, false), arr, "id=3%204%205"},
 		{param(InQuery, StylePipeDelimited, false), arr, "id=3%7C4%7C5"},
 		{param(InQuery, StyleDeepObject, true), obj, "id[firstName]=Alex&id[role]=admin"},
+		{param(InQuery, StyleDeepObject, true), arr, "id[0]=3&id[1]=4&id[2]=5"},
+		{param(InQuery, StyleDeepObject, true), `[]`, ""},
 		{param(InQuery, StyleForm, true), `"a&b=c#d"`, "id=a%26b%3Dc%23d"},
 		{param(InQuery, StyleForm, true), `[]`, ""},
 	}
