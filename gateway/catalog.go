@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -129,18 +130,31 @@ func splitWords(s string) string {
 	return b.String()
 }
 
-// queryTerms splits a search query into distinct lower-case words.
+// queryTerms splits a search query into distinct lower-case words,
+// leaving out one-letter words and a few English function words ("a",
+// "the", "for", ...), which as substrings would match nearly every tool,
+// unless nothing else is left.
 func queryTerms(q string) []string {
-	var terms []string
+	var terms, weak []string
 	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}) {
-		if !slices.Contains(terms, w) {
+		switch {
+		case slices.Contains(terms, w) || slices.Contains(weak, w):
+		case len([]rune(w)) < 2 || slices.Contains(stopWords, w):
+			weak = append(weak, w)
+		default:
 			terms = append(terms, w)
 		}
 	}
+	if len(terms) == 0 {
+		return weak
+	}
 	return terms
 }
+
+// stopWords are left out of a query that has other words.
+var stopWords = []string{"an", "and", "as", "at", "by", "for", "from", "in", "into", "is", "it", "of", "on", "or", "the", "to", "with"}
 
 // catalogHit is one search result.
 type catalogHit struct {
@@ -386,10 +400,13 @@ func (x catalogCallExec) Execute(ctx context.Context, ec executors.Call) (execut
 
 // jsonResult is a result holding v as text and as structured content.
 func jsonResult(v any) (executors.Result, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // summaries and descriptions are read by a model: "<" stays "<"
+	if err := enc.Encode(v); err != nil {
 		return executors.Result{}, retry.Wrap(retry.Internal, "encoding the result", err)
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	return executors.Result{
 		Content:    []executors.Content{{Type: executors.TextContent, Text: string(b)}},
 		Structured: json.RawMessage(b),

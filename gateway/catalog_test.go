@@ -287,3 +287,20 @@ func TestSplitWords(t *testing.T) {
 		}
 	}
 }
+
+func TestQueryTerms(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"Refund a charge", []string{"refund", "charge"}},
+		{"list-pets list", []string{"list", "pets"}},
+		{"the a", []string{"the", "a"}},
+		{" !! ", nil},
+	}
+	for _, tc := range tests {
+		if got := queryTerms(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("queryTerms(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

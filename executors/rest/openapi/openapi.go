@@ -283,6 +283,9 @@ func SpecsWithOperations(src Source) (specs []rest.Spec, ops []Operation, warnin
 	return b.specs, b.ops, b.warnings, nil
 }
 
+// oapiTags matches an HTML tag, for [oapiSummary].
+var oapiTags = regexp.MustCompile(`</?[a-zA-Z][^<>]*>`)
+
 // oapiSummary is op's one-line summary ([Operation.Summary]).
 func oapiSummary(op *openapi3.Operation, method, p string) string {
 	s := strings.TrimSpace(op.Summary)
@@ -293,7 +296,12 @@ func oapiSummary(op *openapi3.Operation, method, p string) string {
 	if s == "" {
 		return method + " " + p
 	}
-	s = strings.Join(strings.Fields(s), " ")
+	// Vendor descriptions are often HTML (Stripe's "<p>Returns ...</p>"):
+	// tags cost a model tokens and say nothing.
+	s = strings.Join(strings.Fields(oapiTags.ReplaceAllString(s, "")), " ")
+	if s == "" {
+		return method + " " + p
+	}
 	if len(s) > maxSummary {
 		cut := maxSummary - len("…")
 		for cut > 0 && !utf8.RuneStart(s[cut]) {

@@ -787,3 +787,39 @@ func TestSpecsRelativeServerFromURL(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecsWithOperations checks what a catalog searches: each spec's
+// operation, its path as written, tags, and a one-line summary without
+// HTML (the summary, else the description's first line, else METHOD
+// path).
+func TestSpecsWithOperations(t *testing.T) {
+	doc := `openapi: 3.0.3
+info: {title: t, version: "1"}
+servers: [{url: "http://127.0.0.1:9"}]
+paths:
+  /a#v1:
+    get:
+      operationId: getA
+      tags: [x, y]
+      summary: "<p>Returns   the <b>list</b>.</p>"
+      responses: {"200": {description: OK}}
+  /b:
+    post:
+      description: "First line.\nSecond line."
+      responses: {"200": {description: OK}}
+    delete:
+      responses: {"200": {description: OK}}
+`
+	specs, ops, _, err := SpecsWithOperations(Source{Name: "s", Spec: []byte(doc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Operation{
+		{Method: "GET", Path: "/a#v1", OperationID: "getA", Tags: []string{"x", "y"}, Summary: "Returns the list."},
+		{Method: "DELETE", Path: "/b", Summary: "DELETE /b"},
+		{Method: "POST", Path: "/b", Summary: "First line."},
+	}
+	if diff := cmp.Diff(want, ops); diff != "" || len(specs) != len(ops) {
+		t.Errorf("SpecsWithOperations operations (-want +got):\n%s", diff)
+	}
+}
