@@ -122,6 +122,14 @@ type server struct {
 // stopTimeout) and reports an exit code other than 0.
 func startServe(t *testing.T, yaml string) *server {
 	t.Helper()
+	return startServeWithin(t, yaml, listenTimeout)
+}
+
+// startServeWithin is startServe waiting up to within for the "listening"
+// line, for configurations that take long to load (large OpenAPI specs
+// under -race).
+func startServeWithin(t *testing.T, yaml string, within time.Duration) *server {
+	t.Helper()
 	s := &server{ConfigPath: writeConfig(t, yaml), exited: make(chan struct{})}
 	s.cmd = exec.Command(toolgateBin, "serve", "--config", s.ConfigPath, "--listen", "127.0.0.1:0", "--log-format", "json")
 	pipe, err := s.cmd.StderrPipe()
@@ -144,7 +152,7 @@ func startServe(t *testing.T, yaml string) *server {
 		}
 	})
 
-	timer := time.NewTimer(listenTimeout)
+	timer := time.NewTimer(within)
 	defer timer.Stop()
 	select {
 	case a := <-addr:
@@ -152,7 +160,7 @@ func startServe(t *testing.T, yaml string) *server {
 	case <-s.exited:
 		t.Fatalf("toolgate serve exited (code %d) before logging \"listening\"; stderr:\n%s", s.cmd.ProcessState.ExitCode(), s.Stderr())
 	case <-timer.C:
-		t.Fatalf("toolgate serve logged no \"listening\" line within %v; stderr:\n%s", listenTimeout, s.Stderr())
+		t.Fatalf("toolgate serve logged no \"listening\" line within %v; stderr:\n%s", within, s.Stderr())
 	}
 	return s
 }

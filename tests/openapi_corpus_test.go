@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -186,40 +185,4 @@ func TestOpenAPIStripe(t *testing.T) {
 	if strings.Contains(srv.Stderr(), "sk_test_1234567") {
 		t.Error("the credential appears in toolgate's log")
 	}
-}
-
-// startServeWithin is [startServe] for a configuration that takes longer
-// than listenTimeout to load.
-func startServeWithin(t *testing.T, yaml string, within time.Duration) *server {
-	t.Helper()
-	s := &server{ConfigPath: writeConfig(t, yaml), exited: make(chan struct{})}
-	s.cmd = exec.Command(toolgateBin, "serve", "--config", s.ConfigPath, "--listen", "127.0.0.1:0", "--log-format", "json")
-	pipe, err := s.cmd.StderrPipe()
-	if err != nil {
-		t.Fatalf("creating the stderr pipe: %v", err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("starting toolgate serve: %v", err)
-	}
-	addr := make(chan string, 1)
-	go s.readStderr(pipe, addr) // ends when the process exits; Stop waits
-	t.Cleanup(func() {
-		if code := s.Stop(t); code != 0 {
-			t.Errorf("toolgate serve exited with code %d after SIGTERM, want 0", code)
-		}
-		if t.Failed() {
-			t.Logf("toolgate serve stderr:\n%s", s.Stderr())
-		}
-	})
-	timer := time.NewTimer(within)
-	defer timer.Stop()
-	select {
-	case a := <-addr:
-		s.URL = "http://" + a
-	case <-s.exited:
-		t.Fatalf("toolgate serve exited (code %d) before logging \"listening\"; stderr:\n%s", s.cmd.ProcessState.ExitCode(), s.Stderr())
-	case <-timer.C:
-		t.Fatalf("toolgate serve logged no \"listening\" line within %v; stderr:\n%s", within, s.Stderr())
-	}
-	return s
 }
