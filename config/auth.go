@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"net/url"
 	"path"
 	"strconv"
@@ -308,7 +309,7 @@ func (c *checker) oauth(o *OAuth) {
 	const p = "auth.oauth"
 	if u, err := url.Parse(o.Issuer); o.Issuer == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		c.fail(p+".issuer", quoteShort(o.Issuer), "must be the authorization server's issuer URL, like https://idp.example.com")
-	} else if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+	} else if u.Scheme == "http" && !IsLoopbackHost(u.Hostname()) {
 		c.fail(p+".issuer", quoteShort(o.Issuer), "must use https (http only for a loopback issuer in tests)")
 	}
 	if o.Audience == "" {
@@ -357,10 +358,13 @@ func (c *checker) globs(p string, gs []string) {
 	}
 }
 
-// isLoopbackHost reports whether a host name is localhost or a loopback IP.
-func isLoopbackHost(h string) bool {
-	if strings.EqualFold(h, "localhost") {
+// IsLoopbackHost reports whether host (a name or an IP, without a port or
+// brackets) is localhost or a loopback address. It is the one definition of
+// loopback the listen guard, the DNS rebinding rule and this check share.
+func IsLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	return strings.HasPrefix(h, "127.") || h == "::1"
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }

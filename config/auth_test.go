@@ -128,3 +128,14 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 }
+
+func TestIsLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LocalHost": true, "127.0.0.1": true, "127.8.9.10": true, "::1": true,
+		"0.0.0.0": false, "": false, "127.example.com": false, "10.0.0.1": false, "::": false, "localhost.evil": false,
+	} {
+		if got := IsLoopbackHost(host); got != want {
+			t.Errorf("IsLoopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}

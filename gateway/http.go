@@ -7,12 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/auth"
 )
 
@@ -94,11 +94,7 @@ func isLoopback(hostport string) bool {
 	if err != nil {
 		host = strings.Trim(hostport, "[]") // no port
 	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	return config.IsLoopbackHost(host)
 }
 
 func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"strings"
 	"syscall"
@@ -209,14 +208,7 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 // localhost or a loopback IP. An empty host is every interface.
 func loopbackListen(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	return err == nil && host != "" && config.IsLoopbackHost(host)
 }
 
 // resultWait bounds how long serve and stdio wait, once calls have been
