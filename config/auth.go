@@ -8,6 +8,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/httpheader"
 )
 
 // Defaults and limits of the auth section.
@@ -246,7 +248,7 @@ func (c *checker) auth(cfg *Config) {
 		case len(t.Token) < minTokenLen:
 			// Never shown: it is a secret.
 			c.fail(p+".token", "", "is %d characters long; use at least %d random characters (openssl rand -hex 32)", len(t.Token), minTokenLen)
-		case !token68(t.Token):
+		case !httpheader.Token68(t.Token):
 			c.fail(p+".token", "", "may hold only letters, digits and - . _ ~ + / (then = padding), as a bearer token does (RFC 6750); openssl rand -hex 32 makes one")
 		default:
 			if j, dup := tokens[t.Token]; dup {
@@ -270,23 +272,6 @@ func (c *checker) auth(cfg *Config) {
 			c.fail(p, quoteShort(n), "names no token in auth.tokens; write a token's name (or the principal claim of an OAuth token, with auth.oauth set)")
 		}
 	}
-}
-
-// token68 reports whether s is an RFC 6750 bearer token: letters, digits,
-// - . _ ~ + / and trailing = padding.
-func token68(s string) bool {
-	body := strings.TrimRight(s, "=")
-	if body == "" {
-		return false
-	}
-	for _, r := range body {
-		switch {
-		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9', strings.ContainsRune("-._~+/", r):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // StdioPrincipal is the principal of every call made over stdio.

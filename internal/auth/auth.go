@@ -22,6 +22,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/httpheader"
 	"github.com/toolgate/toolgate/internal/principal"
 )
 
@@ -238,24 +239,8 @@ func ParseBearer(values []string) (string, bool) {
 		return "", false
 	}
 	tok = strings.TrimLeft(tok, " ")
-	if tok == "" || len(tok) > maxTokenLen {
+	if len(tok) > maxTokenLen || !httpheader.Token68(tok) {
 		return "", false
-	}
-	for i := 0; i < len(tok); i++ {
-		c := tok[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/':
-		case c == '=' && i > 0:
-			// Only trailing padding, after at least one character; the
-			// rest is checked once (not again at every '=').
-			if strings.TrimLeft(tok[i:], "=") != "" {
-				return "", false
-			}
-			return tok, true
-		default:
-			return "", false
-		}
 	}
 	return tok, true
 }

@@ -138,3 +138,23 @@ func reserved(canon string) bool {
 	}
 	return false
 }
+
+// Token68 reports whether s can be carried as a bearer token in an
+// Authorization header (RFC 6750's b64token): letters, digits, - . _ ~ + /,
+// then optional = padding. Config checks static tokens with it and the
+// authenticator parses presented ones with it, so the two agree.
+func Token68(s string) bool {
+	body := strings.TrimRight(s, "=")
+	if body == "" {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/':
+		default:
+			return false
+		}
+	}
+	return true
+}

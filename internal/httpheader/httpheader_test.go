@@ -76,3 +76,14 @@ func TestDuplicateError(t *testing.T) {
 		t.Errorf("Swapped() = %+v, want the problem at X-Key", sw)
 	}
 }
+
+func TestToken68(t *testing.T) {
+	for s, want := range map[string]bool{
+		"abc": true, "a-b.c_d~e+f/g": true, "abc==": true, "Zm9v": true,
+		"": false, "=": false, "===": false, "a=b": false, "a b": false, "a!b": false, "ä": false,
+	} {
+		if got := Token68(s); got != want {
+			t.Errorf("Token68(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
