@@ -1,14 +1,13 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/canonjson"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -163,22 +162,14 @@ func (g *guard) check(ctx context.Context, call ToolCall) *ToolResult {
 	return errorResult(notice)
 }
 
-// canonicalArgs returns the canonical form of a JSON arguments text:
-// decoded and re-encoded, so object keys are sorted and insignificant
-// whitespace is gone (numbers keep their text). Text that is not JSON is
-// returned as it is.
+// canonicalArgs returns the canonical form of a JSON arguments text, as
+// the gateway's loop guard compares arguments (internal/canonjson): keys
+// sorted, no insignificant whitespace, numbers by value (1 and 1.0 are the
+// same). Text that is not JSON is returned as it is.
 func canonicalArgs(s string) string {
-	d := json.NewDecoder(strings.NewReader(s))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
+	c, err := canonjson.JSON([]byte(s))
+	if err != nil {
 		return s
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return s
-	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return string(c)
 }

@@ -164,8 +164,9 @@ func TestRunnerLoopGuard(t *testing.T) {
 	same := func(id string) reply {
 		return streamed("anthropic", turn{calls: []agent.ToolCall{call(id, "echo", `{"a": 1, "b": 2}`)}})
 	}
-	// The same call with its keys in another order and other spacing.
-	reordered := streamed("anthropic", turn{calls: []agent.ToolCall{call("c3", "echo", `{"b":2,"a":1}`)}})
+	// The same call with its keys in another order, other spacing and its
+	// numbers spelt otherwise (2.0 is 2, as for the gateway's loop guard).
+	reordered := streamed("anthropic", turn{calls: []agent.ToolCall{call("c3", "echo", `{"b":2.0,"a":1e0}`)}})
 	tests := []struct {
 		name     string
 		guard    agent.LoopGuard

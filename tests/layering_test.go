@@ -17,9 +17,9 @@ const module = "github.com/toolgate/toolgate"
 // client only in executors/mcpup; gateway itself imports no mcp-go.
 var allowed = map[string][]string{
 	"cmd/toolgate":                  {"agent", "builtin", "config", "gateway", "registry"},
-	"agent":                         {"executors", "gateway", "registry", "retry"},
+	"agent":                         {"executors", "gateway", "internal/canonjson", "registry", "retry"},
 	"builtin":                       {"registry", "executors", "retry"},
-	"gateway":                       {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "internal/auth", "internal/httpheader", "internal/principal", "threadctx", "retry", "schemas"},
+	"gateway":                       {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "internal/auth", "internal/canonjson", "internal/httpheader", "internal/principal", "threadctx", "retry", "schemas"},
 	"gateway/internal/mcpfront":     {"executors", "internal/principal", "registry"},
 	"executors/mcpup":               {"executors", "internal/httpheader", "internal/redact", "registry", "threadctx", "retry"},
 	"executors":                     {"registry", "threadctx", "retry"},
@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"schemas":                       {},
 	"threadctx":                     {"internal/principal"},
 	"internal/principal":            {},
+	"internal/canonjson":            {},
 	"internal/auth":                 {"config", "internal/httpheader", "internal/principal"},
 	"retry":                         {},
 	"retry/retrytest":               {},
