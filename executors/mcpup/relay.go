@@ -3,8 +3,12 @@ package mcpup
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"maps"
+	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -27,35 +31,58 @@ type Peer interface {
 	Notify(method string, params map[string]any)
 }
 
+// maxRelayWait bounds how long toolgate waits for its client to answer an
+// upstream's sampling, elicitation or roots request. The call the request
+// serves ends it first, as a rule (its deadline is the upstream's
+// timeout): this only bounds a request made during a call without one.
+const maxRelayWait = 10 * time.Minute
+
+// answerTimeout bounds sending the answer to an upstream's request over
+// streamable HTTP (see [answerTransport]).
+const answerTimeout = 30 * time.Second
+
 type peerKey struct{}
+
+// peerRef is the value [WithPeer] puts in a context: a pointer, so that a
+// request of the upstream's that arrives with a context derived from a
+// call's can be matched to that call (onRequest).
+type peerRef struct{ p Peer }
 
 // WithPeer returns ctx carrying p: requests the upstreams make while a
 // call or request made with ctx runs go to p.
 func WithPeer(ctx context.Context, p Peer) context.Context {
-	return context.WithValue(ctx, peerKey{}, p)
+	return context.WithValue(ctx, peerKey{}, &peerRef{p: p})
 }
 
 // PeerFrom returns the [Peer] in ctx, or nil.
 func PeerFrom(ctx context.Context) Peer {
-	p, _ := ctx.Value(peerKey{}).(Peer)
-	return p
+	if r := refFrom(ctx); r != nil {
+		return r.p
+	}
+	return nil
+}
+
+func refFrom(ctx context.Context) *peerRef {
+	r, _ := ctx.Value(peerKey{}).(*peerRef)
+	return r
 }
 
 // inflight is a request to the upstream made for a peer.
 type inflight struct {
-	ctx  context.Context
+	ctx  context.Context // the request's own: its deadline and cancellation are the call's
 	peer Peer
+	ref  *peerRef
 }
 
 // trackPeer records that a request with ID id is in flight for ctx's peer,
 // if ctx has one; the returned function forgets it.
 func (c *conn) trackPeer(ctx context.Context, id string) func() {
-	p := PeerFrom(ctx)
-	if p == nil {
+	r := refFrom(ctx)
+	if r == nil {
 		return func() {}
 	}
 	c.peersMu.Lock()
-	c.peers[id] = inflight{ctx: ctx, peer: p}
+	c.peers[id] = inflight{ctx: ctx, peer: r.p, ref: r}
 	c.peersMu.Unlock()
 	return func() {
 		c.peersMu.Lock()
@@ -82,10 +109,30 @@ func (c *conn) soloPeer() (f inflight, ok bool) {
 	return f, true
 }
 
+// inflightOf returns the request in flight for r: the call whose context
+// a request of the upstream's arrived with.
+func (c *conn) inflightOf(r *peerRef) (inflight, bool) {
+	c.peersMu.Lock()
+	defer c.peersMu.Unlock()
+	for _, in := range c.peers {
+		if in.ref == r {
+			return in, true
+		}
+	}
+	return inflight{}, false
+}
+
 // onRequest answers a request the upstream sends its client (toolgate):
 // ping at once; sampling/createMessage, elicitation/create and roots/list
 // relayed to the client whose call the upstream is serving, with the
 // answer relayed back. The transport runs it on a goroutine of its own.
+//
+// The wait for the client's answer ends with the call the request serves
+// (its deadline, its cancellation), when the transport cancels ctx, or
+// after [maxRelayWait]; not when ctx merely reaches its deadline: mcp-go's
+// streamable HTTP transport gives the handler 30 seconds, less than a
+// human may take to answer an elicitation, and the call's own deadline is
+// the one that counts. [answerTransport] delivers the answer late.
 func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	switch req.Method {
 	case string(mcp.MethodPing):
@@ -94,8 +141,15 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 	default:
 		return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "toolgate does not serve "+strconv.Quote(req.Method)+" to upstreams", nil), nil
 	}
-	target := inflight{ctx: ctx, peer: PeerFrom(ctx)} // streamable HTTP: the call's own request
-	if target.peer == nil {
+	var target inflight
+	if r := refFrom(ctx); r != nil {
+		// Streamable HTTP: the request arrived on the call's own response
+		// stream, with a context derived from the call's.
+		var ok bool
+		if target, ok = c.inflightOf(r); !ok {
+			target = inflight{ctx: ctx, peer: r.p, ref: r} // the call has just ended
+		}
+	} else {
 		var ok bool
 		if target, ok = c.soloPeer(); !ok {
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR,
@@ -110,7 +164,9 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 	if err != nil || req.Params == nil {
 		params = json.RawMessage("{}")
 	}
-	res, err := target.peer.Request(target.ctx, req.Method, params)
+	wait, stop := outlive(ctx, target.ctx, maxRelayWait)
+	defer stop()
+	res, err := target.peer.Request(wait, req.Method, params)
 	if err != nil {
 		code := mcp.INTERNAL_ERROR
 		if e, ok := err.(interface{ RPCCode() int }); ok {
@@ -119,6 +175,97 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 		return transport.NewJSONRPCErrorResponse(req.ID, code, c.u.redact(err.Error()), nil), nil
 	}
 	return transport.NewJSONRPCResultResponse(req.ID, res), nil
+}
+
+// outlive returns a context derived from base that ends after d at most,
+// and when in is cancelled, but not when in reaches its deadline; stop
+// releases it.
+func outlive(in, base context.Context, d time.Duration) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithTimeout(base, d)
+	unwatch := context.AfterFunc(in, func() {
+		if !errors.Is(in.Err(), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	return ctx, func() { unwatch(); cancel() }
+}
+
+// answerTransport sends the answers to an upstream's requests over
+// streamable HTTP even when the context mcp-go's transport sends them with
+// has reached its deadline. The transport sends them with the context it
+// ran the handler (onRequest) under, which times out after 30 seconds, so
+// an answer that took longer would never reach the upstream. An answer (a
+// POST whose body is a JSON-RPC response) is sent under a context of its
+// own instead, bounded by [answerTimeout] and still ended when the
+// transport cancels the original. Other requests pass as they are.
+type answerTransport struct {
+	base http.RoundTripper
+}
+
+func (t *answerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if _, ok := req.Context().Deadline(); !ok || !isAnswer(req) {
+		return t.base.RoundTrip(req)
+	}
+	ctx, stop := outlive(req.Context(), context.WithoutCancel(req.Context()), answerTimeout)
+	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		stop()
+		return resp, err
+	}
+	resp.Body = &stopBody{ReadCloser: resp.Body, stop: stop}
+	return resp, nil
+}
+
+// stopBody is a response body that releases its request's context when
+// closed.
+type stopBody struct {
+	io.ReadCloser
+	stop func()
+}
+
+func (b *stopBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.stop()
+	return err
+}
+
+// maxAnswerHead bounds how much of a POST body isAnswer reads: the keys
+// that tell a response from a request come first.
+const maxAnswerHead = 4 << 10
+
+// isAnswer reports whether req is a POST of a JSON-RPC response: an object
+// with a result or error member and no method. Only the head of its body
+// is read, from a copy (GetBody).
+func isAnswer(req *http.Request) bool {
+	if req.Method != http.MethodPost || req.GetBody == nil {
+		return false
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return false
+	}
+	defer body.Close()
+	dec := json.NewDecoder(io.LimitReader(body, maxAnswerHead))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch key {
+		case "method":
+			return false
+		case "result", "error":
+			return true
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // forwardLog relays an upstream's log message to the client whose call

@@ -74,7 +74,8 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 	}
 	if cfg.Transport != TransportStdio {
 		u.httpTransport = newHTTPTransport()
-		u.httpClient = &http.Client{Transport: &limitTransport{base: u.httpTransport, upstream: cfg.Name, max: u.maxMessageBytes}}
+		u.httpClient = &http.Client{Transport: &answerTransport{ // relay.go
+			base: &limitTransport{base: u.httpTransport, upstream: cfg.Name, max: u.maxMessageBytes}}}
 	}
 	u.runner = &runner{
 		name:    cfg.Name,

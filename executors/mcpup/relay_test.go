@@ -1,0 +1,192 @@
+package mcpup
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// transportRequestTimeout is what mcp-go's streamable HTTP transport gives
+// the handler of a server's request (client/transport/streamable_http.go,
+// handleIncomingRequest).
+const transportRequestTimeout = 30 * time.Second
+
+// slowPeer is a client that answers after delay, or fails with ctx's
+// error when ctx ends first.
+type slowPeer struct {
+	delay time.Duration
+}
+
+func (p *slowPeer) Session() string { return "s1" }
+
+func (p *slowPeer) Request(ctx context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+	select {
+	case <-time.After(p.delay):
+		return json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *slowPeer) Notify(string, map[string]any) {}
+
+// The relay waits for the client's answer past the deadline mcp-go's
+// transport puts on the handler's context, but ends with the call it
+// serves (its deadline or cancellation), when the transport cancels the
+// handler's context, and after maxRelayWait at most.
+func TestRelayDeadlines(t *testing.T) {
+	elicit := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(7)), Method: string(mcp.MethodElicitationCreate),
+		Params: map[string]any{"message": "your name?", "requestedSchema": map[string]any{"type": "object"}}}
+	tests := []struct {
+		name        string
+		answerAfter time.Duration
+		callTimeout time.Duration // 0: none
+		cancelAfter time.Duration // the transport cancels the handler's context; 0: never
+		cancelCall  time.Duration // the client cancels its call; 0: never
+		wantAfter   time.Duration
+		wantAnswer  bool
+	}{
+		{name: "slow human", answerAfter: 45 * time.Second, callTimeout: 5 * time.Minute, wantAfter: 45 * time.Second, wantAnswer: true},
+		{name: "fast answer", answerAfter: time.Second, callTimeout: 5 * time.Minute, wantAfter: time.Second, wantAnswer: true},
+		{name: "call deadline", answerAfter: 2 * time.Minute, callTimeout: 40 * time.Second, wantAfter: 40 * time.Second},
+		{name: "call deadline within the transport's", answerAfter: 2 * time.Minute, callTimeout: 10 * time.Second, wantAfter: 10 * time.Second},
+		{name: "call cancelled", answerAfter: 2 * time.Minute, callTimeout: 5 * time.Minute, cancelCall: 50 * time.Second, wantAfter: 50 * time.Second},
+		{name: "transport cancels", answerAfter: 2 * time.Minute, callTimeout: 5 * time.Minute, cancelAfter: 12 * time.Second, wantAfter: 12 * time.Second},
+		{name: "own bound", answerAfter: 24 * time.Hour, wantAfter: maxRelayWait},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newTestConn(bareUpstream(t))
+				p := &slowPeer{delay: tc.answerAfter}
+				call, cancelCall := context.WithCancel(WithPeer(t.Context(), p))
+				defer cancelCall()
+				if tc.callTimeout > 0 {
+					var cancel context.CancelFunc
+					call, cancel = context.WithTimeout(call, tc.callTimeout)
+					defer cancel()
+				}
+				if tc.cancelCall > 0 {
+					time.AfterFunc(tc.cancelCall, cancelCall)
+				}
+				defer c.trackPeer(call, "toolgate-1")()
+				// What the transport does: the call's response stream's
+				// context, under a 30 s timeout of its own.
+				stream, cancelStream := context.WithCancel(call)
+				defer cancelStream()
+				in, cancel := context.WithTimeout(stream, transportRequestTimeout)
+				defer cancel()
+				if tc.cancelAfter > 0 {
+					time.AfterFunc(tc.cancelAfter, cancelStream)
+				}
+
+				start := time.Now()
+				resp, err := c.onRequest(in, elicit)
+				if err != nil {
+					t.Fatalf("onRequest: %v", err)
+				}
+				if got := time.Since(start); got != tc.wantAfter {
+					t.Errorf("onRequest returned after %v, want %v", got, tc.wantAfter)
+				}
+				if gotAnswer := resp.Error == nil; gotAnswer != tc.wantAnswer {
+					t.Fatalf("onRequest = %+v (error %+v), want an answer: %v", resp, resp.Error, tc.wantAnswer)
+				}
+				if tc.wantAnswer && string(resp.Result) != `{"action":"accept","content":{"name":"Ada"}}` {
+					t.Errorf("onRequest result = %s", resp.Result)
+				}
+			})
+		})
+	}
+}
+
+// An answer to an upstream's request is sent even when the context it is
+// sent with has reached its deadline (as mcp-go's transport sends an
+// answer that took over 30 seconds), but not when that context was
+// cancelled; anything else sent with an expired context is not sent.
+func TestAnswerTransport(t *testing.T) {
+	got := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- string(b)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	base := newHTTPTransport()
+	defer base.CloseIdleConnections()
+	client := &http.Client{Transport: &answerTransport{base: base}}
+	if u := newUpstream(&Manager{}, Upstream{Name: "up", Transport: TransportStreamableHTTP}); u.httpClient == nil {
+		t.Fatal("a streamable HTTP upstream has no HTTP client")
+	} else if _, ok := u.httpClient.Transport.(*answerTransport); !ok {
+		t.Fatalf("a streamable HTTP upstream's HTTP transport is a %T, want an *answerTransport", u.httpClient.Transport)
+	}
+
+	expired, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel()
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	tests := []struct {
+		name     string
+		ctx      context.Context
+		body     string
+		wantSent bool
+	}{
+		{name: "late answer", ctx: expired, body: `{"jsonrpc":"2.0","id":7,"result":{"action":"accept"}}`, wantSent: true},
+		{name: "late error answer", ctx: expired, body: `{"jsonrpc":"2.0","id":"x","error":{"code":-1,"message":"no"}}`, wantSent: true},
+		{name: "cancelled answer", ctx: cancelled, body: `{"jsonrpc":"2.0","id":7,"result":{}}`},
+		{name: "late request", ctx: expired, body: `{"jsonrpc":"2.0","id":"toolgate-1","method":"tools/call","params":{"name":"result"}}`},
+		{name: "late notification", ctx: expired, body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"result":1}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(tc.ctx, http.MethodPost, srv.URL, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := client.Do(req)
+			if err == nil {
+				_ = resp.Body.Close()
+			}
+			if sent := err == nil; sent != tc.wantSent {
+				t.Fatalf("POST %s: sent = %v (%v), want %v", tc.body, sent, err, tc.wantSent)
+			}
+			if tc.wantSent {
+				if b := <-got; b != tc.body {
+					t.Errorf("the server got %s, want %s", b, tc.body)
+				}
+			}
+		})
+	}
+}
+
+func TestIsAnswer(t *testing.T) {
+	tests := []struct {
+		body string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{}}`, true},
+		{`{"id":{"odd":["method"]},"jsonrpc":"2.0","error":{"code":1,"message":"m"}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false},
+		{`[{"jsonrpc":"2.0","id":1,"result":{}}]`, false},
+		{`{"jsonrpc":`, false},
+		{``, false},
+	}
+	for _, tc := range tests {
+		req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := isAnswer(req); got != tc.want {
+			t.Errorf("isAnswer(%s) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
