@@ -114,8 +114,13 @@
 //     TestConformanceThroughToolgate); relay.go calls them for upstreams.
 //     Its session-wide GET stream and a call's POST stream both take the
 //     session's notifications, so a call's last progress notification can
-//     reach the client after the call's result (MCPGO.md, pitfall 1;
-//     conformanceRaces in tests/conformance_test.go).
+//     reach the client after the call's result (MCPGO.md, pitfall 1);
+//     callstream.go writes a call's notifications on the call's own
+//     response instead (TestCallNotificationsOnOwnStream). Its POST
+//     handling writes an event with one Write and its JSON answer with
+//     one Write beginning with '{', and wraps a response that is an
+//     http.Flusher as a stream (TestCallNotificationsOnOwnStream,
+//     TestModernCallNotifications).
 //  25. WithPaginationLimit pages tools/list, resources/list, resources/
 //     templates/list and prompts/list, by name alone and with cursors that
 //     are base64 of the last name; an after-list hook's changes to the

@@ -117,7 +117,7 @@ func (f *Front) serveModern(w http.ResponseWriter, r *http.Request, p *httpParts
 		}
 	}
 	replay(r, b, msg)
-	p.streamable.ServeHTTP(w, r)
+	serveRequest(p.streamable, w, r, method, isRequestID(id))
 }
 
 // checkCallHeaders checks the Mcp-Method and Mcp-Name headers of a

@@ -244,7 +244,7 @@ func (f *Front) handler(call func(context.Context, *Request) *executors.Result) 
 		if s := server.ClientSessionFromContext(ctx); s != nil {
 			r.Session = s.SessionID()
 			r.Elicit = f.elicit(s)
-			r.Peer = peer{f: f, s: s}
+			r.Peer = peer{f: f, s: s, ctx: ctx}
 		}
 		r.Identity = f.identity(ctx)
 		return wireResult(call(ctx, &r)), nil
@@ -300,6 +300,10 @@ func (f *Front) progress(ctx context.Context, meta *mcp.Meta) func(progress, tot
 		}
 		if message != "" {
 			params["message"] = message
+		}
+		if cs := callStreamOf(ctx); cs != nil {
+			cs.notify("notifications/progress", params) // on the call's own stream (callstream.go)
+			return
 		}
 		// Best effort: mcp-go drops a notification when the session's queue
 		// is full, and reports it through OnError hooks.

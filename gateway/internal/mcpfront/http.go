@@ -377,8 +377,27 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 			}
 		}
 		replay(r, b, msg)
-		p.streamable.ServeHTTP(w, r)
+		serveRequest(p.streamable, w, r, method, idMember)
 	})
+}
+
+// serveRequest hands a POSTed message to mcp-go. A request that can cause
+// notifications of its own (tools/call, prompts/get, resources/read:
+// progress, an upstream's log messages) gets them on its own response
+// stream (callstream.go).
+func serveRequest(h http.Handler, w http.ResponseWriter, r *http.Request, method []byte, request bool) {
+	switch string(method) {
+	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet), string(mcp.MethodResourcesRead):
+		if request {
+			cs, cw, cr := withCallStream(w, r)
+			h.ServeHTTP(cw, cr)
+			if cs != nil {
+				cs.end()
+			}
+			return
+		}
+	}
+	h.ServeHTTP(w, r)
 }
 
 // serveNotification handles a notification POSTed in streamable session

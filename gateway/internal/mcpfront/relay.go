@@ -37,10 +37,11 @@ func (e *RPCError) Error() string { return e.Msg }
 // RPCCode returns the JSON-RPC code.
 func (e *RPCError) RPCCode() int { return e.Code }
 
-// peer is a client session as a [Peer].
+// peer is a client session as a [Peer], during one request of it (ctx).
 type peer struct {
-	f *Front
-	s server.ClientSession
+	f   *Front
+	s   server.ClientSession
+	ctx context.Context
 }
 
 // peerOf returns the [Peer] of ctx's session, or nil when there is none.
@@ -49,7 +50,7 @@ func (f *Front) peerOf(ctx context.Context) Peer {
 	if s == nil {
 		return nil
 	}
-	return peer{f: f, s: s}
+	return peer{f: f, s: s, ctx: ctx}
 }
 
 func (p peer) Session() string { return p.s.SessionID() }
@@ -108,6 +109,15 @@ func (p peer) Request(ctx context.Context, method string, params json.RawMessage
 }
 
 func (p peer) Notify(method string, params map[string]any) {
+	if cs := callStreamOf(p.ctx); cs != nil {
+		// On the request's own stream (callstream.go), a log message only
+		// at or above the level the session set or, for a 2026-07-28
+		// request, the request asked for.
+		if method != string(mcp.MethodNotificationMessage) || logWanted(p.ctx, p.s, params) {
+			cs.notify(method, params)
+		}
+		return
+	}
 	// Best effort: mcp-go drops a notification when the session's queue is
 	// full, and reports it through OnError hooks.
 	if method == string(mcp.MethodNotificationMessage) {
@@ -122,4 +132,17 @@ func logNotification(params map[string]any) mcp.LoggingMessageNotification {
 	level, _ := params["level"].(string)
 	logger, _ := params["logger"].(string)
 	return mcp.NewLoggingMessageNotification(mcp.LoggingLevel(level), logger, params["data"])
+}
+
+// logWanted reports whether the log message params is at or above the
+// level s set (logging/setLevel) or, for a 2026-07-28 request, the level
+// the request's _meta asked for; such a request that asked for none gets
+// no log messages (mcp-go's SendLogMessageToClient decides alike).
+func logWanted(ctx context.Context, s server.ClientSession, params map[string]any) bool {
+	level, _ := params["level"].(string)
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return info.LogLevel != "" && mcp.LoggingLevel(level).ShouldSendTo(info.LogLevel)
+	}
+	sl, ok := s.(server.SessionWithLogging)
+	return ok && mcp.LoggingLevel(level).ShouldSendTo(sl.GetLogLevel())
 }

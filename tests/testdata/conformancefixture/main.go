@@ -16,13 +16,16 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -55,7 +58,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *addr == "" {
-		if err := server.NewStdioServer(srv).Listen(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
+		out = &lineWriter{w: os.Stdout}
+		if err := server.NewStdioServer(srv).Listen(ctx, os.Stdin, out); err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(os.Stderr, "conformancefixture:", err)
 			os.Exit(1)
 		}
@@ -65,6 +69,53 @@ func main() {
 		fmt.Fprintln(os.Stderr, "conformancefixture:", err)
 		os.Exit(1)
 	}
+}
+
+// out is stdout when the fixture serves stdio, nil otherwise. mcp-go's
+// stdio server queues a handler's notifications for a goroutine of its
+// own, which may write the last of them after the handler's result (a
+// client then drops it: its call is over). A server must send a
+// request's notifications before its response, as the TS SDK's does, so
+// over stdio the fixture writes them itself, in the handler; mcp-go
+// writes each message in one Write, and lineWriter keeps lines whole.
+var out *lineWriter
+
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// notify sends a notification of the request ctx serves, before its
+// response.
+func notify(ctx context.Context, srv *server.MCPServer, method string, params map[string]any) {
+	if out == nil {
+		_ = srv.SendNotificationToClient(ctx, method, params)
+		return
+	}
+	b, err := json.Marshal(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}}})
+	if err == nil {
+		_, _ = out.Write(append(b, '\n'))
+	}
+}
+
+// logMessage sends a log message of the request ctx serves at info, if
+// the session's level lets it through, before its response.
+func logMessage(ctx context.Context, srv *server.MCPServer, msg string) {
+	n := mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "conformance-fixture", msg)
+	if out == nil {
+		_ = srv.SendLogMessageToClient(ctx, n)
+		return
+	}
+	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithLogging); !ok || !n.Params.Level.ShouldSendTo(s.GetLogLevel()) {
+		return
+	}
+	notify(ctx, srv, n.Method, map[string]any{"level": n.Params.Level, "logger": n.Params.Logger, "data": n.Params.Data})
 }
 
 func serveHTTP(ctx context.Context, srv *server.MCPServer, addr string) error {
@@ -141,7 +192,7 @@ func addTools(srv *server.MCPServer) {
 				if i > 0 && !sleep(ctx, step) {
 					return nil, ctx.Err()
 				}
-				_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "conformance-fixture", msg))
+				logMessage(ctx, srv, msg)
 			}
 			return text("Tool with logging executed successfully"), nil
 		}),
@@ -158,7 +209,7 @@ func addTools(srv *server.MCPServer) {
 					return nil, ctx.Err()
 				}
 				if token != nil {
-					_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{"progressToken": token, "progress": p, "total": 100})
+					notify(ctx, srv, "notifications/progress", map[string]any{"progressToken": token, "progress": p, "total": 100})
 				}
 			}
 			return text("Tool with progress executed successfully"), nil
