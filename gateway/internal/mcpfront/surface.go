@@ -26,6 +26,11 @@ const PageSize = 100
 // already pass.
 const setLevelTimeout = 5 * time.Second
 
+// unsubscribeTimeout bounds unsubscribing the sources of the resources a
+// session that ended was the last one subscribed to; the session's end
+// (a DELETE, say) waits for it.
+const unsubscribeTimeout = 5 * time.Second
+
 // Catalog is what one source (an upstream MCP server) offers besides
 // tools: its resources, resource templates and prompts, served by the
 // front as the source listed them (URIs unchanged, prompts under their
@@ -342,6 +347,13 @@ func (f *Front) subscribed(ctx context.Context, session, uri string, on bool) {
 	if (before == 0) == (after == 0) {
 		return
 	}
+	f.passSubscription(ctx, uri, on)
+}
+
+// passSubscription subscribes the source serving uri to it (on), or
+// unsubscribes it, if the source serves subscriptions; a failure is
+// logged.
+func (f *Front) passSubscription(ctx context.Context, uri string, on bool) {
 	cat := f.surface().owner(uri)
 	if cat == nil || !cat.Subscribe {
 		return
@@ -355,21 +367,38 @@ func (f *Front) subscribed(ctx context.Context, session, uri string, on bool) {
 	}
 }
 
-// forgetSession drops what the front keeps for a session that ended: its
-// subscriptions and its log level. Sources stay subscribed: an update no
-// session wants is dropped.
+// forgetSession drops what the front keeps for a session that ended
+// (DELETE, idle expiry, a closed SSE or stdio connection): its
+// subscriptions and its log level. A resource the session was the last
+// one subscribed to is unsubscribed at its source, as if the session had
+// unsubscribed before it ended, within unsubscribeTimeout; not when the
+// front is closing, since its sources are going too.
 func (f *Front) forgetSession(id string) {
+	var last []string // URIs no session is subscribed to any more
 	f.cats.subMu.Lock()
 	for uri, set := range f.cats.subs {
+		if !set[id] {
+			continue
+		}
 		delete(set, id)
 		if len(set) == 0 {
 			delete(f.cats.subs, uri)
+			last = append(last, uri)
 		}
 	}
 	f.cats.subMu.Unlock()
 	f.cats.levelMu.Lock()
 	delete(f.cats.levels, id)
 	f.cats.levelMu.Unlock()
+	if len(last) == 0 || f.root.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(f.root, unsubscribeTimeout)
+	defer cancel()
+	slices.Sort(last)
+	for _, uri := range last {
+		f.passSubscription(ctx, uri, false)
+	}
 }
 
 // ResourceUpdated tells every session subscribed to uri that it changed
