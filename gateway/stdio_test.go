@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolgate/toolgate/config"
@@ -12,6 +14,18 @@ import (
 
 func TestServeStdio(t *testing.T) {
 	g, fc := newGateway(t, func(c *config.Config) { c.Server.MaxBodyBytes = 4096 })
+	var (
+		mu         sync.Mutex
+		principals = map[string]int{} // guarded by mu; the principal of each call that reached the pipeline
+	)
+	g.Use(func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) (*Result, error) {
+			mu.Lock()
+			principals[c.Principal]++
+			mu.Unlock()
+			return next(ctx, c)
+		}
+	})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -86,6 +100,11 @@ func TestServeStdio(t *testing.T) {
 	if r := next(); !strings.Contains(mustJSON(r), "still here") {
 		t.Fatalf("call after oversized line = %v", r)
 	}
+	mu.Lock()
+	if len(principals) != 1 || principals["stdio"] != 3 {
+		t.Errorf("the principals of the calls over stdio = %v, want stdio for all 3 calls that reached the pipeline", principals)
+	}
+	mu.Unlock()
 	inW.Close() // the client goes away: EOF
 	if err := <-done; err != nil {
 		t.Fatalf("ServeStdio = %v", err)
