@@ -34,7 +34,14 @@ type metrics struct {
 	circuit      *prometheus.GaugeVec
 	exhausted    *prometheus.CounterVec
 
-	perTool sync.Map // *registry.Tool → *toolMetrics, to skip label hashing on the hot path
+	perTool  sync.Map // *registry.Tool → *toolMetrics, to skip label hashing on the hot path
+	httpByTC sync.Map // toolCode → prometheus.Counter, the children of httpRequests, likewise
+}
+
+// toolCode keys the cached children of toolgate_http_requests_total.
+type toolCode struct {
+	tool string
+	code int
 }
 
 // toolMetrics are one tool's children of the call metrics for a successful
@@ -145,8 +152,16 @@ func (m *metrics) forget(names []string) {
 	})
 }
 
+// httpResponse counts one REST attempt's response. A tool's children stay
+// cached after it is removed, as the vector keeps them: one per tool and
+// status code it has seen.
 func (m *metrics) httpResponse(tool string, code int) {
-	m.httpRequests.WithLabelValues(tool, strconv.Itoa(code)).Inc()
+	k := toolCode{tool, code}
+	c, ok := m.httpByTC.Load(k)
+	if !ok {
+		c, _ = m.httpByTC.LoadOrStore(k, m.httpRequests.WithLabelValues(tool, strconv.Itoa(code)))
+	}
+	c.(prometheus.Counter).Inc()
 }
 
 func (m *metrics) retry(tool string, class retry.Class) {
