@@ -185,7 +185,7 @@ func (x *toolExecutor) Execute(ctx context.Context, call executors.Call) (execut
 	// keeps a probe from holding the breaker half-open for good. After
 	// Record, Release does nothing.
 	defer c.permit.Release()
-	rc := &retryablehttp.Client{
+	c.rc = retryablehttp.Client{
 		HTTPClient: e.client,
 		Logger:     nil, // its messages hold whole URLs, query strings included
 		// CheckRetry alone decides (through Decide); RetryMax must not end
@@ -198,7 +198,7 @@ func (x *toolExecutor) Execute(ctx context.Context, call executors.Call) (execut
 		PrepareRetry:   c.prepareRetry,
 	}
 	req.SetResponseHandler(c.read)
-	resp, err := rc.Do(req)
+	resp, err := c.rc.Do(req)
 	if resp != nil {
 		resp.Body.Close() // read closed it already, unless the request failed
 	}
@@ -326,10 +326,10 @@ func (t *tool) request(ctx context.Context, args map[string]any) (*retryablehttp
 		}
 	}
 	if header.Get("User-Agent") == "" {
-		header.Set("User-Agent", "toolgate")
+		header["User-Agent"] = defaultUserAgent
 	}
 	if header.Get("Accept") == "" {
-		header.Set("Accept", "application/json, */*;q=0.8")
+		header["Accept"] = defaultAccept
 	}
 	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, hostsKey{}, t.hosts), t.method, rawURL, body)
 	if err != nil {
@@ -340,15 +340,24 @@ func (t *tool) request(ctx context.Context, args map[string]any) (*retryablehttp
 	return req, nil
 }
 
+// The default User-Agent and Accept values, shared by every request: nothing
+// writes into a header's value slice (net/http clones a header before it
+// changes one), and an append to one of these copies it (capacity 1).
+var (
+	defaultUserAgent = []string{"toolgate"}[:1:1]
+	defaultAccept    = []string{"application/json, */*;q=0.8"}[:1:1]
+)
+
 // callState follows one call through go-retryablehttp's loop. Its hooks
 // run one at a time on the calling goroutine. It decides nothing itself:
 // it turns each attempt's outcome into the error [retry.Plan.Decide]
 // judges, and keeps what the hooks after CheckRetry and the final error
 // need.
 type callState struct {
-	e *Executor
-	t *tool
-	u *url.URL
+	e  *Executor
+	t  *tool
+	u  *url.URL
+	rc retryablehttp.Client // the call's loop, its hooks bound to this callState (one allocation for both)
 
 	onAttempt func(n int) // the call's OnAttempt, or nil
 
@@ -422,6 +431,9 @@ func (c *callState) checkRetry(ctx context.Context, resp *http.Response, err err
 // attempt cannot fix is marked [retry.Permanent] (see [permanent]), so
 // that Decide does not retry it.
 func (c *callState) attemptError(ctx context.Context, resp *http.Response, err error) error {
+	if err == nil && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return nil
+	}
 	what := c.t.method + " " + c.t.displayURL(c.u)
 	if err != nil {
 		class := transportClass(err)
@@ -436,9 +448,6 @@ func (c *callState) attemptError(ctx context.Context, resp *http.Response, err e
 			return retry.Permanent(e)
 		}
 		return e
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
-		return nil
 	}
 	e := &retry.Error{Class: statusClass(resp.StatusCode), Msg: fmt.Sprintf("%s returned %d %s", what, resp.StatusCode, http.StatusText(resp.StatusCode)), Status: resp.StatusCode}
 	if h := resp.Header.Get("Retry-After"); h != "" {

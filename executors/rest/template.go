@@ -223,11 +223,15 @@ type urlTemplate struct {
 	// query holds the query's parameters in order: the URL's own, then
 	// Spec.Query's sorted by key. Literal text is unescaped.
 	query []queryParam
+	// encoded is the order in which expand writes query: sorted by key,
+	// stably, as url.Values.Encode would write them.
+	encoded []int
 }
 
 type queryParam struct {
-	key   string
-	value template
+	key     string
+	value   template
+	escaped string // the key query-escaped, then "="
 }
 
 // parseURL compiles a URL template and the Spec.Query map. Every problem
@@ -303,6 +307,11 @@ func parseURL(raw string, query map[string]string) (urlTemplate, *url.URL, error
 		return u, nil, errors.Join(errs...)
 	}
 	u.query = append(u.query, params...)
+	for i := range u.query {
+		u.query[i].escaped = url.QueryEscape(u.query[i].key) + "="
+		u.encoded = append(u.encoded, i)
+	}
+	slices.SortStableFunc(u.encoded, func(i, j int) int { return strings.Compare(u.query[i].key, u.query[j].key) })
 
 	// The URL with every placeholder filled must parse, so that the only
 	// thing left to go wrong per call is the arguments.
@@ -474,6 +483,7 @@ func (e *missingArgsError) Error() string {
 // name absent arguments is left out.
 func (u *urlTemplate) expand(args map[string]any) (string, error) {
 	var b strings.Builder
+	b.Grow(len(u.origin) + 128)
 	b.WriteString(u.origin)
 	var missing []string
 	empty := false
@@ -502,16 +512,15 @@ func (u *urlTemplate) expand(args map[string]any) (string, error) {
 	if len(missing) > 0 {
 		return "", &missingArgsError{names: missing, empty: empty}
 	}
-	if len(u.query) > 0 {
-		q := make(url.Values, len(u.query))
-		for _, p := range u.query {
-			if v, _, ok := p.value.expand(args, nil); ok {
-				q.Add(p.key, v)
-			}
-		}
-		if len(q) > 0 {
-			b.WriteByte('?')
-			b.WriteString(q.Encode())
+	// What url.Values.Encode writes, without building the Values.
+	sep := byte('?')
+	for _, i := range u.encoded {
+		p := &u.query[i]
+		if v, _, ok := p.value.expand(args, nil); ok {
+			b.WriteByte(sep)
+			b.WriteString(p.escaped)
+			b.WriteString(url.QueryEscape(v))
+			sep = '&'
 		}
 	}
 	return b.String(), nil

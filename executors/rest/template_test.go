@@ -106,6 +106,8 @@ func TestExpandURL(t *testing.T) {
 		{"query object is JSON", "https://h/s", map[string]string{"f": "{f}"}, map[string]any{"f": map[string]any{"a": 1.0}}, "https://h/s?f=%7B%22a%22%3A1%7D", false},
 		{"query prefix", "https://h/s", map[string]string{"id": "x-{id}"}, map[string]any{"id": true}, "https://h/s?id=x-true", false},
 		{"encoded literal query", "https://h/s?a=%20b", nil, nil, "https://h/s?a=+b", false},
+		{"query keys sorted, a key's values in order", "https://h/s?z=1&b=2&z=0", map[string]string{"b": "{b}", "a b": "3"}, map[string]any{"b": "x"}, "https://h/s?a+b=3&b=2&b=x&z=1&z=0", false},
+		{"only later query values present", "https://h/s?a={a}&b={b}", nil, map[string]any{"b": "y"}, "https://h/s?b=y", false},
 		{"missing path arg", "https://h/users/{id}", nil, map[string]any{}, "", true},
 		{"null path arg", "https://h/users/{id}", nil, map[string]any{"id": nil}, "", true},
 		{"empty path arg", "https://h/users/{id}/x", nil, map[string]any{"id": ""}, "", true},
