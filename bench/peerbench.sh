@@ -32,8 +32,10 @@
 #      KINDS ("stdio http rest calc") ROUNDS (1) FLAT_N (100000, 0 to skip)
 #      PEERBENCH (../shared/peerbench) WORK (scratch, default a temp dir)
 #      TG_ARGS (extra `toolgate serve` flags) PPROF (seconds: CPU profile of
-#      toolgate at C=16, 2025 era, per kind; needs TG_ARGS with a debug
-#      listener, so off by default)
+#      toolgate at C=16, 2025 era, per kind, into $WORK/results/<time>/cpu-<kind>.pprof;
+#      toolgate is then built with -tags pprof, which serves net/http/pprof
+#      on TOOLGATE_PPROF=127.0.0.1:6060, so its RSS figures are not the
+#      default build's; off by default)
 # Output: $WORK/results/<time>/table.md and results.jsonl. Runs in a network
 # namespace with only loopback (unshare -n; root, or user namespaces).
 set -uo pipefail
@@ -45,7 +47,8 @@ if [[ "${PEERBENCH_IN_NETNS:-}" != 1 ]]; then
   mkdir -p "$PEERS/bin" "$PEERS/cfg"
   (cd "$PB/upstream" && go build -o "$PEERS/bin/upstream" . && go build -o "$PEERS/bin/restecho" ./restecho) || exit 1
   (cd "$PB/loadgen" && go build -o "$PEERS/bin/loadgen" .) || exit 1
-  (cd "$REPO" && go build -o "$PEERS/bin/toolgate" ./cmd/toolgate) || exit 1
+  tags=(); [[ ${PPROF:-0} != 0 ]] && tags=(-tags pprof)
+  (cd "$REPO" && go build "${tags[@]}" -o "$PEERS/bin/toolgate" ./cmd/toolgate) || exit 1
   (cd "$HERE/.." && go build -o "$PEERS/bin/bench" ./bench) || exit 1
   guard() { printf 'guards:\n  loop:\n    tools:\n      %s: "off"\n' "$1"; }
   { printf 'server:\n  listen: 127.0.0.1:19400\nupstreams:\n  - name: up\n    transport: stdio\n    command: %s/bin/upstream\n    args: ["-transport", "stdio"]\n' "$PEERS"; guard up__echo; } > "$PEERS/cfg/tg-stdio.yaml"
@@ -102,7 +105,13 @@ for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
       "$B/restecho" -addr 127.0.0.1:18081 2>>"$OUT/restecho.log" & RE=$!
       wait_port 18080 && wait_port 18081 || exit 1
     fi
-    "$B/toolgate" serve --config "$PEERS/cfg/tg-$kind.yaml" --log-level warn ${TG_ARGS:-} >"$OUT/toolgate-$kind.log" 2>&1 & GW=$!
+    # Start from a binary that is not in the page cache, as after an
+    # install or a reboot: pages the linker has just written sit in the
+    # cache in large folios, and each one that start-up touches is mapped
+    # whole: two builds a line apart started at 30 and 37 MB that way, and
+    # at 28.6 and 28.0 MB from a cold cache.
+    sync "$B/toolgate" && dd if="$B/toolgate" iflag=nocache count=0 status=none
+    TOOLGATE_PPROF=127.0.0.1:6060 "$B/toolgate" serve --config "$PEERS/cfg/tg-$kind.yaml" --log-level warn ${TG_ARGS:-} >"$OUT/toolgate-$kind.log" 2>&1 & GW=$!
     wait_port $port || exit 1
     sleep 1
     start=$(rss "$GW")
