@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -30,6 +31,7 @@ type httpParts struct {
 	bodies     sync.Pool         // *body, reused request bodies
 	sweeper    *idleSweeper      // ends idle streamable HTTP sessions; nil when the TTL is 0 (sessions.go)
 	sseBatches batchRuns         // SSE batches in flight (batch.go)
+	fastCalls  atomic.Int64      // session calls served on the fast path (sessioncall.go)
 }
 
 // body holds one request body read by toolgate and replays it to mcp-go,
@@ -374,6 +376,11 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 			if c.streamableVersion() != "" && len(method) > 0 && !idMember {
 				f.serveNotification(w, r, p, c, msg)
 				return
+			}
+			if string(method) == string(mcp.MethodToolsCall) && c.streamable && c.streamableVersion() != "" {
+				if id := readID(msg); isRequestID(id) && f.serveSessionCall(w, r, p, c, msg, id) {
+					return // sessioncall.go
+				}
 			}
 		}
 		replay(r, b, msg)
