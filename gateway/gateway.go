@@ -91,8 +91,9 @@ type Gateway struct {
 	catalogs map[string]*catalog
 
 	handles *handleKeys // mints and checks thread handles (handles.go)
-	// handleTools are the stateful tools registered with the thread handle
-	// argument (handles.go): name → struct{}.
+	// handleTools are the tools registered with the thread handle argument
+	// (handles.go): name → struct{}{} for a stateful tool, → its source
+	// for a thread-isolated upstream's tool.
 	handleTools sync.Map
 
 	httpOnce  sync.Once

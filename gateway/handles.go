@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -21,9 +22,10 @@ import (
 // result, and the model passes it back as an ordinary argument.
 //
 //   - Every stateful tool (registry.Stateful: scratchpad, an embedder's
-//     RegisterStateful) gets an optional string argument, HandleArg, in
-//     its input schema, unless the schema already has a property of that
-//     name.
+//     RegisterStateful) and every tool of an upstream with isolation:
+//     thread (a process per thread) gets an optional string argument,
+//     HandleArg, in its input schema, unless the schema already has a
+//     property of that name.
 //   - A sessionless MCP call of such a tool that names no thread (no
 //     handle, no _meta thread) runs in a new thread instead of a one-call
 //     thread, and its result ends with a text part giving the handle and
@@ -151,11 +153,11 @@ func withHandleArg(t registry.Tool) (registry.Tool, bool) {
 	return t, true
 }
 
-// takeHandle removes HandleArg from c's arguments and returns its value,
-// when c's tool takes handles and the call passed one. The raw bytes go:
-// they still hold it.
+// takeHandle removes HandleArg from c's arguments, and from their raw
+// bytes, and returns its value, when c's tool takes handles and the call
+// passed one.
 func (g *Gateway) takeHandle(c *Call) (string, bool) {
-	if c.Tool == nil || c.Tool.Kind != registry.Stateful || !g.takesHandles(c.Tool.Name) {
+	if c.Tool == nil || !g.takesHandles(c.Tool) {
 		return "", false
 	}
 	v, ok := c.Args[HandleArg]
@@ -163,36 +165,135 @@ func (g *Gateway) takeHandle(c *Call) (string, bool) {
 		return "", false
 	}
 	delete(c.Args, HandleArg)
-	c.Raw = nil
+	c.Raw = withoutMember(c.Raw, HandleArg)
 	h, _ := v.(string) // the schema says string; validated before
 	return h, true
 }
 
-// takesHandles reports whether tool name was registered with HandleArg.
-func (g *Gateway) takesHandles(name string) bool {
-	_, ok := g.handleTools.Load(name)
-	return ok
+// withoutMember returns raw, a JSON object, without its members named
+// key, the others as they were: in their order, their values byte for
+// byte (an upstream gets the arguments as the client sent them, number
+// spelling and all), whitespace between members dropped. It returns nil
+// when raw is not an object it can read; the executor then encodes the
+// decoded arguments.
+func withoutMember(raw json.RawMessage, key string) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	out := make([]byte, 0, len(raw))
+	out = append(out, '{')
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		k, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+		if k == key {
+			continue
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, kb...), ':'), v...)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil
+	}
+	return append(out, '}')
+}
+
+// takesHandles reports whether t was registered with HandleArg. Entries
+// of g.handleTools are struct{}{} for a stateful tool (RegisterStateful)
+// and the source for an upstream's tool (addThreadUpstreamTools): a tool
+// of another kind or source under the same name takes none.
+func (g *Gateway) takesHandles(t *registry.Tool) bool {
+	v, ok := g.handleTools.Load(t.Name)
+	if !ok {
+		return false
+	}
+	if source, upstream := v.(string); upstream {
+		return t.Kind == registry.MCP && t.Source == source
+	}
+	return t.Kind == registry.Stateful
 }
 
 // mintsHandle reports whether c, about to get a one-call thread, gets a
 // thread handle instead: a sessionless MCP call of a tool that takes
 // handles, which the caller may call (a refused call gets no handle).
 func (g *Gateway) mintsHandle(c *Call) bool {
-	return c.sessionless && c.Tool != nil && c.Tool.Kind == registry.Stateful && g.takesHandles(c.Tool.Name) &&
-		c.ident.Permits(c.Tool.Name)
+	return c.sessionless && c.Tool != nil && g.takesHandles(c.Tool) && c.ident.Permits(c.Tool.Name)
+}
+
+// addThreadUpstreamTools registers the tools of upstream, whose isolation
+// is thread (a process per thread), as addUpstreamTools does, each with
+// HandleArg added to its input schema as a stateful tool gets it: a
+// sessionless call of one would otherwise run in a one-call thread, a
+// fresh process per call. A tool whose schema has a property of that name
+// keeps it, and gets no handles. A tool is marked as taking handles before
+// it is served with the argument, and unmarked once it is served without.
+func (g *Gateway) addThreadUpstreamTools(upstream string, tools []executors.Bound) error {
+	source := "upstream:" + upstream
+	before := map[string]bool{}
+	g.handleTools.Range(func(k, v any) bool {
+		if v == source {
+			before[k.(string)] = true
+		}
+		return true
+	})
+	takes := make(map[string]bool, len(tools))
+	for i := range tools {
+		t, ok := withHandleArg(tools[i].Tool)
+		if !ok {
+			continue
+		}
+		tools[i].Tool = t
+		takes[t.Name] = true
+		g.handleTools.Store(t.Name, source)
+	}
+	err := g.addUpstreamTools(upstream, tools)
+	keep := takes
+	if err != nil {
+		keep = before // the tools served before are served still
+	}
+	for _, marked := range []map[string]bool{before, takes} {
+		for name := range marked {
+			if !keep[name] {
+				g.handleTools.CompareAndDelete(name, source)
+			}
+		}
+	}
+	return err
 }
 
 // withHandle returns res with handle given to the model: a text part
-// saying how to continue, and _meta[HandleMetaKey]. res is copied, not
-// changed: an executor may keep what it returned.
+// saying how to continue (appended to an upstream's result as it sent
+// it), and _meta[HandleMetaKey]. res is copied, not changed: an executor
+// may keep what it returned.
 func withHandle(res *Result, tool, handle string) *Result {
 	if res == nil {
 		return res
 	}
+	notice := fmt.Sprintf("thread handle: %s (pass \"%s\": %q in your later %s calls to keep this thread's state; without it each call starts a new thread)",
+		handle, HandleArg, handle, tool)
 	out := *res
-	out.Content = append(append([]Content(nil), res.Content...), Content{Type: executors.TextContent,
-		Text: fmt.Sprintf("thread handle: %s (pass \"%s\": %q in your later %s calls to keep this thread's state; without it each call starts a new thread)",
-			handle, HandleArg, handle, tool)})
+	if res.Passthrough != nil {
+		// An upstream's result the front cannot read gets the handle in
+		// _meta only.
+		if raw, err := editPassthrough(res.Passthrough, func(s string) string { return s }, keepStructured, notice); err == nil {
+			out.Passthrough = raw
+		}
+	} else {
+		out.Content = append(append([]Content(nil), res.Content...), Content{Type: executors.TextContent, Text: notice})
+	}
 	out.Meta = make(map[string]any, len(res.Meta)+1)
 	for k, v := range res.Meta {
 		out.Meta[k] = v

@@ -22,8 +22,12 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 	}
 	secrets := cfg.Secrets()
 	ups := make([]mcpup.Upstream, 0, len(cfg.Upstreams))
+	threads := map[string]bool{} // upstreams with a process per thread: their tools take thread handles
 	var errs []error
 	for i, u := range cfg.Upstreams {
+		if u.Isolation == mcpup.IsolationThread {
+			threads[u.Name] = true
+		}
 		up := mcpup.Upstream{
 			Name:            u.Name,
 			Prefix:          u.Prefix,
@@ -57,6 +61,9 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 		Logger: g.logger,
 		Pool:   g.pool,
 		OnTools: func(upstream string, tools []executors.Bound) error {
+			if threads[upstream] {
+				return g.addThreadUpstreamTools(upstream, g.servableTools(upstream, tools))
+			}
 			return g.addUpstreamTools(upstream, g.servableTools(upstream, tools))
 		},
 		OnState:   g.upstreamState,
