@@ -308,6 +308,9 @@ func writeUnknownSession(w http.ResponseWriter) {
 // (hostRefused) and the Content-Type. It reports whether it wrote a
 // refusal.
 func (p *httpParts) postRefused(w http.ResponseWriter, r *http.Request, what string) bool {
+	if hostAccepted(r) && isJSONContent(r) {
+		return false // the common case, without hostRefused's copy of r through mcp-go
+	}
 	if p.hostRefused(w, r) {
 		return true
 	}
