@@ -127,6 +127,16 @@
 //     result are sent (TestSurfacePages). Tool and prompt names are
 //     unique; resources and templates are paged again by name and URI in
 //     surface.go's hooks.
+//  26. A tool handler's result with resultType input_required reaches a
+//     2026-07-28 client as it is, its inputRequests and requestState as
+//     mcp.CallToolResult encodes them (it bridges such results to legacy
+//     clients only); a retry's inputResponses, each the client's bytes
+//     compacted, and requestState reach the handler in
+//     CallToolParams.MultiRoundTripParams; and its RequestSampling (and
+//     RequestElicitation, RequestRoots) refuse a 2026-07-28 request
+//     (TestMCPGoMultiRoundTrip). mrtr.go answers such a client's calls
+//     with input_required results while the call waits, detached, and
+//     hands the retry's answers to it.
 //
 // mcpfront must not import gateway, chi or prometheus; only the gateway
 // (and its tests) import it.

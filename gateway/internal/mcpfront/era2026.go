@@ -112,6 +112,9 @@ func (f *Front) serveModern(w http.ResponseWriter, r *http.Request, p *httpParts
 			}
 			msg = fwd
 		}
+		if f.retryRefused(w, r, msg, id) {
+			return
+		}
 		if _, name, _, ok := scanCall(msg); ok && f.serveModernCall(w, r, p, msg, name, id) {
 			return
 		}

@@ -71,12 +71,15 @@ type Request struct {
 	// Elicit asks the client's user through elicitation/create: message
 	// and the requested schema of a form; it returns the user's action
 	// (accept, decline or cancel) and, for accept, the form's content. It
-	// is nil unless the session declared the elicitation capability in
-	// its initialize request.
+	// is nil unless the client declared the elicitation capability: a
+	// session in its initialize request, a 2026-07-28 client in the
+	// call's _meta (it is then asked through an input_required result:
+	// mrtr.go).
 	Elicit func(ctx context.Context, message string, requestedSchema map[string]any) (action string, content map[string]any, err error)
 	// Peer is the client the call came from, to whom an upstream's
-	// requests and log messages during the call are relayed; nil when the
-	// call has no session.
+	// requests and log messages during the call are relayed (a
+	// 2026-07-28 client's requests as input_required results: mrtr.go);
+	// nil when the call came from no MCP client.
 	Peer Peer
 }
 
@@ -144,6 +147,8 @@ type Front struct {
 
 	cats catalogs // the sources' resources, prompts, subscriptions and log levels (surface.go)
 
+	mrtr *mrtr // 2026-07-28 calls waiting for their clients' answers (mrtr.go)
+
 	mu        sync.Mutex // guards httpParts and closed
 	httpParts *httpParts // built by Mount; closed by Close
 	closed    bool
@@ -152,7 +157,7 @@ type Front struct {
 // New returns a front serving b. It starts nothing: mount it with
 // [Front.Mount] or serve stdio with [Front.ServeStdio].
 func New(b Backend, o Options) *Front {
-	f := &Front{b: b, o: o, logger: o.Logger}
+	f := &Front{b: b, o: o, logger: o.Logger, mrtr: newMRTR()}
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
@@ -247,6 +252,10 @@ func (f *Front) handler(call func(context.Context, *Request) *executors.Result) 
 			r.Peer = peer{f: f, s: s, ctx: ctx}
 		}
 		r.Identity = f.identity(ctx)
+		if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+			// No session: asking the client takes input_required results.
+			return f.modernCall(ctx, info, req, &r, call)
+		}
 		return wireResult(call(ctx, &r)), nil
 	}
 }
@@ -325,6 +334,7 @@ func (f *Front) Close() {
 	f.httpParts, f.closed = nil, true
 	f.mu.Unlock()
 	f.rootCancel()
+	f.mrtr.close()
 	if p != nil {
 		p.close()
 	}

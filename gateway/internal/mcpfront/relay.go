@@ -13,7 +13,9 @@ import (
 // during that request (the executors' side of the relay: mcpup.Peer has
 // the same methods).
 type Peer interface {
-	// Session is the ID of the client's session.
+	// Session is the ID of the client's session; for a 2026-07-28
+	// client, which has none, an ID of the one request, so that no two
+	// such requests pass for one client.
 	Session() string
 	// Request sends sampling/createMessage, elicitation/create or
 	// roots/list with params to the client and returns its result. A
@@ -56,6 +58,16 @@ func (f *Front) peerOf(ctx context.Context) Peer {
 func (p peer) Session() string { return p.s.SessionID() }
 
 func (p peer) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if p.ctx != nil {
+		if info := server.RequestProtocolInfoFromContext(p.ctx); info != nil && info.Modern {
+			// A 2026-07-28 request outside a tools/call (prompts/get,
+			// resources/read): its client is asked nothing (mrtr.go).
+			if err := undeclared(info.ClientCapabilities, method); err != nil {
+				return nil, err
+			}
+			return nil, &RPCError{Code: mcp.METHOD_NOT_FOUND, Msg: method + ": the client speaks protocol 2026-07-28, which toolgate asks only during a tools/call (as an input_required result)"}
+		}
+	}
 	var caps mcp.ClientCapabilities
 	if ci, ok := p.s.(server.SessionWithClientInfo); ok {
 		caps = ci.GetClientCapabilities()
