@@ -391,6 +391,78 @@ func TestLoopGuardAsk(t *testing.T) {
 	}
 }
 
+// TestLoopGuardAsk2026: a 2026-07-28 client, which has no session, is
+// asked the loop guard's question through an input_required result
+// (mcpfront's multi-round-trip requests), which mcp-go's client answers
+// with its elicitation handler and retries; a 2026-07-28 client that
+// declared no elicitation is not asked, and the call is blocked. The
+// calls name a _meta thread: a sessionless call in a one-call thread is
+// not tracked.
+func TestLoopGuardAsk2026(t *testing.T) {
+	g, runs := loopGateway(t, config.LoopGuard{Threshold: 1, Action: config.LoopAsk})
+	srv := serveHTTP(t, g)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	connect := func(opts ...client.ClientOption) *client.Client {
+		tr, err := transport.NewStreamableHTTP(srv.URL + "/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client.NewClient(tr, opts...)
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil || c.ProtocolVersion() != mcp.ProtocolVersion20260728 {
+			t.Fatalf("negotiating: %v, %q", err, c.ProtocolVersion())
+		}
+		return c
+	}
+	u := &fakeUser{}
+	c := connect(client.WithElicitationHandler(u))
+	plain := connect()
+	call := func(c *client.Client, thread string) (ran bool, res *mcp.CallToolResult) {
+		t.Helper()
+		before := runs.Load()
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "rep", map[string]any{"a": 1}
+		req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{"toolgate/thread": thread}}
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs.Load() > before, res
+	}
+	for _, s := range []struct {
+		name   string
+		client *client.Client
+		thread string
+		answer *mcp.ElicitationResult
+		runs   bool
+		asked  int
+	}{
+		{"first", c, "t-2026", nil, true, 0},
+		{"repeated, allowed once", c, "t-2026", new(decision(loopAllowOnce)), true, 1},
+		{"repeated, denied", c, "t-2026", new(decision(loopDeny)), false, 2},
+		{"no elicitation: first", plain, "t-plain", nil, true, 2},
+		{"no elicitation: blocked", plain, "t-plain", nil, false, 2},
+	} {
+		if s.answer != nil {
+			u.queue(*s.answer)
+		}
+		ran, res := call(s.client, s.thread)
+		if ran != s.runs {
+			t.Fatalf("%s: ran = %v, want %v; result %q", s.name, ran, s.runs, mcpText(res))
+		}
+		if !s.runs && (!res.IsError || !strings.HasPrefix(mcpText(res), "validation: loop guard: ")) {
+			t.Fatalf("%s: result %q (isError %v), want the loop guard's validation error", s.name, mcpText(res), res.IsError)
+		}
+		if got := u.questions(); got != s.asked {
+			t.Fatalf("%s: questions asked = %d, want %d", s.name, got, s.asked)
+		}
+	}
+}
+
 func TestCanonicalJSON(t *testing.T) {
 	tests := []struct {
 		in, want string
