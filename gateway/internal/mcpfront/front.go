@@ -142,7 +142,7 @@ type Front struct {
 	clients    sync.Map // live mcp-go session ID → *clientSession (sessions.go)
 
 	sessions   atomic.Int64 // live sessions plus slots reserved for new ones (sessions.go)
-	principals sync.Map     // principal name → *atomic.Int64, its sessions counted as sessions is (sessions.go)
+	principals sync.Map     // principal name → *principalCount, of principals with sessions (sessions.go)
 	ids        sessionIDs   // streamable HTTP session IDs issued (sessions.go)
 
 	cats catalogs // the sources' resources, prompts, subscriptions and log levels (surface.go)

@@ -46,7 +46,7 @@ type clientSession struct {
 	ident *principal.Identity
 	// owner is the count of its principal's sessions this one is in,
 	// under Options.MaxSessionsPerPrincipal; nil when not counted.
-	owner *atomic.Int64
+	owner *principalCount
 }
 
 // identity is who sends a request of session c: the identity the
@@ -107,8 +107,9 @@ func (f *Front) clientStarted(ctx context.Context, s server.ClientSession) {
 	} else {
 		c.owner = sl.owner // the slot's count is the session's now
 	}
-	if _, replaced := f.clients.Swap(id, c); replaced {
+	if old, replaced := f.clients.Swap(id, c); replaced {
 		f.sessions.Add(-1) // the older session's entry, gone with its count
+		f.leave(old.(*clientSession).owner)
 	}
 }
 
@@ -121,9 +122,7 @@ func (f *Front) clientEnded(s server.ClientSession) {
 	}
 	f.sessions.Add(-1)
 	c := v.(*clientSession)
-	if c.owner != nil {
-		c.owner.Add(-1)
-	}
+	f.leave(c.owner)
 	if c.streamable {
 		f.ids.forget(s.SessionID())
 	}
@@ -245,7 +244,54 @@ type slot struct {
 	id   string // the streamable HTTP session ID generated for it, if any (sessionIDs)
 	// owner is the count of the requesting principal's sessions the slot
 	// reserved room in; nil when principals are not capped.
-	owner *atomic.Int64
+	owner *principalCount
+}
+
+// principalCount is the number of one principal's sessions (and slots
+// reserved for new ones) under Options.MaxSessionsPerPrincipal. A count
+// that drops to zero is dead and leaves Front.principals, so the map holds
+// only principals with sessions, however many have come and gone; a
+// request that finds a dead count takes a new one.
+type principalCount struct {
+	name string
+	mu   sync.Mutex
+	n    int  // guarded by mu
+	dead bool // guarded by mu
+}
+
+// join adds one to name's count of sessions unless it has limit, and
+// returns the count, or nil when the principal is at its limit.
+func (f *Front) join(name string, limit int) *principalCount {
+	for {
+		v, _ := f.principals.LoadOrStore(name, &principalCount{name: name})
+		pc := v.(*principalCount)
+		pc.mu.Lock()
+		switch {
+		case pc.dead: // left the map just now: take a new one
+			pc.mu.Unlock()
+			continue
+		case pc.n >= limit:
+			pc.mu.Unlock()
+			return nil
+		}
+		pc.n++
+		pc.mu.Unlock()
+		return pc
+	}
+}
+
+// leave takes one off pc (nil: not counted), forgetting the principal at
+// zero.
+func (f *Front) leave(pc *principalCount) {
+	if pc == nil {
+		return
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.n--; pc.n == 0 {
+		pc.dead = true
+		f.principals.CompareAndDelete(pc.name, pc)
+	}
 }
 
 type slotKey struct{}
@@ -255,11 +301,9 @@ type slotKey struct{}
 // after answering 503. The caller must call release once mcp-go has served
 // the request.
 func (f *Front) reserve(w http.ResponseWriter, r *http.Request) (*http.Request, *slot, bool) {
-	var owner *atomic.Int64
+	var owner *principalCount
 	if id := principal.From(r.Context()); id != nil && f.o.MaxSessionsPerPrincipal > 0 {
-		v, _ := f.principals.LoadOrStore(id.Name, new(atomic.Int64))
-		owner = v.(*atomic.Int64)
-		if !tryAdd(owner, int64(f.o.MaxSessionsPerPrincipal)) {
+		if owner = f.join(id.Name, f.o.MaxSessionsPerPrincipal); owner == nil {
 			w.Header().Set("Retry-After", strconv.Itoa(sessionsRetryAfter))
 			writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR,
 				fmt.Sprintf("principal %q has %d sessions open (auth.max_sessions): end sessions no longer in use with DELETE, or retry later", id.Name, f.o.MaxSessionsPerPrincipal)))
@@ -267,9 +311,7 @@ func (f *Front) reserve(w http.ResponseWriter, r *http.Request) (*http.Request, 
 		}
 	}
 	if !tryAdd(&f.sessions, int64(f.o.MaxSessions)) {
-		if owner != nil {
-			owner.Add(-1)
-		}
+		f.leave(owner)
 		w.Header().Set("Retry-After", strconv.Itoa(sessionsRetryAfter))
 		writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR,
 			fmt.Sprintf("the gateway has %d sessions open (server.max_sessions): retry later, or end sessions no longer in use with DELETE", f.o.MaxSessions)))
@@ -302,9 +344,7 @@ const sessionsRetryAfter = 5
 func (f *Front) release(sl *slot) {
 	if sl.used.CompareAndSwap(false, true) {
 		f.sessions.Add(-1)
-		if sl.owner != nil {
-			sl.owner.Add(-1)
-		}
+		f.leave(sl.owner)
 		if sl.id != "" {
 			f.ids.forget(sl.id)
 		}
