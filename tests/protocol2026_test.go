@@ -19,15 +19,16 @@ import (
 // real binary, and mcp-go's client as it comes, which negotiates
 // 2026-07-28 through server/discover.
 
-// connect2026 returns an mcp-go client of srv that negotiated 2026-07-28,
-// sending header h with every request (nil for none).
-func connect2026(t *testing.T, srv *server, h map[string]string) *client.Client {
+// connect2026 returns an mcp-go client of srv, built with opts, that
+// negotiated 2026-07-28, sending header h with every request (nil for
+// none).
+func connect2026(t *testing.T, srv *server, h map[string]string, opts ...client.ClientOption) *client.Client {
 	t.Helper()
 	tr, err := transport.NewStreamableHTTP(srv.URL+"/mcp", transport.WithHTTPHeaders(h))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := client.NewClient(tr)
+	c := client.NewClient(tr, opts...)
 	t.Cleanup(func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
@@ -220,8 +221,7 @@ func TestProtocol2026Versions(t *testing.T) {
 // its prompts and completions, and gets the progress of a long call
 // streamed in its POST's response (mcp-go's modern path, which the
 // front's fast path leaves such calls to). Its sampling and elicitation
-// tools are not: the revision replaced server-initiated requests with
-// multi-round-trip results, which toolgate does not relay yet.
+// tools: TestProtocol2026AskUpstream.
 func TestProtocol2026Upstream(t *testing.T) {
 	entry := npmEntry(t, "server-everything")
 	m := newProcMarker(t)
@@ -287,4 +287,149 @@ func TestProtocol2026Upstream(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("long-running operation: %v", err)
 	}
+}
+
+// TestProtocol2026AskUpstream: server-everything's sampling and
+// elicitation tools through toolgate for 2026-07-28 clients, which have
+// no server-to-client requests: the upstream's request reaches mcp-go's
+// client as an input_required result, which it answers with its handlers
+// and retries, getting the tool's final result. A client that declared
+// neither capability is not asked: the upstream gets -32601. The
+// requestState is bound to the principal and checked: another
+// principal's, an altered one, and one already answered (as an expired
+// one) are refused with -32602.
+func TestProtocol2026AskUpstream(t *testing.T) {
+	entry := npmEntry(t, "server-everything")
+	m := newProcMarker(t)
+	srv := serveUpstreams(t, m, fmt.Sprintf(`auth:
+  tokens:
+    - name: alice
+      token: alice-token-0123456789abcdef
+    - name: bob
+      token: bob-token-0123456789abcdef
+upstreams:
+  - name: ev
+    transport: stdio
+    command: node
+    args: [%q, stdio]
+    env: %s
+`, entry, m.yaml()))
+	aliceAuth := map[string]string{"Authorization": "Bearer alice-token-0123456789abcdef"}
+	asked := make(chan string, 4)
+	c := connect2026(t, srv, aliceAuth, client.WithSamplingHandler(promptSampler{sampler{asked}}), client.WithElicitationHandler(formFiller{}))
+	waitTools(t, c, "ev__trigger-sampling-request", "ev__trigger-elicitation-request")
+
+	res := mustCall(t, c, "ev__trigger-sampling-request", map[string]any{"prompt": "a haiku please"}, "")
+	if res.IsError || !strings.Contains(resultText(res), "sampled by the test client") {
+		t.Errorf("trigger-sampling-request = %q (isError %v), want the client's answer in it", resultText(res), res.IsError)
+	}
+	select {
+	case p := <-asked:
+		if !strings.Contains(p, "a haiku please") {
+			t.Errorf("the client was asked %q, want the tool's prompt", p)
+		}
+	default:
+		t.Error("the client's sampling handler was never asked")
+	}
+	res = mustCall(t, c, "ev__trigger-elicitation-request", map[string]any{}, "")
+	if res.IsError || !strings.Contains(resultText(res), "Ada Lovelace") {
+		t.Errorf("trigger-elicitation-request = %q (isError %v), want the client's answer in it", resultText(res), res.IsError)
+	}
+
+	// A client that declared no sampling: the upstream is told so.
+	plain := connect2026(t, srv, aliceAuth)
+	res = mustCall(t, plain, "ev__trigger-sampling-request", map[string]any{"prompt": "x"}, "")
+	if !res.IsError || !strings.Contains(resultText(res), "did not declare the sampling capability") {
+		t.Errorf("without sampling: %q (isError %v), want the upstream's error saying the client did not declare sampling", resultText(res), res.IsError)
+	}
+
+	// The exchange by hand, with the requestState checked.
+	hc := newHTTPClient()
+	const tool = "ev__trigger-elicitation-request"
+	call := func(token, extra string) (int, mrtrReply) {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` + extra +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
+		r := postRaw(t, hc, srv.URL+"/mcp", []byte(body), http.Header{"Authorization": {"Bearer " + token},
+			"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {tool}})
+		b := r.Body
+		if i := bytes.LastIndex(b, []byte("data: ")); i >= 0 {
+			b = b[i+len("data: "):]
+		}
+		var reply mrtrReply
+		if err := json.Unmarshal(bytes.TrimSpace(b), &reply); err != nil {
+			t.Fatalf("reading %d %s: %v", r.Status, r.Body, err)
+		}
+		return r.Status, reply
+	}
+	status, first := call("alice-token-0123456789abcdef", "")
+	if status != http.StatusOK || first.Result.ResultType != "input_required" || len(first.Result.InputRequests) != 1 || first.Result.RequestState == "" {
+		t.Fatalf("first answer: %d %+v; want input_required with one request and a requestState", status, first)
+	}
+	var key string
+	for k, req := range first.Result.InputRequests {
+		key = k
+		if req.Method != "elicitation/create" || !strings.Contains(string(req.Params), "Your full, legal name") {
+			t.Errorf("input request %s = %s %s, want server-everything's elicitation", k, req.Method, req.Params)
+		}
+	}
+	state := first.Result.RequestState
+	answer := `"inputResponses":{"` + key + `":{"action":"accept","content":{"name":"Grace Hopper"}}},`
+	altered := []byte(state)
+	altered[len(altered)-2] ^= 1
+	for _, tc := range []struct{ name, token, state string }{
+		{"another principal's", "bob-token-0123456789abcdef", state},
+		{"altered", "alice-token-0123456789abcdef", string(altered)},
+		{"forged", "alice-token-0123456789abcdef", "tg1.0123456789abcdef.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
+	} {
+		status, r := call(tc.token, answer+`"requestState":"`+tc.state+`",`)
+		if status != http.StatusBadRequest || r.Error == nil || r.Error.Code != mcp.INVALID_PARAMS {
+			t.Errorf("%s requestState: %d %+v, want 400 with -32602", tc.name, status, r.Error)
+		}
+	}
+	status, done := call("alice-token-0123456789abcdef", answer+`"requestState":"`+state+`",`)
+	var text strings.Builder
+	for _, part := range done.Result.Content {
+		text.WriteString(part.Text)
+	}
+	if status != http.StatusOK || done.Result.ResultType != "complete" || !strings.Contains(text.String(), "Name: Grace Hopper") {
+		t.Errorf("retry: %d %+v; want the tool's result with the answer", status, done)
+	}
+	// Answered: the state names no waiting call any more, as an expired
+	// one does.
+	status, again := call("alice-token-0123456789abcdef", answer+`"requestState":"`+state+`",`)
+	if status != http.StatusBadRequest || again.Error == nil || !strings.Contains(again.Error.Message, "names no call waiting for answers") {
+		t.Errorf("the state again: %d %+v, want 400 saying no call waits", status, again.Error)
+	}
+}
+
+// promptSampler is sampler for a 2026-07-28 client, whose mcp-go decodes
+// an input request's message content as a map, not as mcp.TextContent.
+type promptSampler struct{ sampler }
+
+func (s promptSampler) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	for i, m := range req.Messages {
+		if c, ok := m.Content.(map[string]any); ok && c["type"] == "text" {
+			text, _ := c["text"].(string)
+			req.Messages[i].Content = mcp.NewTextContent(text)
+		}
+	}
+	return s.sampler.CreateMessage(ctx, req)
+}
+
+// mrtrReply is the answer to a 2026-07-28 tools/call as a client reads it.
+type mrtrReply struct {
+	Result struct {
+		ResultType    string            `json:"resultType"`
+		Content       []mcp.TextContent `json:"content"`
+		InputRequests map[string]struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		} `json:"inputRequests"`
+		RequestState string `json:"requestState"`
+	} `json:"result"`
+	Error *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
 }
