@@ -246,15 +246,15 @@ func (f *Front) handler(call func(context.Context, *Request) *executors.Result) 
 		if m := req.Params.Meta; m != nil {
 			r.Meta = m.AdditionalFields
 		}
-		if s := server.ClientSessionFromContext(ctx); s != nil {
-			r.Session = s.SessionID()
-			r.Elicit = f.elicit(s)
-			r.Peer = peer{f: f, s: s, ctx: ctx}
-		}
 		r.Identity = f.identity(ctx)
 		if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 			// No session: asking the client takes input_required results.
 			return f.modernCall(ctx, info, req, &r, call)
+		}
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			r.Session = s.SessionID()
+			r.Elicit = f.elicit(s)
+			r.Peer = peer{f: f, s: s, ctx: ctx}
 		}
 		return wireResult(call(ctx, &r)), nil
 	}

@@ -621,7 +621,6 @@ func (p modernPeer) Request(ctx context.Context, method string, params json.RawM
 // runs as a continuation; any other runs here.
 func (f *Front) modernCall(ctx context.Context, info *server.RequestProtocolInfo, req mcp.CallToolRequest, r *Request, call func(context.Context, *Request) *executors.Result) (*mcp.CallToolResult, error) {
 	who := principal.NameOf(r.Identity)
-	bind := binding{method: string(mcp.MethodToolsCall), name: req.Params.Name, args: argsSum(req.Params.RawArguments, req.Params.Arguments)}
 	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
 		answers := make(map[string]json.RawMessage, len(req.Params.InputResponses))
 		for k, v := range req.Params.InputResponses {
@@ -631,7 +630,7 @@ func (f *Front) modernCall(ctx context.Context, info *server.RequestProtocolInfo
 			}
 			answers[k] = b
 		}
-		c, err := f.mrtr.resume(who, bind, req.Params.RequestState, answers, true)
+		c, err := f.mrtr.resume(who, callBinding(&req), req.Params.RequestState, answers, true)
 		if err != nil {
 			return nil, err
 		}
@@ -642,9 +641,10 @@ func (f *Front) modernCall(ctx context.Context, info *server.RequestProtocolInfo
 	if !mayAsk(info.ClientCapabilities) {
 		return wireResult(call(ctx, r)), nil
 	}
-	c, ok := f.mrtr.start(ctx, f.root, who, bind, func(ctx context.Context, c *continuation) outcome {
-		p.c = c
-		r.Peer = p
+	c, ok := f.mrtr.start(ctx, f.root, who, callBinding(&req), func(ctx context.Context, c *continuation) outcome {
+		asking := p // p stays as it is: the closure copies it
+		asking.c = c
+		r.Peer = asking
 		if info.ClientCapabilities.Elicitation != nil {
 			r.Elicit = c.elicit
 		}
@@ -654,6 +654,12 @@ func (f *Front) modernCall(ctx context.Context, info *server.RequestProtocolInfo
 		return wireResult(call(ctx, r)), nil
 	}
 	return toolOutcome(c.await(ctx))
+}
+
+// callBinding is the binding of req, computed only for a call that may
+// wait: the common call hashes nothing.
+func callBinding(req *mcp.CallToolRequest) binding {
+	return binding{method: string(mcp.MethodToolsCall), name: req.Params.Name, args: argsSum(req.Params.RawArguments, req.Params.Arguments)}
 }
 
 // toolOutcome is await's answer as a tools/call result.
