@@ -717,7 +717,9 @@ func TestRetryBridgesRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
 	defer cancel()
 	res, err := d.Dispatch(ctx, m.exec(t, "fs__pid"), executors.Call{Tool: &registry.Tool{Name: "fs__pid", Kind: registry.MCP}, Thread: "t",
-		Retry: retry.Plan{Policy: retry.Policy{}.Normalize(), Idempotent: true}})
+		// Attempts enough for a restart on a loaded machine (process start,
+		// initialize, tools/list): the point is that retries bridge it.
+		Retry: retry.Plan{Policy: retry.Policy{Attempts: 10}.Normalize(), Idempotent: true}})
 	if err != nil {
 		t.Fatalf("fs__pid during the restart: %v", err)
 	}
