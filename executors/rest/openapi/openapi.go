@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -140,7 +141,14 @@ const (
 	// so a schema that recurses in several places cannot grow to 3^10
 	// copies before oapiMaxRefDepth stops it.
 	oapiMaxInlined = 2000
+	// oapiMaxSchemaBytes caps a tool's input schema: one over it is
+	// inlined again at the next of oapiCutDepths.
+	oapiMaxSchemaBytes = 128 << 10
 )
+
+// oapiCutDepths are the $ref depths an input schema over
+// oapiMaxSchemaBytes is tried at, in order, until it fits.
+var oapiCutDepths = []int{6, 4, 3, 2, 1, 0}
 
 var (
 	// oapiNameRE is MCP's rule for tool names, used for the source name
@@ -222,6 +230,9 @@ type Operation struct {
 	// first line of its description, else "METHOD path"; at most
 	// [maxSummary] bytes.
 	Summary string
+	// Tool is the name of the operation's tool (or the name it would
+	// have had), or empty when the source name leaves no room for one.
+	Tool string
 }
 
 // maxSummary caps [Operation.Summary].
@@ -230,14 +241,51 @@ const maxSummary = 160
 // SpecsWithOperations is [Specs] that also returns, for each spec, the
 // [Operation] it was made from: ops[i] describes specs[i].
 func SpecsWithOperations(src Source) (specs []rest.Spec, ops []Operation, warnings []Warning, err error) {
-	fail := func(err error) ([]rest.Spec, []Operation, []Warning, error) {
-		return nil, nil, nil, &Error{Source: src.Name, Location: src.Location, Err: err}
+	d, err := Open(src)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	warnings = slices.Clone(d.head)
+	for i := range d.ops {
+		spec, ws, ok := d.Spec(i)
+		warnings = append(warnings, ws...)
+		if ok {
+			specs = append(specs, spec)
+			ops = append(ops, d.Operation(i))
+		}
+	}
+	return specs, ops, append(warnings, d.tail...), nil
+}
+
+// Document is an OpenAPI source's document, loaded and checked, with its
+// selected operations named but not yet converted: [Document.Spec]
+// converts one. A gateway serving a large document behind a catalog
+// converts only the operations it is asked about, since inlining every
+// $ref of every operation is most of the cost of a large document
+// (Microsoft Graph's 11,422 operations inline to 1 GB of JSON Schema).
+// A Document is safe for concurrent use.
+type Document struct {
+	mu sync.Mutex // guards b (its cache)
+	b  *oapiBuilder
+	// ops are the selected operations, sorted by path, then method.
+	ops []*oapiOp
+	// head are the document's warnings (repairs, validation, auth);
+	// tail the globs that matched no operation.
+	head, tail []Warning
+}
+
+// Open loads src's document and selects and names its operations,
+// converting none. Its errors are [Specs]': src's own settings, a
+// document that cannot be read, no usable base URL, each an [*Error].
+func Open(src Source) (d *Document, err error) {
+	fail := func(err error) (*Document, error) {
+		return nil, &Error{Source: src.Name, Location: src.Location, Err: err}
 	}
 	defer func() {
 		// kin-openapi on a document it does not expect must not take the
 		// gateway down.
 		if r := recover(); r != nil {
-			specs, ops, warnings, err = fail(fmt.Errorf("reading the document failed: %v", r))
+			d, err = fail(fmt.Errorf("reading the document failed: %v", r))
 		}
 	}()
 	// *registry.FieldErrors inside the *Error, so the gateway can place
@@ -254,33 +302,69 @@ func SpecsWithOperations(src Source) (specs []rest.Spec, ops []Operation, warnin
 		return fail(err)
 	}
 
-	b := &oapiBuilder{src: src, doc: doc, base: base}
+	d = &Document{b: &oapiBuilder{src: src, doc: doc, base: base}}
 	for _, r := range repairs {
-		b.warnings = append(b.warnings, Warning{Msg: "the document was repaired to load: " + r})
+		d.head = append(d.head, Warning{Msg: "the document was repaired to load: " + r})
 	}
 	if err := doc.Validate(context.Background(), oapiValidation...); err != nil {
 		// Only then is each operation checked on its own: checking them
 		// all again is slow on large documents.
-		b.checkOps = true
-		b.warnings = append(b.warnings, Warning{Msg: "the document does not validate (" + firstLine(err.Error()) +
+		d.b.checkOps = true
+		d.head = append(d.head, Warning{Msg: "the document does not validate (" + firstLine(err.Error()) +
 			"); each operation is checked on its own instead, and only an operation with a problem of its own makes no tool"})
 	}
 	for _, k := range slices.Sorted(maps.Keys(src.Auth)) {
 		if doc.Components == nil || doc.Components.SecuritySchemes[k] == nil {
-			b.warnings = append(b.warnings, Warning{Msg: fmt.Sprintf("auth.%s names no securityScheme of the document; use one of its components.securitySchemes names", k)})
+			d.head = append(d.head, Warning{Msg: fmt.Sprintf("auth.%s names no securityScheme of the document; use one of its components.securitySchemes names", k)})
 		}
 	}
 	sel := newSelector(src.Include, src.Exclude)
-	for _, op := range b.operations() {
-		if !sel.keep(op) {
-			continue
+	for _, op := range d.b.operations() {
+		if sel.keep(op) {
+			d.ops = append(d.ops, op)
 		}
-		b.operation(op)
 	}
 	for _, g := range sel.unmatched() {
-		b.warnings = append(b.warnings, Warning{Msg: g + " matches no operation; check it against toolgate tools, or remove it"})
+		d.tail = append(d.tail, Warning{Msg: g + " matches no operation; check it against toolgate tools, or remove it"})
 	}
-	return b.specs, b.ops, b.warnings, nil
+	return d, nil
+}
+
+// Warnings returns the document's own warnings, about no one operation:
+// repairs made to load it, its validation, auth entries and globs that
+// name nothing.
+func (d *Document) Warnings() []Warning { return slices.Concat(d.head, d.tail) }
+
+// Len returns how many operations are selected.
+func (d *Document) Len() int { return len(d.ops) }
+
+// Operation describes the i-th selected operation, without converting
+// it.
+func (d *Document) Operation(i int) Operation {
+	o := d.ops[i]
+	return Operation{Method: o.method, Path: o.key, OperationID: o.op.OperationID,
+		Tags: slices.Clone(o.op.Tags), Summary: oapiSummary(o.op, o.method, o.key), Tool: o.name}
+}
+
+// Spec converts the i-th selected operation. ok is false when it makes no
+// tool: warnings then holds the reason, with Skipped set; otherwise they
+// are what was lost in converting it.
+func (d *Document) Spec(i int) (spec rest.Spec, warnings []Warning, ok bool) {
+	return d.spec(i, true)
+}
+
+// Outline is [Document.Spec] without the input schema (InputSchema is
+// nil), which is most of the cost: everything else, and whether the
+// operation makes a tool at all, is as Spec says. Warnings about the
+// schema (patterns dropped, references cut) come only from Spec.
+func (d *Document) Outline(i int) (spec rest.Spec, warnings []Warning, ok bool) {
+	return d.spec(i, false)
+}
+
+func (d *Document) spec(i int, schema bool) (rest.Spec, []Warning, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.b.operation(d.ops[i], schema)
 }
 
 // oapiTags matches an HTML tag, for [oapiSummary].
@@ -471,13 +555,14 @@ type oapiBuilder struct {
 	// operation's parameters and request body are then checked.
 	checkOps bool
 	cache    oapiCache
-	specs    []rest.Spec
-	ops      []Operation // ops[i] is what specs[i] was made from
-	warnings []Warning
 }
 
 // oapiSkip is the reason an operation was skipped.
 type oapiSkip struct{ msg string }
+
+// oapiTooLarge is convert's answer when the input schema passes
+// oapiMaxSchemaBytes: the operation is converted again, less deep.
+var oapiTooLarge = &oapiSkip{"the input schema is too large"}
 
 // oapiOp is one operation of the document, named.
 type oapiOp struct {
@@ -492,8 +577,12 @@ type oapiOp struct {
 	// nameNote says how name came to differ from <source>__<id>.
 	nameNote string
 	// invalid holds the optional parameters that do not validate, to be
-	// left out of the tool, with their problem.
+	// left out of the tool, with their problem; problem is the
+	// operation's own problem, which makes no tool. Both are set once
+	// checked (only when the document does not validate).
 	invalid map[*openapi3.Parameter]string
+	problem error
+	checked bool
 }
 
 // operations lists every operation of the document, sorted by path key,
@@ -572,43 +661,65 @@ func oapiUniqueName(source, id string, used map[string]string) (name, note strin
 	}
 }
 
-// operation adds the Spec for one operation, or a warning.
-func (b *oapiBuilder) operation(o *oapiOp) {
-	skip := func(msg string) {
-		b.warnings = append(b.warnings, Warning{Operation: o.label, Tool: o.name, Msg: msg, Skipped: true})
+// operation converts one operation, without its input schema unless
+// schema is set. ok is false when it makes no tool: warnings then holds
+// the reason, with Skipped set.
+func (b *oapiBuilder) operation(o *oapiOp, schema bool) (spec rest.Spec, warnings []Warning, ok bool) {
+	skip := func(msg string) (rest.Spec, []Warning, bool) {
+		return rest.Spec{}, []Warning{{Operation: o.label, Tool: o.name, Msg: msg, Skipped: true}}, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			skip(fmt.Sprintf("converting the operation failed: %v", r))
+			spec, warnings, ok = skip(fmt.Sprintf("converting the operation failed: %v", r))
 		}
 	}()
 	if o.name == "" {
-		skip(fmt.Sprintf("the source name leaves no room for a tool name within %d characters; shorten the source name", oapiMaxName))
-		return
+		return skip(fmt.Sprintf("the source name leaves no room for a tool name within %d characters; shorten the source name", oapiMaxName))
 	}
-	if b.checkOps {
-		invalid, err := oapiCheck(o.item, o.op)
-		if err != nil {
-			skip(err.Error())
-			return
+	if b.checkOps && !o.checked {
+		o.invalid, o.problem = oapiCheck(o.item, o.op)
+		o.checked = true
+	}
+	if o.problem != nil {
+		return skip(o.problem.Error())
+	}
+	depth := oapiMaxRefDepth
+	if !schema {
+		depth = -1
+	}
+	spec, notes, sk := b.convert(o, depth)
+	// An input schema over oapiMaxSchemaBytes is inlined again to fewer
+	// levels of $ref until it fits: compiling a schema costs time and
+	// memory that grow faster than its size (a 1.4 MB one, a minute and
+	// 4 GB), and a model reads all of it.
+	for _, cut := range oapiCutDepths {
+		if sk != oapiTooLarge {
+			break
 		}
-		o.invalid = invalid
+		depth = cut
+		spec, notes, sk = b.convert(o, depth)
+		if sk == nil {
+			notes = append(notes, fmt.Sprintf(`the input schema with its references inlined is over %d KiB; references nested deeper than %d levels are replaced with {"type":"object"}`,
+				oapiMaxSchemaBytes>>10, depth))
+		}
 	}
-	spec, notes, sk := b.convert(o)
+	if sk == oapiTooLarge {
+		return skip(fmt.Sprintf(`its input schema is over %d KiB even with every reference replaced with {"type":"object"}`, oapiMaxSchemaBytes>>10))
+	}
 	if sk != nil {
-		skip(sk.msg)
-		return
+		return skip(sk.msg)
+	}
+	if !schema {
+		spec.InputSchema = nil
 	}
 	if o.nameNote != "" {
 		notes = append([]string{o.nameNote}, notes...)
 	}
 	for _, n := range notes {
-		b.warnings = append(b.warnings, Warning{Operation: o.label, Tool: o.name, Msg: n})
+		warnings = append(warnings, Warning{Operation: o.label, Tool: o.name, Msg: n})
 	}
 	spec.Name = o.name
-	b.specs = append(b.specs, spec)
-	b.ops = append(b.ops, Operation{Method: o.method, Path: o.key, OperationID: o.op.OperationID,
-		Tags: slices.Clone(o.op.Tags), Summary: oapiSummary(o.op, o.method, o.key)})
+	return spec, warnings, true
 }
 
 // oapiCheck validates what of an operation its tool depends on: its
@@ -719,9 +830,11 @@ func (s *selector) unmatched() []string {
 	return out
 }
 
-// convert builds everything of the Spec but its name. notes are warnings
-// for a Spec that is kept.
-func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
+// convert builds everything of the Spec but its name, inlining $refs in
+// the input schema at most maxDepth levels deep; a negative maxDepth
+// builds no schemas at all (the input schema is then meaningless). notes
+// are warnings for a Spec that is kept.
+func (b *oapiBuilder) convert(o *oapiOp, maxDepth int) (rest.Spec, []string, *oapiSkip) {
 	p, item, method, op := o.path, o.item, o.method, o.op
 	if !slices.Contains(oapiMethods, method) {
 		return rest.Spec{}, nil, &oapiSkip{method + " operations are not supported"}
@@ -731,7 +844,7 @@ func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
 		return rest.Spec{}, nil, skip
 	}
 
-	sc := &oapiSchemaConv{cache: &b.cache}
+	sc := &oapiSchemaConv{cache: &b.cache, maxDepth: maxDepth}
 	props := make(map[string]any)
 	var requiredProps []string
 	headers := make(map[string]string, len(b.src.Headers))
@@ -941,9 +1054,15 @@ func (b *oapiBuilder) convert(o *oapiOp) (rest.Spec, []string, *oapiSkip) {
 	if len(requiredProps) > 0 {
 		input["required"] = requiredProps
 	}
+	if sc.over {
+		return rest.Spec{}, nil, oapiTooLarge
+	}
 	raw, err := json.Marshal(input)
 	if err != nil {
 		return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("encoding input schema: %v", err)}
+	}
+	if len(raw) > oapiMaxSchemaBytes {
+		return rest.Spec{}, nil, oapiTooLarge
 	}
 
 	spec := rest.Spec{
@@ -1310,6 +1429,14 @@ func oapiToolName(full string) (name string, shortened, ok bool) {
 type oapiSchemaConv struct {
 	// cache is shared by the operations of one document.
 	cache *oapiCache
+	// maxDepth is how many $refs deep schemas are inlined (at most
+	// oapiMaxRefDepth); negative: no schema is converted, each is {}.
+	maxDepth int
+	// size estimates the bytes of JSON converted so far; once it passes
+	// oapiMaxSchemaBytes, over is set and the rest converts to {}: the
+	// result is thrown away, and inlined again less deep.
+	size int
+	over bool
 	// inlined counts the $refs inlined so far.
 	inlined int
 	// notes are warnings, each given once.
@@ -1344,13 +1471,15 @@ var oapiHoistedKeys = []string{"title", "description", "default", "examples", "d
 // ref converts sr, inlining its target; depth counts the $refs already
 // inlined on the way here. request drops readOnly properties.
 func (sc *oapiSchemaConv) ref(sr *openapi3.SchemaRef, depth int, request bool) any {
-	if sr == nil {
+	if sr == nil || sc.maxDepth < 0 || sc.over {
 		return map[string]any{}
 	}
 	if sr.Ref != "" {
-		if depth >= oapiMaxRefDepth || sc.inlined >= oapiMaxInlined {
-			sc.note(fmt.Sprintf(`schema references nest deeper than %d levels at %s (a recursive schema); replaced with {"type":"object"} there`,
-				oapiMaxRefDepth, sr.Ref))
+		if depth >= sc.maxDepth || sc.inlined >= oapiMaxInlined {
+			if sc.maxDepth == oapiMaxRefDepth {
+				sc.note(fmt.Sprintf(`schema references nest deeper than %d levels at %s (a recursive schema); replaced with {"type":"object"} there`,
+					oapiMaxRefDepth, sr.Ref))
+			}
 			return map[string]any{"type": "object"}
 		}
 		depth++
@@ -1393,10 +1522,16 @@ func (sc *oapiSchemaConv) schema(s *openapi3.Schema, depth int, request bool) an
 	if s.Always != nil {
 		return *s.Always
 	}
-	m, err := sc.cache.keywords(s)
+	m, size, err := sc.cache.keywords(s)
 	if err != nil {
 		sc.note(fmt.Sprintf("a schema could not be converted (%v); it accepts any value instead", err))
 		return map[string]any{}
+	}
+	for k := range s.Properties {
+		size += len(k) + 4
+	}
+	if sc.size += size; sc.size > oapiMaxSchemaBytes {
+		sc.over = true
 	}
 
 	// OpenAPI 3.0's example becomes 2020-12's examples.
@@ -1507,25 +1642,26 @@ type oapiCache struct {
 }
 
 type oapiKeywordsResult struct {
-	m   map[string]any
-	err error
+	m    map[string]any
+	size int // bytes of m as JSON
+	err  error
 }
 
 // keywords returns a copy of oapiKeywords(s) that the caller may change
-// (the top level only: the values are shared).
-func (c *oapiCache) keywords(s *openapi3.Schema) (map[string]any, error) {
+// (the top level only: the values are shared), and its size as JSON.
+func (c *oapiCache) keywords(s *openapi3.Schema) (map[string]any, int, error) {
 	r, ok := c.kw[s]
 	if !ok {
 		if c.kw == nil {
 			c.kw = make(map[*openapi3.Schema]oapiKeywordsResult)
 		}
-		r.m, r.err = oapiKeywords(s)
+		r.m, r.size, r.err = oapiKeywords(s)
 		c.kw[s] = r
 	}
 	if r.err != nil {
-		return nil, r.err
+		return nil, 0, r.err
 	}
-	return maps.Clone(r.m), nil
+	return maps.Clone(r.m), r.size, nil
 }
 
 // goRegexp reports whether Go's regexp compiles p.
@@ -1543,15 +1679,15 @@ func (c *oapiCache) goRegexp(p string) bool {
 }
 
 // oapiKeywords returns s's keywords that hold no schema, as plain JSON values,
-// without the dropped ones and extensions.
-func oapiKeywords(s *openapi3.Schema) (map[string]any, error) {
+// without the dropped ones and extensions, and their size as JSON.
+func oapiKeywords(s *openapi3.Schema) (map[string]any, int, error) {
 	y, err := s.MarshalYAML()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	m, ok := y.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("unexpected encoding %T", y)
+		return nil, 0, fmt.Errorf("unexpected encoding %T", y)
 	}
 	for _, k := range slices.Concat(oapiSubschemaKeys, oapiDroppedKeys) {
 		delete(m, k)
@@ -1563,15 +1699,15 @@ func oapiKeywords(s *openapi3.Schema) (map[string]any, error) {
 	}
 	raw, err := json.Marshal(m)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var out map[string]any
 	if err := dec.Decode(&out); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return out, nil
+	return out, len(raw), nil
 }
 
 // oapiNullable applies OpenAPI 3.0's nullable: true to m: "null" joins

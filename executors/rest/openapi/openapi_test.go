@@ -815,11 +815,103 @@ paths:
 		t.Fatal(err)
 	}
 	want := []Operation{
-		{Method: "GET", Path: "/a#v1", OperationID: "getA", Tags: []string{"x", "y"}, Summary: "Returns the list."},
-		{Method: "DELETE", Path: "/b", Summary: "DELETE /b"},
-		{Method: "POST", Path: "/b", Summary: "First line."},
+		{Method: "GET", Path: "/a#v1", OperationID: "getA", Tags: []string{"x", "y"}, Summary: "Returns the list.", Tool: "s__getA"},
+		{Method: "DELETE", Path: "/b", Summary: "DELETE /b", Tool: "s__delete_b"},
+		{Method: "POST", Path: "/b", Summary: "First line.", Tool: "s__post_b"},
 	}
 	if diff := cmp.Diff(want, ops); diff != "" || len(specs) != len(ops) {
 		t.Errorf("SpecsWithOperations operations (-want +got):\n%s", diff)
+	}
+}
+
+// TestSpecsSchemaCap checks that an input schema whose references inline
+// to more than oapiMaxSchemaBytes is inlined to fewer levels until it
+// fits, with a warning saying so.
+func TestSpecsSchemaCap(t *testing.T) {
+	// Node has three references to itself and a long description: inlined
+	// ten levels deep it passes the cap many times over.
+	doc := `openapi: 3.0.3
+info: {title: t, version: "1"}
+servers: [{url: "http://127.0.0.1:9"}]
+paths:
+  /nodes:
+    post:
+      operationId: addNode
+      requestBody:
+        content:
+          application/json:
+            schema: {$ref: "#/components/schemas/Node"}
+      responses: {"200": {description: OK}}
+components:
+  schemas:
+    Node:
+      type: object
+      description: "` + strings.Repeat("A node of the tree. ", 50) + `"
+      properties:
+        left: {$ref: "#/components/schemas/Node"}
+        right: {$ref: "#/components/schemas/Node"}
+        parent: {$ref: "#/components/schemas/Node"}
+`
+	specs, warnings, err := Specs(Source{Name: "s", Spec: []byte(doc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 1 {
+		t.Fatalf("Specs = %v, want one tool", specNames(specs))
+	}
+	if n := len(specs[0].InputSchema); n > oapiMaxSchemaBytes {
+		t.Errorf("InputSchema is %d bytes, over the cap of %d", n, oapiMaxSchemaBytes)
+	}
+	if _, err := schemas.Compile(specs[0].InputSchema); err != nil {
+		t.Errorf("the cut schema does not compile: %v", err)
+	}
+	var notes []string
+	for _, w := range warnings {
+		notes = append(notes, w.String())
+	}
+	want := regexp.MustCompile(`^POST /nodes \(addNode\): the input schema with its references inlined is over 128 KiB; references nested deeper than [0-9] levels are replaced with \{"type":"object"\}$`)
+	if !slices.ContainsFunc(notes, want.MatchString) {
+		t.Errorf("warnings = %q, want one matching %s", notes, want)
+	}
+}
+
+// TestDocumentOutline checks that an operation's outline is its Spec
+// without the input schema, and that both skip the same operations.
+func TestDocumentOutline(t *testing.T) {
+	for _, file := range []string{"petstore.yaml", "openapi-recursive.yaml", "openapi-31.yaml", "openapi-invalid.yaml", "wire.yaml", "swagger2.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			src := loadSource(t, file)
+			src.BaseURL = "http://127.0.0.1:9"
+			d, err := Open(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Len() == 0 {
+				t.Fatal("no operations")
+			}
+			for i := range d.Len() {
+				full, _, okFull := d.Spec(i)
+				outline, ws, ok := d.Outline(i)
+				if ok != okFull {
+					t.Fatalf("operation %d: Outline ok = %v, Spec ok = %v (%v)", i, ok, okFull, ws)
+				}
+				if !ok {
+					continue
+				}
+				if outline.InputSchema != nil {
+					t.Errorf("%s: Outline has an input schema", outline.Name)
+				}
+				if full.InputSchema == nil {
+					t.Errorf("%s: Spec has no input schema", full.Name)
+				}
+				full.InputSchema = nil
+				if diff := cmp.Diff(full, outline); diff != "" {
+					t.Errorf("%s: Outline differs from Spec (-spec +outline):\n%s", full.Name, diff)
+				}
+				if op := d.Operation(i); op.Tool != full.Name {
+					t.Errorf("Operation(%d).Tool = %q, want %q", i, op.Tool, full.Name)
+				}
+			}
+		})
 	}
 }
