@@ -207,6 +207,48 @@ func (r *Registry) Remove(names ...string) []string {
 	return slices.Clone(removed)
 }
 
+// Replace atomically replaces registered tools with tools of the same
+// names and sources, as when a tool registered with a stand-in schema is
+// built in full. The new tools are checked as by [Registry.Add]; a name
+// that is not registered, or is registered by another source, is an
+// error; on any error nothing changes. It emits one [Change] listing each
+// tool in Added and in Removed.
+func (r *Registry) Replace(tools ...Tool) error {
+	if len(tools) == 0 {
+		return nil
+	}
+	prepared, _, errs := prepare(tools, "")
+	r.mu.Lock()
+	seen := make(map[string]bool, len(prepared))
+	for _, t := range prepared {
+		old, ok := r.tools[t.Name]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("replacing tool %s: it is not registered", quoteName(t.Name)))
+		case old.Source != t.Source:
+			errs = append(errs, fmt.Errorf("replacing tool %s: it is registered by %s, not %s", quoteName(t.Name), old.Source, t.Source))
+		case seen[t.Name]:
+			errs = append(errs, &ConflictError{Name: t.Name, Source: t.Source, ExistingSource: t.Source})
+		}
+		seen[t.Name] = true
+	}
+	if len(errs) > 0 {
+		r.mu.Unlock()
+		return errors.Join(errs...)
+	}
+	removed := make([]string, 0, len(prepared))
+	for _, t := range prepared {
+		r.delete(t.Name)
+		r.insert(t)
+		removed = append(removed, t.Name)
+	}
+	slices.Sort(removed)
+	r.changed(Change{Added: sortedTools(prepared), Removed: removed})
+	r.mu.Unlock()
+	r.deliver()
+	return nil
+}
+
 // ReplaceSource atomically replaces every registered tool whose Source is
 // source with tools, as when an upstream server lists its tools again.
 // Tools with an empty Source get source; a tool with another Source is an

@@ -485,6 +485,55 @@ func TestReplaceSource(t *testing.T) {
 	}
 }
 
+// TestReplace checks that Replace swaps registered tools for new
+// definitions of the same names and sources, compiling their schemas, and
+// changes nothing on any error.
+func TestReplace(t *testing.T) {
+	r := New()
+	mustAdd(t, r, tool("api__a", "openapi:api"), tool("api__b", "openapi:api"), tool("calc", "builtin"))
+	var changes []Change
+	r.Subscribe(func(c Change) { changes = append(changes, c) })
+
+	full := Tool{Name: "api__a", Kind: Stateless, Source: "openapi:api",
+		InputSchema: []byte(`{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]}`)}
+	if err := r.Replace(full); err != nil {
+		t.Fatalf("Replace: %v", err)
+	}
+	a, _ := r.Get("api__a")
+	if vs := a.Validate(map[string]any{}); len(vs) == 0 {
+		t.Error("the replaced tool accepts {}, want its new schema to require id")
+	}
+	if diff := cmp.Diff([]string{"api__a", "api__b", "calc"}, names(r.List())); diff != "" {
+		t.Errorf("List mismatch (-want +got):\n%s", diff)
+	}
+	if len(changes) != 1 || !cmp.Equal(names(changes[0].Added), []string{"api__a"}) || !cmp.Equal(changes[0].Removed, []string{"api__a"}) {
+		t.Errorf("changes = %+v, want one change adding and removing api__a", changes)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		tools []Tool
+		want  string
+	}{
+		{"unknown", []Tool{tool("api__c", "openapi:api")}, `replacing tool "api__c": it is not registered`},
+		{"other source", []Tool{tool("calc", "openapi:api")}, `replacing tool "calc": it is registered by builtin, not openapi:api`},
+		{"bad schema", []Tool{{Name: "api__b", Kind: Stateless, Source: "openapi:api", InputSchema: []byte(`{"type":"string"}`)}}, `must describe an object`},
+		{"twice", []Tool{tool("api__b", "openapi:api"), tool("api__b", "openapi:api")}, `conflicts`},
+		{"one bad of two", []Tool{tool("api__b", "openapi:api"), tool("api__c", "openapi:api")}, `api__c`},
+	} {
+		err := r.Replace(tc.tools...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Replace = %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	if b, _ := r.Get("api__b"); b.Source != "openapi:api" || len(changes) != 1 {
+		t.Errorf("failed Replace calls changed the registry: api__b = %+v, %d changes", b, len(changes))
+	}
+	if a2, _ := r.Get("api__a"); a2 != a {
+		t.Error("a failed Replace changed api__a")
+	}
+}
+
 func TestListIsFresh(t *testing.T) {
 	r := New()
 	mustAdd(t, r, tool("b", "s"), tool("a", "s"))
