@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -125,7 +126,9 @@ func (c *conn) inflightOf(r *peerRef) (inflight, bool) {
 // onRequest answers a request the upstream sends its client (toolgate):
 // ping at once; sampling/createMessage, elicitation/create and roots/list
 // relayed to the client whose call the upstream is serving, with the
-// answer relayed back. The transport runs it on a goroutine of its own.
+// answer relayed back; an accepted elicitation's answer with the defaults
+// of the fields the client left out ([fillDefaults]). The transport runs
+// it on a goroutine of its own.
 //
 // The wait for the client's answer ends with the call the request serves
 // (its deadline, its cancellation), when the transport cancels ctx, or
@@ -174,7 +177,90 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 		}
 		return transport.NewJSONRPCErrorResponse(req.ID, code, c.u.redact(err.Error()), nil), nil
 	}
+	if req.Method == string(mcp.MethodElicitationCreate) {
+		res = fillDefaults(params, res)
+	}
 	return transport.NewJSONRPCResultResponse(req.ID, res), nil
+}
+
+// fillDefaults applies the defaults of an elicitation's form (SEP-1034) to
+// the client's answer res to it, whose params the upstream sent: when the
+// answer accepts, each top-level property of the requested schema that is
+// missing from its content and has a default of the property's primitive
+// type (string, integer, number, boolean; a single-select enum is a
+// string) gets that default, creating the content if the answer has none.
+// A value the client gave is kept, whatever it is; a declined or cancelled
+// answer, a form without such defaults, and anything that does not decode
+// as the revision describes are returned unchanged, byte for byte.
+func fillDefaults(params, res json.RawMessage) json.RawMessage {
+	var answer map[string]json.RawMessage
+	if json.Unmarshal(res, &answer) != nil {
+		return res
+	}
+	var action string
+	if json.Unmarshal(answer["action"], &action) != nil || action != string(mcp.ElicitationResponseActionAccept) {
+		return res
+	}
+	var form struct {
+		RequestedSchema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"requestedSchema"`
+	}
+	if json.Unmarshal(params, &form) != nil {
+		return res
+	}
+	content := map[string]json.RawMessage{}
+	if raw := answer["content"]; len(raw) > 0 && string(raw) != "null" {
+		if json.Unmarshal(raw, &content) != nil {
+			return res // not an object: the upstream's to judge
+		}
+	}
+	filled := false
+	for name, raw := range form.RequestedSchema.Properties {
+		if _, given := content[name]; given {
+			continue
+		}
+		var prop struct {
+			Type    string          `json:"type"`
+			Default json.RawMessage `json:"default"`
+		}
+		if json.Unmarshal(raw, &prop) != nil || !primitiveOf(prop.Type, prop.Default) {
+			continue
+		}
+		content[name] = prop.Default
+		filled = true
+	}
+	if !filled {
+		return res
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return res
+	}
+	answer["content"] = b
+	out, err := json.Marshal(answer)
+	if err != nil {
+		return res
+	}
+	return out
+}
+
+// primitiveOf reports whether v is a JSON value of the elicitation schema's
+// primitive type typ: a string, a boolean, a number, or an integral number.
+func primitiveOf(typ string, v json.RawMessage) bool {
+	var x any
+	if len(v) == 0 || json.Unmarshal(v, &x) != nil {
+		return false
+	}
+	switch x := x.(type) {
+	case string:
+		return typ == "string"
+	case bool:
+		return typ == "boolean"
+	case float64:
+		return typ == "number" || typ == "integer" && x == math.Trunc(x)
+	}
+	return false
 }
 
 // outlive returns a context derived from base that ends after d at most,

@@ -190,3 +190,110 @@ func TestIsAnswer(t *testing.T) {
 		}
 	}
 }
+
+// answerPeer is a client that answers every request with answer.
+type answerPeer struct {
+	answer string
+}
+
+func (p answerPeer) Session() string { return "s1" }
+
+func (p answerPeer) Request(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	return json.RawMessage(p.answer), nil
+}
+
+func (p answerPeer) Notify(string, map[string]any) {}
+
+// defaultsForm is the form of the conformance suite's scenario
+// elicitation-sep1034-client-defaults: every field has a default, none is
+// required.
+const defaultsForm = `{"message":"please accept with defaults","requestedSchema":{"type":"object","properties":{
+	"name":{"type":"string","default":"John Doe"},
+	"age":{"type":"integer","default":30},
+	"score":{"type":"number","default":95.5},
+	"status":{"type":"string","enum":["active","inactive","pending"],"default":"active"},
+	"verified":{"type":"boolean","default":true}},"required":[]}}`
+
+// An accepted elicitation's answer reaches the upstream with the defaults
+// of the fields the client left out (SEP-1034); other answers, and answers
+// to other requests, pass as the client gave them.
+func TestRelayFillsElicitationDefaults(t *testing.T) {
+	var form map[string]any
+	if err := json.Unmarshal([]byte(defaultsForm), &form); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		method mcp.MCPMethod
+		answer string
+		want   string
+	}{
+		{name: "accept, nothing given", method: mcp.MethodElicitationCreate, answer: `{"action":"accept","content":{}}`,
+			want: `{"action":"accept","content":{"age":30,"name":"John Doe","score":95.5,"status":"active","verified":true}}`},
+		{name: "accept, some given", method: mcp.MethodElicitationCreate, answer: `{"action":"accept","content":{"name":"Ada","verified":false,"age":0},"_meta":{"k":1}}`,
+			want: `{"_meta":{"k":1},"action":"accept","content":{"age":0,"name":"Ada","score":95.5,"status":"active","verified":false}}`},
+		{name: "accept, no content", method: mcp.MethodElicitationCreate, answer: `{"action":"accept"}`,
+			want: `{"action":"accept","content":{"age":30,"name":"John Doe","score":95.5,"status":"active","verified":true}}`},
+		{name: "decline", method: mcp.MethodElicitationCreate, answer: `{"action":"decline"}`, want: `{"action":"decline"}`},
+		{name: "cancel", method: mcp.MethodElicitationCreate, answer: `{"action":"cancel"}`, want: `{"action":"cancel"}`},
+		{name: "sampling", method: mcp.MethodSamplingCreateMessage, answer: `{"action":"accept","content":{}}`, want: `{"action":"accept","content":{}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestConn(bareUpstream(t))
+			call := WithPeer(t.Context(), answerPeer{answer: tc.answer})
+			defer c.trackPeer(call, "toolgate-1")()
+			req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(7)), Method: string(tc.method), Params: form}
+			resp, err := c.onRequest(call, req)
+			if err != nil || resp.Error != nil {
+				t.Fatalf("onRequest = %+v, %v; want an answer", resp, err)
+			}
+			if string(resp.Result) != tc.want {
+				t.Errorf("the upstream gets %s, want %s", resp.Result, tc.want)
+			}
+		})
+	}
+}
+
+// fillDefaults fills only top-level properties whose default is of their
+// own primitive type, never overwrites what the client gave (null
+// included), and leaves what it cannot read byte for byte as it is.
+func TestFillDefaults(t *testing.T) {
+	tests := []struct {
+		name         string
+		params       string
+		answer, want string
+	}{
+		{name: "no defaults", params: `{"requestedSchema":{"type":"object","properties":{"a":{"type":"string"}}}}`,
+			answer: `{"action": "accept", "content": {}}`, want: `{"action": "accept", "content": {}}`},
+		{name: "all given", params: defaultsForm,
+			answer: `{"action":"accept","content":{"name":"x","age":1,"score":2,"status":"pending","verified":false}}`,
+			want:   `{"action":"accept","content":{"name":"x","age":1,"score":2,"status":"pending","verified":false}}`},
+		{name: "null given", params: `{"requestedSchema":{"properties":{"a":{"type":"string","default":"d"}}}}`,
+			answer: `{"action":"accept","content":{"a":null}}`, want: `{"action":"accept","content":{"a":null}}`},
+		{name: "null content", params: `{"requestedSchema":{"properties":{"a":{"type":"string","default":"d"}}}}`,
+			answer: `{"action":"accept","content":null}`, want: `{"action":"accept","content":{"a":"d"}}`},
+		{name: "defaults of another type", params: `{"requestedSchema":{"properties":{
+			"s":{"type":"string","default":1},"i":{"type":"integer","default":1.5},"n":{"type":"number","default":"1"},
+			"b":{"type":"boolean","default":"true"},"u":{"default":"untyped"},"z":{"type":"string","default":null}}}}`,
+			answer: `{"action":"accept","content":{}}`, want: `{"action":"accept","content":{}}`},
+		{name: "integral number as integer", params: `{"requestedSchema":{"properties":{"i":{"type":"integer","default":2.0}}}}`,
+			answer: `{"action":"accept","content":{}}`, want: `{"action":"accept","content":{"i":2.0}}`},
+		{name: "multi-select and nested", params: `{"requestedSchema":{"properties":{
+			"tags":{"type":"array","items":{"type":"string","enum":["a","b"]},"default":["a"]},
+			"o":{"type":"object","properties":{"x":{"type":"string","default":"x"}},"default":{"x":"y"}}}}}`,
+			answer: `{"action":"accept","content":{}}`, want: `{"action":"accept","content":{}}`},
+		{name: "content not an object", params: defaultsForm, answer: `{"action":"accept","content":[1]}`, want: `{"action":"accept","content":[1]}`},
+		{name: "no form (url mode)", params: `{"mode":"url","url":"http://127.0.0.1/x","message":"go"}`,
+			answer: `{"action":"accept"}`, want: `{"action":"accept"}`},
+		{name: "unreadable form", params: `{"requestedSchema":{"properties":[]}}`, answer: `{"action":"accept"}`, want: `{"action":"accept"}`},
+		{name: "unreadable answer", params: defaultsForm, answer: `"accept"`, want: `"accept"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fillDefaults(json.RawMessage(tc.params), json.RawMessage(tc.answer)); string(got) != tc.want {
+				t.Errorf("fillDefaults(%s,\n%s) = %s, want %s", tc.params, tc.answer, got, tc.want)
+			}
+		})
+	}
+}
