@@ -302,6 +302,7 @@ func Open(src Source) (d *Document, err error) {
 		return fail(err)
 	}
 
+	src.Spec = nil // loaded: a Document may be kept, the bytes need not be
 	d = &Document{b: &oapiBuilder{src: src, doc: doc, base: base}}
 	for _, r := range repairs {
 		d.head = append(d.head, Warning{Msg: "the document was repaired to load: " + r})
