@@ -3,12 +3,14 @@ package gateway
 import (
 	"bytes"
 	"cmp"
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -20,9 +22,10 @@ import (
 )
 
 // A catalog serves an OpenAPI source with catalog: search (issue 15): its
-// operations' tools are registered as usual, so that they dispatch,
-// validate, count in metrics and show in toolgate tools, but they are
-// hidden from tools/list, which lists three meta-tools instead:
+// operations' tools are registered, so that they dispatch, validate, count
+// in metrics and show in toolgate tools, but they are hidden from
+// tools/list, which lists three meta-tools instead (and each tool's input
+// schema is built on first use; see [catalog]):
 //
 //	<source>__search    keyword search over the tools' names, operationIds,
 //	                    paths, tags and descriptions; names and one-line
@@ -59,14 +62,38 @@ const (
 // the inner call runs under its own tool's deadline.
 const catalogCallTimeout = 24 * time.Hour
 
-// catalog is one source served as meta-tools. It is built by restTools
-// and never changes after New.
+// catalog is one source served as meta-tools. It is built by restTools;
+// after New only which of its tools are built changes.
+//
+// Its hidden tools are registered at start with a stub input schema that
+// accepts any object, from the document's outline ([openapi.Document.
+// Outline]): building every tool's real schema (every $ref inlined) and
+// compiling it is what a large document cannot afford (Microsoft Graph:
+// 11,422 tools, 1 GB of JSON Schema, hours of compiling). A tool is built
+// on first use, by describe, call or a call by name, and replaces its stub
+// in the registry; at most maxBuiltSchemaBytes of built schemas stay, the
+// least recently used going back to their stubs.
 type catalog struct {
 	name    string // the openapi source's name: the meta-tools' prefix
 	source  string // the hidden tools' registry source, "openapi:<name>"
+	doc     *openapi.Document
 	entries []*catalogEntry
 	byName  map[string]*catalogEntry
+	stub    json.RawMessage // the hidden tools' input schema until built
+
+	// buildMu serializes building and unbuilding tools.
+	buildMu sync.Mutex
+	// mu guards the entries' built state and the recency list.
+	mu       sync.Mutex
+	recent   list.List // built entries, most recently used first
+	bytes    int       // the built entries' schema bytes
+	maxBytes int       // the bound on bytes: maxBuiltSchemaBytes
+	builds   int       // how many tools were built, for tests
 }
+
+// maxBuiltSchemaBytes bounds the input schemas a catalog keeps built
+// (each at most 128 KiB; compiled, several times that).
+const maxBuiltSchemaBytes = 4 << 20
 
 // catalogEntry is one hidden tool as search sees it.
 type catalogEntry struct {
@@ -75,6 +102,12 @@ type catalogEntry struct {
 	operation string // "METHOD /path"
 	// Lower-case search fields, by weight (catalogWeights).
 	fields [5]string
+	index  int           // the operation's index in the document
+	stub   registry.Tool // the tool as registered before it is built
+	// built is its element in recent while its real schema is
+	// registered; nil while the stub is. Guarded by catalog.mu.
+	built *list.Element
+	size  int // the built schema's bytes
 }
 
 // Weights of a query term found in each of catalogEntry.fields: the tool
@@ -82,15 +115,25 @@ type catalogEntry struct {
 // most, then the path, the summary, the description.
 var catalogWeights = [5]int{8, 4, 4, 2, 1}
 
-// newCatalog starts the catalog of openapi source name.
-func newCatalog(name string) *catalog {
-	return &catalog{name: name, source: "openapi:" + name, byName: map[string]*catalogEntry{}}
+// newCatalog starts the catalog of openapi source name, whose document
+// is d.
+func newCatalog(name string, d *openapi.Document) *catalog {
+	c := &catalog{name: name, source: "openapi:" + name, doc: d, byName: map[string]*catalogEntry{}, maxBytes: maxBuiltSchemaBytes}
+	c.stub = json.RawMessage(fmt.Sprintf(`{"type":"object","description":"This tool's arguments are built on first use: read them with %s."}`,
+		c.metaName(catalogDescribe)))
+	return c
 }
 
-// add records the tool made from op.
-func (c *catalog) add(t registry.Tool, op openapi.Operation) {
+// stubSchema is the input schema a hidden tool is registered with until
+// it is built.
+func (c *catalog) stubSchema() json.RawMessage { return c.stub }
+
+// add records t, the outline of the i-th operation of the document, made
+// from op, and returns the executor to register it with: exec, once t is
+// built.
+func (c *catalog) add(g *Gateway, t registry.Tool, op openapi.Operation, i int, exec executors.Executor) executors.Executor {
 	part := strings.TrimPrefix(t.Name, registry.Prefixed(c.name, ""))
-	e := &catalogEntry{name: t.Name, summary: op.Summary, operation: op.Method + " " + op.Path}
+	e := &catalogEntry{name: t.Name, summary: op.Summary, operation: op.Method + " " + op.Path, index: i, stub: t}
 	e.fields = [5]string{
 		strings.ToLower(part + " " + splitWords(part)),
 		strings.ToLower(op.OperationID + " " + splitWords(op.OperationID) + " " + strings.Join(op.Tags, " ")),
@@ -100,6 +143,123 @@ func (c *catalog) add(t registry.Tool, op openapi.Operation) {
 	}
 	c.entries = append(c.entries, e)
 	c.byName[t.Name] = e
+	return catalogToolExec{g: g, c: c, e: e, rest: exec}
+}
+
+// touch reports whether e is built, marking it the most recently used.
+func (c *catalog) touch(e *catalogEntry) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.built == nil {
+		return false
+	}
+	c.recent.MoveToFront(e.built)
+	return true
+}
+
+// build registers e's tool with its real input schema in place of its
+// stub, unless it is built, and puts back the stubs of the least recently
+// used tools while the built schemas pass maxBuiltSchemaBytes. A tool the
+// document no longer makes (its conversion failed) is an error.
+func (c *catalog) build(g *Gateway, e *catalogEntry) error {
+	if c.touch(e) {
+		return nil
+	}
+	c.buildMu.Lock()
+	defer c.buildMu.Unlock()
+	if c.touch(e) {
+		return nil
+	}
+	spec, ws, ok := c.doc.Spec(e.index)
+	if !ok {
+		reason := "its operation could not be converted"
+		if len(ws) > 0 {
+			reason = ws[0].Msg
+		}
+		return retry.Errorf(retry.Internal, "building tool %q: %s", e.name, reason)
+	}
+	for _, w := range ws {
+		g.logger.Debug("openapi operation", "source", c.name, "operation", w.Operation, "tool", w.Tool, "note", w.Msg)
+	}
+	t, _, err := g.rest.Add(spec)
+	if err != nil {
+		return retry.Wrap(retry.Internal, fmt.Sprintf("building tool %q", e.name), err)
+	}
+	if err := g.replaceTools(t); err != nil {
+		return retry.Wrap(retry.Internal, fmt.Sprintf("building tool %q", e.name), err)
+	}
+	var stubs []registry.Tool
+	c.mu.Lock()
+	c.builds++
+	e.size = len(t.InputSchema)
+	e.built = c.recent.PushFront(e)
+	c.bytes += e.size
+	for c.bytes > c.maxBytes && c.recent.Len() > 1 {
+		old := c.recent.Remove(c.recent.Back()).(*catalogEntry)
+		old.built = nil
+		c.bytes -= old.size
+		stubs = append(stubs, old.stub)
+	}
+	c.mu.Unlock()
+	if len(stubs) > 0 {
+		if err := g.replaceTools(stubs...); err != nil {
+			g.logger.Error("catalog: putting back the stubs of tools built least recently", "source", c.name, "error", err.Error())
+		}
+	}
+	return nil
+}
+
+// builtTool returns e's tool as registered with its real input schema,
+// building it first when needed.
+func (c *catalog) builtTool(g *Gateway, e *catalogEntry) (*registry.Tool, error) {
+	// Another build may put e's stub back between build and Get; a few
+	// tries outlast any but a flood of builds.
+	for range 3 {
+		if err := c.build(g, e); err != nil {
+			return nil, err
+		}
+		t, ok := g.reg.Get(e.name)
+		if !ok {
+			return nil, retry.Errorf(retry.NotFound, "tool %q was just removed", e.name)
+		}
+		if !bytes.Equal(t.InputSchema, c.stub) {
+			return t, nil
+		}
+	}
+	return nil, retry.Errorf(retry.Unavailable, "tool %q: too many other tools of %s are being built; try again", e.name, c.name)
+}
+
+// catalogToolExec runs a hidden tool: the REST executor of its outline,
+// after building the tool when the call was resolved to its stub (whose
+// schema accepts any object), and checking the arguments against the
+// real schema.
+type catalogToolExec struct {
+	g    *Gateway
+	c    *catalog
+	e    *catalogEntry
+	rest executors.Executor
+}
+
+var _ executors.SelfRetrying = catalogToolExec{}
+
+func (x catalogToolExec) Execute(ctx context.Context, ec executors.Call) (executors.Result, error) {
+	if ec.Tool == nil || bytes.Equal(ec.Tool.InputSchema, x.c.stub) {
+		t, err := x.c.builtTool(x.g, x.e)
+		if err != nil {
+			return executors.Result{}, err
+		}
+		if err := checkArgs(t, ec.Args); err != nil {
+			return executors.Result{}, err
+		}
+	}
+	return x.rest.Execute(ctx, ec)
+}
+
+// RetriesItself reports whether the REST executor runs its own retry
+// loop, as it does.
+func (x catalogToolExec) RetriesItself() bool {
+	sr, ok := x.rest.(executors.SelfRetrying)
+	return ok && sr.RetriesItself()
 }
 
 // metaName is the name of the catalog's meta-tool suffix.
@@ -349,9 +509,9 @@ func (x catalogExec) Execute(ctx context.Context, ec executors.Call) (executors.
 		if err != nil {
 			return executors.Result{}, err
 		}
-		t, ok := x.g.reg.Get(e.name)
-		if !ok {
-			return executors.Result{}, retry.Errorf(retry.NotFound, "tool %q was just removed", e.name)
+		t, err := x.c.builtTool(x.g, e)
+		if err != nil {
+			return executors.Result{}, err
 		}
 		out := struct {
 			Name        string          `json:"name"`
@@ -378,6 +538,13 @@ func (x catalogCallExec) Execute(ctx context.Context, ec executors.Call) (execut
 	e, err := x.c.find(name, outer.ident, false)
 	if err != nil {
 		return executors.Result{}, err
+	}
+	// Built first, so that the pipeline checks the arguments against the
+	// tool's real schema (a stub's executor checks them otherwise).
+	if outer.ident.Permits(e.name) {
+		if _, err := x.c.builtTool(g, e); err != nil {
+			return executors.Result{}, err
+		}
 	}
 	r, err := g.lookup(e.name)
 	if err != nil {
@@ -460,4 +627,13 @@ func (g *Gateway) visibleNotFound(err error) error {
 	}
 	v.Ambiguous = v.Ambiguous && len(v.Suggestions) > 1
 	return v
+}
+
+// replaceTools swaps registered tools for new definitions of the same
+// names and sources, keeping their executors (a catalog's tools, built or
+// put back to their stubs).
+func (g *Gateway) replaceTools(ts ...registry.Tool) error {
+	g.regMu.Lock()
+	defer g.regMu.Unlock()
+	return g.reg.Replace(ts...)
 }

@@ -246,6 +246,100 @@ func TestCatalogSearch(t *testing.T) {
 	})
 }
 
+// TestCatalogLazy checks that a catalog's hidden tools are registered
+// with a stub schema and built on first use (describe, call, or a call by
+// name), and that at most maxBytes of built schemas stay built.
+func TestCatalogLazy(t *testing.T) {
+	g, seen := catalogGateway(t)
+	c := g.catalogs["openapi:shop"]
+	builds := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.builds
+	}
+	stubbed := func(name string) bool { return string(mustTool(t, g, name).InputSchema) == string(c.stub) }
+	if n := builds(); n != 0 {
+		t.Fatalf("%d tools built at start, want none", n)
+	}
+	for _, name := range []string{"shop__listPets", "shop__createPet", "shop__getOrder"} {
+		if !stubbed(name) {
+			t.Errorf("%s is registered with schema %s, want the stub", name, mustTool(t, g, name).InputSchema)
+		}
+	}
+
+	// A call by name of a tool not yet built checks its real schema.
+	res, err := g.Call(t.Context(), "shop__listPets", json.RawMessage(`{"limit":1000}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || res.Class != "validation" || !strings.Contains(res.Content[0].Text, "limit") {
+		t.Errorf("calling unbuilt shop__listPets with limit 1000 = %+v, want a validation result about limit", res)
+	}
+	if len(*seen) != 0 {
+		t.Errorf("backend saw %v for invalid arguments", *seen)
+	}
+	if builds() != 1 || stubbed("shop__listPets") {
+		t.Errorf("after the call: %d builds, listPets stubbed %v; want it built, once", builds(), stubbed("shop__listPets"))
+	}
+	if res, err := g.Call(t.Context(), "shop__listPets", json.RawMessage(`{"limit":10}`), nil); err != nil || res.IsError {
+		t.Errorf("calling built shop__listPets = %+v, %v", res, err)
+	}
+	if builds() != 1 {
+		t.Errorf("%d builds after calling a built tool again, want 1", builds())
+	}
+
+	// With room for one built schema, each build puts the last one back.
+	c.mu.Lock()
+	c.maxBytes = 1
+	c.mu.Unlock()
+	describe := func(name string) string {
+		t.Helper()
+		res, err := g.Call(t.Context(), "shop__describe", json.RawMessage(`{"name":"`+name+`"}`), nil)
+		if err != nil || res.IsError {
+			t.Fatalf("describe %s = %+v, %v", name, res, err)
+		}
+		var out struct {
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if err := json.Unmarshal([]byte(res.Content[0].Text), &out); err != nil {
+			t.Fatal(err)
+		}
+		return string(out.InputSchema)
+	}
+	if got := describe("createPet"); !strings.Contains(got, `"required":["body"]`) {
+		t.Errorf("describe createPet schema = %s, want its body required", got)
+	}
+	if !stubbed("shop__listPets") || stubbed("shop__createPet") {
+		t.Errorf("after building createPet with room for one: listPets stubbed %v, createPet stubbed %v; want true, false",
+			stubbed("shop__listPets"), stubbed("shop__createPet"))
+	}
+
+	// Many at once, each building and unbuilding the others: every
+	// describe gets its tool's real schema.
+	var wg sync.WaitGroup
+	for range 4 {
+		for _, name := range []string{"listPets", "createPet", "getOrder"} {
+			wg.Go(func() {
+				res, err := g.Call(t.Context(), "shop__describe", json.RawMessage(`{"name":"`+name+`"}`), nil)
+				switch {
+				case err != nil:
+					t.Errorf("describe %s: %v", name, err)
+				case res.IsError && !strings.HasPrefix(res.Content[0].Text, "unavailable: "):
+					t.Errorf("describe %s = %+v", name, res)
+				case !res.IsError && strings.Contains(res.Content[0].Text, "built on first use"):
+					t.Errorf("describe %s gave the stub: %s", name, res.Content[0].Text)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	*seen = nil
+	res, err = g.Call(t.Context(), "shop__call", json.RawMessage(`{"name":"shop__getOrder","arguments":{"id":"7"}}`), nil)
+	if err != nil || res.IsError || !slices.Equal(*seen, []string{"GET /orders/7"}) {
+		t.Errorf("call getOrder after the churn = %+v, %v; backend saw %v", res, err, *seen)
+	}
+}
+
 func TestCatalogConfig(t *testing.T) {
 	// A source's own catalog wins over defaults.catalog.
 	in := yamlLines(

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -99,9 +100,9 @@ func TestOpenAPISourceSkipped(t *testing.T) {
 	defer g.Close()
 	got := g.SkippedOperations()
 	// The REST executor refuses the operation's URL (its port): the
-	// operation is skipped, not the gateway.
-	if len(got) != 2 || got[0] != (SkippedOperation{Source: "s", Operation: "TRACE /trace (traceIt)", Tool: "s__traceIt", Reason: "TRACE operations are not supported"}) ||
-		got[1].Tool != "s__badPort" || !strings.HasPrefix(got[1].Reason, "the REST executor cannot send it: ") {
+	// operation is skipped, not the gateway. Both are in document order.
+	if len(got) != 2 || got[1] != (SkippedOperation{Source: "s", Operation: "TRACE /trace (traceIt)", Tool: "s__traceIt", Reason: "TRACE operations are not supported"}) ||
+		got[0].Tool != "s__badPort" || !strings.HasPrefix(got[0].Reason, "the REST executor cannot send it: ") {
 		t.Errorf("SkippedOperations() = %+v", got)
 	}
 	out := logs.String()
@@ -113,5 +114,48 @@ func TestOpenAPISourceSkipped(t *testing.T) {
 	}
 	if strings.Contains(out, "TRACE") {
 		t.Errorf("skipped operations are logged above debug:\n%s", out)
+	}
+}
+
+// TestOpenAPISourceTooLarge checks the bound on a source served as one
+// tool per operation: a document whose tools pass maxSourceToolBytes is
+// refused with a problem that says to serve it with catalog: search, and
+// loads that way.
+func TestOpenAPISourceTooLarge(t *testing.T) {
+	old := maxSourceToolBytes
+	maxSourceToolBytes = 1 << 20
+	t.Cleanup(func() { maxSourceToolBytes = old })
+	var doc strings.Builder
+	doc.WriteString(`{"openapi":"3.0.3","info":{"title":"big","version":"1"},"servers":[{"url":"http://127.0.0.1:9"}],"paths":{`)
+	desc := strings.Repeat("x", 300<<10)
+	n := 4 // 1.2 MiB of descriptions
+	for i := range n {
+		if i > 0 {
+			doc.WriteString(",")
+		}
+		fmt.Fprintf(&doc, `"/op%d":{"get":{"operationId":"op%d","description":"%s","responses":{"200":{"description":"OK"}}}}`, i, i, desc)
+	}
+	doc.WriteString("}}")
+	files := map[string]string{"big.json": doc.String()}
+	in := yamlLines("openapi:", "  - {name: big, spec: big.json, max_spec_bytes: 67108864}")
+	g, err := New(parseIn(t, in, files))
+	if err == nil {
+		g.Close()
+		t.Fatal("New succeeded, want the source refused")
+	}
+	want := fmt.Sprintf("t.yaml:2:23: openapi[0].spec: its %d operations make more tools than a client can list: their input schemas and descriptions pass %d MiB before the last; "+
+		"serve it with catalog: search", n, maxSourceToolBytes>>20)
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("New = %v\nwant it to contain %q", err, want)
+	}
+
+	in = yamlLines("openapi:", "  - {name: big, spec: big.json, max_spec_bytes: 67108864, catalog: search}")
+	g, err = New(parseIn(t, in, files))
+	if err != nil {
+		t.Fatalf("New with catalog: search = %v", err)
+	}
+	defer g.Close()
+	if c := g.catalogs["openapi:big"]; c == nil || len(c.entries) != n {
+		t.Errorf("catalog = %+v, want %d tools", c, n)
 	}
 }

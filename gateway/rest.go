@@ -25,6 +25,15 @@ import (
 
 const specFetchTimeout = 30 * time.Second
 
+// maxSourceToolBytes bounds what an openapi source served as one tool per
+// operation (catalog: tools) may register: the bytes of its tools' input
+// schemas and descriptions, which every tools/list sends and the registry
+// compiles. Stripe's 452 tools take 1.2 MB; Microsoft Graph's 11,422 would
+// take 1 GB, or 64 MB with each schema capped, and tens of minutes to
+// compile. A source over it is not loaded, with a problem that says to
+// serve it with catalog: search. A variable for tests only.
+var maxSourceToolBytes = 16 << 20
+
 // restTools compiles the config's rest and openapi sections into REST
 // tools bound to their executors, for the caller to register in one batch.
 // Every problem is reported at once, each as file:line:col: path: message
@@ -100,57 +109,89 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 			continue
 		}
 		src.Spec = doc
-		got, ops, warnings, err := openapi.SpecsWithOperations(src)
+		d, err := openapi.Open(src)
 		if err != nil {
-			// Specs has checked src's settings (above); what is left is
+			// Open has checked src's settings (above); what is left is
 			// the document's: it does not load, or has no base URL.
 			for _, e := range configErrors(cfg, path+".spec", err) {
 				unusable(e)
 			}
 			continue
 		}
-		g.openapi.loaded(o.Name, warnings)
-		skipped := 0
-		for _, w := range warnings {
-			switch {
-			case w.Skipped:
-				skipped++
-				g.logger.Debug("openapi operation skipped", "source", o.Name, "operation", w.Operation, "tool", w.Tool, "reason", w.Msg)
-			case w.Operation == "":
-				g.logger.Warn("openapi source", "source", o.Name, "warning", w.Msg)
-			default:
-				g.logger.Debug("openapi operation", "source", o.Name, "operation", w.Operation, "tool", w.Tool, "note", w.Msg)
-			}
+		for _, w := range d.Warnings() {
+			g.logger.Warn("openapi source", "source", o.Name, "warning", w.Msg)
 		}
-		// A spec the REST executor refuses is skipped like any operation
-		// the importer could not convert: the document's problem, not the
-		// file's.
 		var cat *catalog
 		if cmp.Or(o.Catalog, cfg.Defaults.Catalog) == config.CatalogSearch {
-			cat = newCatalog(o.Name)
+			cat = newCatalog(o.Name, d)
 		}
-		kept := 0
-		for i, sp := range got {
-			if cat != nil && cat.isMeta(sp.Name) {
-				skipped++
-				reason := "its tool name is one of the catalog's meta-tools (catalog: search); exclude it, or rename the source"
-				g.openapi.skip(SkippedOperation{Source: o.Name, Operation: ops[i].Method + " " + ops[i].Path, Tool: sp.Name, Reason: reason})
+		var skippedOps []SkippedOperation
+		skip := func(op SkippedOperation) {
+			skippedOps = append(skippedOps, op)
+			g.logger.Debug("openapi operation skipped", "source", o.Name, "operation", op.Operation, "tool", op.Tool, "reason", op.Reason)
+		}
+		var kept []pending
+		size := 0 // bytes of the kept tools' input schemas and descriptions
+		over := false
+		for i := range d.Len() {
+			// A source behind a catalog builds each tool's input schema
+			// on first use (catalog.go): the outline says all else.
+			var sp rest.Spec
+			var ws []openapi.Warning
+			var ok bool
+			if cat != nil {
+				sp, ws, ok = d.Outline(i)
+			} else {
+				sp, ws, ok = d.Spec(i)
+			}
+			for _, w := range ws {
+				if w.Skipped {
+					skip(SkippedOperation{Source: o.Name, Operation: w.Operation, Tool: w.Tool, Reason: w.Msg})
+				} else {
+					g.logger.Debug("openapi operation", "source", o.Name, "operation", w.Operation, "tool", w.Tool, "note", w.Msg)
+				}
+			}
+			if !ok {
 				continue
 			}
+			op := d.Operation(i)
+			if cat != nil && cat.isMeta(sp.Name) {
+				skip(SkippedOperation{Source: o.Name, Operation: op.Method + " " + op.Path, Tool: sp.Name,
+					Reason: "its tool name is one of the catalog's meta-tools (catalog: search); exclude it, or rename the source"})
+				continue
+			}
+			if cat != nil {
+				sp.InputSchema = cat.stubSchema()
+			}
+			// A spec the REST executor refuses is skipped like any
+			// operation the importer could not convert: the document's
+			// problem, not the file's.
 			t, exec, err := g.rest.Add(sp)
 			if err != nil {
-				skipped++
-				reason := "the REST executor cannot send it: " + strings.ReplaceAll(err.Error(), "\n", "; ")
-				g.openapi.skip(SkippedOperation{Source: o.Name, Operation: sp.Method + " " + sp.URL, Tool: sp.Name, Reason: reason})
-				g.logger.Debug("openapi operation skipped", "source", o.Name, "tool", sp.Name, "reason", reason)
+				skip(SkippedOperation{Source: o.Name, Operation: sp.Method + " " + sp.URL, Tool: sp.Name,
+					Reason: "the REST executor cannot send it: " + strings.ReplaceAll(err.Error(), "\n", "; ")})
 				continue
 			}
-			kept++
-			specs = append(specs, pending{path: path, spec: sp, fromDoc: true, tool: t, exec: exec})
 			if cat != nil {
-				cat.add(t, ops[i])
+				exec = cat.add(g, t, op, i, exec)
+			} else if size += len(t.InputSchema) + len(t.Description); size > maxSourceToolBytes {
+				over = true
+				break
 			}
+			kept = append(kept, pending{path: path, spec: sp, fromDoc: true, tool: t, exec: exec})
 		}
+		if over {
+			// Served as one tool each, a document this large would take
+			// minutes and gigabytes to register, and no client could list
+			// it; behind a catalog its tools are built on first use.
+			unusable(cfg.Locate(config.Problem{Path: path + ".spec", Msg: fmt.Sprintf(
+				"its %d operations make more tools than a client can list: their input schemas and descriptions pass %d MiB before the last; "+
+					"serve it with catalog: search (three meta-tools; each tool is built on first use), or select fewer operations with include or exclude",
+				d.Len(), maxSourceToolBytes>>20)}))
+			continue
+		}
+		g.openapi.loaded(skippedOps)
+		specs = append(specs, kept...)
 		if cat != nil {
 			// Its tools are registered (they dispatch through the
 			// pipeline) but listed as three meta-tools.
@@ -159,12 +200,12 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 			}
 			g.catalogs[cat.source] = cat
 			metaTools = append(metaTools, g.catalogTools(cat)...)
-			g.logger.Info(fmt.Sprintf("openapi source %q: %d tools behind %s, %d operations skipped", o.Name, kept, cat.metaName(catalogSearch), skipped),
-				"source", o.Name, "tools", kept, "skipped", skipped, "catalog", string(config.CatalogSearch))
+			g.logger.Info(fmt.Sprintf("openapi source %q: %d tools behind %s, %d operations skipped", o.Name, len(kept), cat.metaName(catalogSearch), len(skippedOps)),
+				"source", o.Name, "tools", len(kept), "skipped", len(skippedOps), "catalog", string(config.CatalogSearch))
 			continue
 		}
-		g.logger.Info(fmt.Sprintf("openapi source %q: %d tools, %d operations skipped", o.Name, kept, skipped),
-			"source", o.Name, "tools", kept, "skipped", skipped)
+		g.logger.Info(fmt.Sprintf("openapi source %q: %d tools, %d operations skipped", o.Name, len(kept), len(skippedOps)),
+			"source", o.Name, "tools", len(kept), "skipped", len(skippedOps))
 	}
 	var bound []executors.Bound
 	for _, p := range specs {
@@ -414,20 +455,11 @@ type openapiState struct {
 	down     []string // names of the sources not loaded, for /readyz
 }
 
-func (s *openapiState) loaded(source string, warnings []openapi.Warning) {
+// loaded records the operations of a source that made no tool.
+func (s *openapiState) loaded(skipped []SkippedOperation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, w := range warnings {
-		if w.Skipped {
-			s.skipped = append(s.skipped, SkippedOperation{Source: source, Operation: w.Operation, Tool: w.Tool, Reason: w.Msg})
-		}
-	}
-}
-
-func (s *openapiState) skip(op SkippedOperation) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.skipped = append(s.skipped, op)
+	s.skipped = append(s.skipped, skipped...)
 }
 
 func (s *openapiState) failed(source string, err error) {
