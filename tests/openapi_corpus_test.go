@@ -186,3 +186,82 @@ func TestOpenAPIStripe(t *testing.T) {
 		t.Error("the credential appears in toolgate's log")
 	}
 }
+
+// graphListenTimeout is how long toolgate serve may take to load
+// Microsoft Graph's 20 MB document behind a catalog, under -race on a
+// busy machine.
+const graphListenTimeout = 3 * time.Minute
+
+// TestOpenAPIGraph serves Microsoft Graph's spec (20 MB, 11,422
+// operations) with catalog: search. Before its tools were built lazily
+// this took gigabytes and many minutes (docs/openapi.md): now search finds
+// an operation, describe gives its schema (cut to fit), and call sends
+// its request, with invalid arguments refused by that schema.
+func TestOpenAPIGraph(t *testing.T) {
+	spec := corpusSpec(t, "microsoft.com/graph.json")
+	rec := startWireRecorder(t)
+	yaml := "builtin: []\n" +
+		"openapi:\n" +
+		"  - {name: graph, spec: '" + spec + "', base_url: '" + rec.srv.URL + "', catalog: search, max_spec_bytes: 33554432}\n"
+	srv := startServeWithin(t, yaml, graphListenTimeout)
+	c := connect(t, streamableHTTP, srv)
+	call := func(tool string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+		defer cancel()
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = tool, args
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatalf("calling %s: %v", tool, err)
+		}
+		return res
+	}
+	text := func(res *mcp.CallToolResult) string {
+		if len(res.Content) == 0 {
+			return ""
+		}
+		tc, _ := res.Content[0].(mcp.TextContent)
+		return tc.Text
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	if strings.Join(names, " ") != "graph__call graph__describe graph__search" {
+		t.Errorf("tools/list = %v, want the three meta-tools", names)
+	}
+
+	if res := call("graph__search", map[string]any{"query": "users.user.ListUser"}); res.IsError || !strings.Contains(text(res), `"name":"graph__users.user.ListUser"`) {
+		t.Errorf("search for users.user.ListUser = %s", text(res))
+	}
+	res := call("graph__describe", map[string]any{"name": "users.user.CreateUser"})
+	if res.IsError || !strings.Contains(text(res), `"operation":"POST /users"`) || !strings.Contains(text(res), `"displayName"`) {
+		t.Errorf("describe users.user.CreateUser = %.500s", text(res))
+	}
+	if n := len(text(res)); n > 256<<10 {
+		t.Errorf("describe users.user.CreateUser is %d bytes, want its schema cut to at most 128 KiB", n)
+	}
+
+	checkWire(t, c, rec, []wireCase{
+		{"path parameter", "graph__call", map[string]any{"name": "graph__users.user.GetUser", "arguments": map[string]any{"user-id": "a b"}},
+			"GET /users/a%20b auth= key= type= body="},
+		{"a body whose schema was cut", "graph__call", map[string]any{"name": "users.user.CreateUser", "arguments": map[string]any{
+			"body": map[string]any{"@odata.type": "#microsoft.graph.user", "displayName": "Ada", "accountEnabled": true}}},
+			`POST /users auth= key= type=application/json body={"@odata.type":"#microsoft.graph.user","accountEnabled":true,"displayName":"Ada"}`},
+	})
+	res = call("graph__call", map[string]any{"name": "users.user.CreateUser", "arguments": map[string]any{"body": map[string]any{"@odata.type": "#microsoft.graph.user", "displayName": 5}}})
+	if !res.IsError || !strings.HasPrefix(text(res), "validation: ") || !strings.Contains(text(res), "displayName") {
+		t.Errorf("CreateUser with a number for displayName = %s, want a validation error about it", text(res))
+	}
+	if got := rec.take(); len(got) != 0 {
+		t.Errorf("invalid arguments reached the API: %q", got)
+	}
+}
