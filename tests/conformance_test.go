@@ -239,17 +239,16 @@ func readResults(t *testing.T, dir string) map[string]scenarioResult {
 
 // clientScenarios are the client scenarios of the pinned suite run with
 // toolgate's upstream side as the client (testdata/conformanceclient runs
-// `toolgate tools` or `toolgate call` against the suite's server). The
+// `toolgate tools` or `toolgate call` against the suite's server, or, for
+// elicitation-sep1034-client-defaults, `toolgate serve` with an mcp-go
+// client in front that accepts the form without filling it in). The
 // others need OAuth, which toolgate's upstream client does not do
 // (docs/mcp-surface.md lists them).
 var clientScenarios = []string{"initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults"}
 
 // conformanceClientPending lists the client scenarios toolgate does not
 // pass, with why; the test fails when one passes.
-var conformanceClientPending = map[string]string{
-	"elicitation-sep1034-client-defaults": "toolgate relays an upstream's elicitation to the client whose call it serves, " +
-		"which applies the defaults; `toolgate call` has no client, so the upstream gets -32601",
-}
+var conformanceClientPending = map[string]string{}
 
 // TestConformanceClient runs the suite's client scenarios with toolgate's
 // upstream side (executors/mcpup, through the toolgate binary) as the
