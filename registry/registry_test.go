@@ -783,3 +783,19 @@ func BenchmarkResolve(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAddBatch adds as many tools in one batch as Microsoft Graph's
+// catalog registers (11,422), each with the same small schema.
+func BenchmarkAddBatch(b *testing.B) {
+	tools := make([]Tool, 11422)
+	for i := range tools {
+		tools[i] = Tool{Name: fmt.Sprintf("graph__op%05d", (i*7919)%len(tools)), Kind: REST, Source: "openapi:graph",
+			InputSchema: []byte(`{"type":"object"}`)}
+	}
+	for b.Loop() {
+		r := New()
+		if err := r.Add(tools...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
