@@ -333,8 +333,7 @@ func (f *Front) Close() {
 	p := f.httpParts
 	f.httpParts, f.closed = nil, true
 	f.mu.Unlock()
-	f.rootCancel()
-	f.mrtr.close()
+	f.mrtr.close(f.rootCancel) // the calls waiting for their clients first, told why
 	if p != nil {
 		p.close()
 	}

@@ -357,6 +357,11 @@ func (c *continuation) ask(ctx context.Context, req mcp.InputRequest) (json.RawM
 	case ans := <-a.reply:
 		return ans.res, ans.err
 	case <-ctx.Done():
+		select {
+		case ans := <-a.reply: // ended: the answer says why, before the cancellation
+			return ans.res, ans.err
+		default:
+		}
 		c.drop(a)
 		return nil, ctx.Err()
 	}
@@ -428,9 +433,10 @@ func (m *mrtr) forget(c *continuation) {
 	}
 }
 
-// close cancels every continuation (root, which the front cancels first,
-// ends their calls) and waits for their calls to return.
-func (m *mrtr) close() {
+// close ends every continuation waiting for a retry, telling its
+// requests why, then calls cancelRest (the front's root, whose end
+// cancels the calls not waiting yet) and waits for every call to return.
+func (m *mrtr) close(cancelRest func()) {
 	m.mu.Lock()
 	m.closed = true
 	var cs []*continuation
@@ -441,6 +447,7 @@ func (m *mrtr) close() {
 	for _, c := range cs {
 		c.end("toolgate is shutting down")
 	}
+	cancelRest()
 	m.calls.Wait()
 }
 
