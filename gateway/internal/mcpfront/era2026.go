@@ -112,12 +112,15 @@ func (f *Front) serveModern(w http.ResponseWriter, r *http.Request, p *httpParts
 			}
 			msg = fwd
 		}
-		if f.retryRefused(w, r, msg, id) {
+		if f.retryRefused(w, r, string(mcp.MethodToolsCall), msg, id) {
 			return
 		}
 		if _, name, _, ok := scanCall(msg); ok && f.serveModernCall(w, r, p, msg, name, id) {
 			return
 		}
+	}
+	if string(method) == string(mcp.MethodPromptsGet) && isRequestID(id) && f.retryRefused(w, r, string(mcp.MethodPromptsGet), msg, id) {
+		return
 	}
 	replay(r, b, msg)
 	serveRequest(p.streamable, w, r, method, isRequestID(id))

@@ -592,7 +592,7 @@ func undeclared(caps *mcp.ClientCapabilities, method string) error {
 type modernPeer struct {
 	peer
 	caps *mcp.ClientCapabilities
-	c    *continuation // nil: the request cannot ask (no capability declared, or not a tools/call)
+	c    *continuation // nil: the request cannot ask (no capability declared, or neither a tools/call nor a prompts/get)
 	call uint64        // unique among the front's requests
 }
 
@@ -606,7 +606,7 @@ func (p modernPeer) Request(ctx context.Context, method string, params json.RawM
 		return nil, err
 	}
 	if p.c == nil {
-		return nil, &RPCError{Code: mcp.METHOD_NOT_FOUND, Msg: method + ": the client speaks protocol 2026-07-28, which toolgate asks only during a tools/call (as an input_required result)"}
+		return nil, &RPCError{Code: mcp.METHOD_NOT_FOUND, Msg: method + ": the client speaks protocol 2026-07-28, which toolgate asks only during a tools/call or prompts/get (as an input_required result)"}
 	}
 	env, err := json.Marshal(struct {
 		Method string          `json:"method"`
@@ -629,15 +629,7 @@ func (p modernPeer) Request(ctx context.Context, method string, params json.RawM
 func (f *Front) modernCall(ctx context.Context, info *server.RequestProtocolInfo, req mcp.CallToolRequest, r *Request, call func(context.Context, *Request) *executors.Result) (*mcp.CallToolResult, error) {
 	who := principal.NameOf(r.Identity)
 	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
-		answers := make(map[string]json.RawMessage, len(req.Params.InputResponses))
-		for k, v := range req.Params.InputResponses {
-			b, err := json.Marshal(v) // the client's bytes (mcp.InputResponse keeps them)
-			if err != nil {
-				return nil, fmt.Errorf("reading inputResponses %q: %w", k, err)
-			}
-			answers[k] = b
-		}
-		c, err := f.mrtr.resume(who, callBinding(&req), req.Params.RequestState, answers, true)
+		c, err := f.mrtr.resumeWith(who, callBinding(&req), req.Params.MultiRoundTripParams)
 		if err != nil {
 			return nil, err
 		}
@@ -663,6 +655,63 @@ func (f *Front) modernCall(ctx context.Context, info *server.RequestProtocolInfo
 	return toolOutcome(c.await(ctx))
 }
 
+// modernPrompt gets a 2026-07-28 prompts/get as modernCall runs a
+// tools/call: get forwards it to the prompt's source with the peer the
+// source's requests to the client go to.
+func (f *Front) modernPrompt(ctx context.Context, info *server.RequestProtocolInfo, req mcp.GetPromptRequest, get func(context.Context, Peer) (*mcp.GetPromptResult, error)) (*mcp.GetPromptResult, error) {
+	who := principal.NameOf(f.identity(ctx))
+	bind := binding{method: string(mcp.MethodPromptsGet), name: req.Params.Name, args: argsSum(nil, req.Params.Arguments)}
+	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
+		c, err := f.mrtr.resumeWith(who, bind, req.Params.MultiRoundTripParams)
+		if err != nil {
+			return nil, err
+		}
+		return promptOutcome(c.await(ctx))
+	}
+	p := modernPeer{peer: peer{f: f, s: server.ClientSessionFromContext(ctx), ctx: ctx}, caps: info.ClientCapabilities, call: f.mrtr.seq.Add(1)}
+	if !mayAsk(info.ClientCapabilities) {
+		return get(ctx, p)
+	}
+	c, ok := f.mrtr.start(ctx, f.root, who, bind, func(ctx context.Context, c *continuation) outcome {
+		asking := p
+		asking.c = c
+		res, err := get(ctx, asking)
+		return outcome{res: res, err: err}
+	})
+	if !ok {
+		return get(ctx, p)
+	}
+	return promptOutcome(c.await(ctx))
+}
+
+// promptOutcome is await's answer as a prompts/get result.
+func promptOutcome(res any, in *mcp.MultiRoundTripResult, err error) (*mcp.GetPromptResult, error) {
+	switch {
+	case err != nil:
+		return nil, err
+	case in != nil:
+		return &mcp.GetPromptResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired}, MultiRoundTripResult: *in}, nil
+	}
+	out, _ := res.(*mcp.GetPromptResult)
+	if out == nil {
+		return nil, fmt.Errorf("the prompt gave no result")
+	}
+	return out, nil
+}
+
+// resumeWith is resume, committing, of a retry's multi-round-trip params.
+func (m *mrtr) resumeWith(principalName string, bind binding, mp mcp.MultiRoundTripParams) (*continuation, error) {
+	answers := make(map[string]json.RawMessage, len(mp.InputResponses))
+	for k, v := range mp.InputResponses {
+		b, err := json.Marshal(v) // the client's bytes (mcp.InputResponse keeps them)
+		if err != nil {
+			return nil, fmt.Errorf("reading inputResponses %q: %w", k, err)
+		}
+		answers[k] = b
+	}
+	return m.resume(principalName, bind, mp.RequestState, answers, true)
+}
+
 // callBinding is the binding of req, computed only for a call that may
 // wait: the common call hashes nothing.
 func callBinding(req *mcp.CallToolRequest) binding {
@@ -684,12 +733,12 @@ func toolOutcome(res any, in *mcp.MultiRoundTripResult, err error) (*mcp.CallToo
 	return out, nil
 }
 
-// retryRefused checks a 2026-07-28 tools/call that carries
-// inputResponses or a requestState before mcp-go sees it, and writes the
-// refusal (-32602, 400) when resume would refuse it: a handler's error
-// would reach the client as -32603 (fact 2). It reports whether it wrote
-// one.
-func (f *Front) retryRefused(w http.ResponseWriter, r *http.Request, msg []byte, id json.RawMessage) bool {
+// retryRefused checks a 2026-07-28 tools/call or prompts/get (method)
+// that carries inputResponses or a requestState before mcp-go sees it, and
+// writes the refusal (-32602, 400) when resume would refuse it: a
+// handler's error would reach the client as -32603 (fact 2). It reports
+// whether it wrote one.
+func (f *Front) retryRefused(w http.ResponseWriter, r *http.Request, method string, msg []byte, id json.RawMessage) bool {
 	if !bytes.Contains(msg, []byte(`"requestState"`)) && !bytes.Contains(msg, []byte(`"inputResponses"`)) {
 		return false
 	}
@@ -708,7 +757,7 @@ func (f *Front) retryRefused(w http.ResponseWriter, r *http.Request, msg []byte,
 	if mp.RequestState == "" && len(mp.InputResponses) == 0 {
 		return false
 	}
-	bind := binding{method: string(mcp.MethodToolsCall), name: mp.Name, args: argsSum(mp.Arguments, nil)}
+	bind := binding{method: method, name: mp.Name, args: argsSum(mp.Arguments, nil)}
 	_, err := f.mrtr.resume(principal.NameOf(principal.From(r.Context())), bind, mp.RequestState, mp.InputResponses, false)
 	if err == nil {
 		return false

@@ -466,3 +466,66 @@ func TestMCPGoMultiRoundTrip(t *testing.T) {
 		t.Errorf("retry answer %s; want the state and the client's bytes (compacted)", got)
 	}
 }
+
+// TestMultiRoundTripPrompt: a source's sampling request while it answers
+// a 2026-07-28 prompts/get reaches mcp-go's client as an input_required
+// result, as during a tools/call; during a resources/read the client is
+// not asked, and the source gets -32601.
+func TestMultiRoundTripPrompt(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	src := &fakeSource{answer: func(ctx context.Context, peer Peer, method string, _ any) (json.RawMessage, error) {
+		res, err := peer.Request(ctx, "sampling/createMessage", json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}`))
+		text := string(res)
+		if err != nil {
+			text = err.Error()
+		}
+		q, _ := json.Marshal(text)
+		if method == string(mcp.MethodResourcesRead) {
+			return json.RawMessage(`{"contents":[{"uri":"test://r","text":` + string(q) + `}]}`), nil
+		}
+		return json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":` + string(q) + `}}]}`), nil
+	}}
+	g.SetCatalog("upstream:s", &Catalog{
+		Resources: []json.RawMessage{json.RawMessage(`{"uri":"test://r","name":"r"}`)},
+		Prompts:   []CatalogPrompt{{Name: "s__greet", Orig: "greet", Raw: json.RawMessage(`{"name":"greet","arguments":[{"name":"city"}]}`)}},
+		Forward:   src.forward,
+	})
+	srv := serveHTTP(t, g)
+	tr, err := transport.NewStreamableHTTP(srv.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithSamplingHandler(samplingAnswer{}))
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil || c.ProtocolVersion() != mcp.ProtocolVersion20260728 {
+		t.Fatalf("negotiating: %v, %q", err, c.ProtocolVersion())
+	}
+	get := mcp.GetPromptRequest{}
+	get.Params.Name = "s__greet"
+	get.Params.Arguments = map[string]string{"city": "Oslo"}
+	res, err := c.GetPrompt(t.Context(), get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != 1 || !strings.Contains(fmt.Sprint(res.Messages[0].Content), `"text":"sampled"`) {
+		t.Errorf("prompts/get = %+v, want the client's sampling answer in its message", res.Messages)
+	}
+	read := mcp.ReadResourceRequest{}
+	read.Params.URI = "test://r"
+	rr, err := c.ReadResource(t.Context(), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rr.Contents[0].(mcp.TextResourceContents).Text; !strings.Contains(got, "asks only during a tools/call or prompts/get") {
+		t.Errorf("resources/read: the source got %q, want -32601 saying when a 2026-07-28 client is asked", got)
+	}
+	// A retry of the prompt with a made-up state: -32602, 400.
+	status, _, body := postModern(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"s__greet","arguments":{"city":"Oslo"},"inputResponses":{"sampling-1":{}},"requestState":"tg1.x.y",`+mrtrMeta(`{"sampling":{}}`)+`}}`,
+		map[string]string{mcp.HeaderMethod: "prompts/get", mcp.HeaderName: "s__greet"})
+	if status != http.StatusBadRequest || !strings.Contains(string(body), `"code":-32602`) {
+		t.Errorf("a prompt's retry with a made-up state: %d %s", status, body)
+	}
+}

@@ -60,12 +60,13 @@ func (p peer) Session() string { return p.s.SessionID() }
 func (p peer) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	if p.ctx != nil {
 		if info := server.RequestProtocolInfoFromContext(p.ctx); info != nil && info.Modern {
-			// A 2026-07-28 request outside a tools/call (prompts/get,
-			// resources/read): its client is asked nothing (mrtr.go).
+			// A 2026-07-28 request other than tools/call and prompts/get
+			// (resources/read, completion/complete): its client is asked
+			// nothing (mrtr.go).
 			if err := undeclared(info.ClientCapabilities, method); err != nil {
 				return nil, err
 			}
-			return nil, &RPCError{Code: mcp.METHOD_NOT_FOUND, Msg: method + ": the client speaks protocol 2026-07-28, which toolgate asks only during a tools/call (as an input_required result)"}
+			return nil, &RPCError{Code: mcp.METHOD_NOT_FOUND, Msg: method + ": the client speaks protocol 2026-07-28, which toolgate asks only during a tools/call or prompts/get (as an input_required result)"}
 		}
 	}
 	var caps mcp.ClientCapabilities

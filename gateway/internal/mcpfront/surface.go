@@ -248,19 +248,25 @@ func (f *Front) readHandler(cat *Catalog) server.ResourceHandlerFunc {
 // promptHandler gets the prompt orig from cat's source.
 func (f *Front) promptHandler(orig string, cat *Catalog) server.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		params := map[string]any{"name": orig}
-		if req.Params.Arguments != nil {
-			params["arguments"] = req.Params.Arguments
+		get := func(ctx context.Context, peer Peer) (*mcp.GetPromptResult, error) {
+			params := map[string]any{"name": orig}
+			if req.Params.Arguments != nil {
+				params["arguments"] = req.Params.Arguments
+			}
+			raw, err := cat.Forward(ctx, peer, string(mcp.MethodPromptsGet), params)
+			if err != nil {
+				return nil, err
+			}
+			res, err := mcp.ParseGetPromptResult(&raw)
+			if err != nil {
+				return nil, fmt.Errorf("the upstream's prompts/get result: %w", err)
+			}
+			return res, nil
 		}
-		raw, err := cat.Forward(ctx, f.peerOf(ctx), string(mcp.MethodPromptsGet), params)
-		if err != nil {
-			return nil, err
+		if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+			return f.modernPrompt(ctx, info, req, get) // asked through input_required results (mrtr.go)
 		}
-		res, err := mcp.ParseGetPromptResult(&raw)
-		if err != nil {
-			return nil, fmt.Errorf("the upstream's prompts/get result: %w", err)
-		}
-		return res, nil
+		return get(ctx, f.peerOf(ctx))
 	}
 }
 
