@@ -529,3 +529,21 @@ func TestMultiRoundTripPrompt(t *testing.T) {
 		t.Errorf("a prompt's retry with a made-up state: %d %s", status, body)
 	}
 }
+
+// TestMultiRoundTripProgress: a call that asked for progress goes through
+// mcp-go's own 2026-07-28 path, not the front's fast path, and is asked
+// and answered alike.
+func TestMultiRoundTripProgress(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	askTool(t, g)
+	srv := serveHTTP(t, g)
+	meta := strings.Replace(mrtrMeta(`{"roots":{}}`), `"_meta":{`, `"_meta":{"progressToken":"p-1",`, 1)
+	_, r := postCall(t, srv.URL, "", `"arguments":{"ask":"roots"},`+meta)
+	if r.Result.ResultType != "input_required" || !sameJSON(r.Result.InputRequests["roots-1"], `{"method":"roots/list"}`) {
+		t.Fatalf("first: %+v; want input_required asking roots-1", r)
+	}
+	_, r = postCall(t, srv.URL, "", `"arguments":{"ask":"roots"},"inputResponses":{"roots-1":{"roots":[]}},"requestState":"`+r.Result.RequestState+`",`+meta)
+	if r.Result.ResultType != "complete" || len(r.Result.Content) != 1 || r.Result.Content[0].Text != `{"roots":[]}` {
+		t.Errorf("retry: %+v; want the roots answer", r)
+	}
+}
