@@ -1,7 +1,9 @@
 // Package threadctx owns toolgate's notion of a thread: the per-thread
 // instance pool for stateful tools and thread-isolated upstreams ([Pool]).
 // The thread ID itself travels in one place, the executors.Call of each
-// call, never in a context.
+// call, never in a context; a context only marks a thread made up for one
+// call as provisional ([WithProvisional]), which bounds what the pool
+// keeps for threads nobody comes back to.
 //
 // A thread is the isolation unit for stateful tools. By default it is one
 // MCP session; a call may name one explicitly. Each stateful tool has at most

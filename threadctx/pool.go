@@ -27,9 +27,14 @@ var ErrClosed = errors.New("thread pool closed")
 const (
 	defaultIdleTTL      = 30 * time.Minute
 	defaultMaxInstances = 1000
-	minJanitorPeriod    = 10 * time.Millisecond
-	maxJanitorPeriod    = time.Minute
-	minEvictionMemory   = 1000
+	// maxDefaultProvisionalTTL bounds the default [Options.ProvisionalTTL].
+	maxDefaultProvisionalTTL = 2 * time.Minute
+	// provisionalShare is the default [Options.MaxProvisional]: this
+	// fraction of MaxInstances.
+	provisionalShare  = 10
+	minJanitorPeriod  = 10 * time.Millisecond
+	maxJanitorPeriod  = time.Minute
+	minEvictionMemory = 1000
 )
 
 // EvictReason says why the pool closed an instance that its thread had not
@@ -67,7 +72,13 @@ type Eviction struct {
 	// when the owner was at it (the owner made room for its own new
 	// instance); 0 when the pool as a whole was full.
 	OwnerCap int
-	IdleTTL  time.Duration
+	// MaxProvisional, for EvictedForRoom, is [Options.MaxProvisional]
+	// when the instance was a provisional one that its owner, at that
+	// cap, evicted to make room for a new provisional one; 0 otherwise.
+	MaxProvisional int
+	// IdleTTL, for EvictedIdle, is the TTL that applied: IdleTTL, or
+	// ProvisionalTTL for a provisional instance.
+	IdleTTL time.Duration
 	// At is when the instance was evicted.
 	At time.Time
 }
@@ -89,6 +100,17 @@ type Options struct {
 	// MaxInstances is made from the requester's own instances or those
 	// of owners over their cap, never from an owner at or under its cap.
 	PerOwner int
+	// ProvisionalTTL replaces IdleTTL for provisional instances (see
+	// [WithProvisional]). Zero or negative means the lesser of IdleTTL
+	// and 2 minutes; a longer value is cut to IdleTTL.
+	ProvisionalTTL time.Duration
+	// MaxProvisional caps the provisional instances of one owner, which
+	// also count against PerOwner and MaxInstances. An owner at it makes
+	// room for a new provisional instance by evicting its own least
+	// recently used idle provisional instance and nothing else; with
+	// none idle, Acquire fails with [ErrCapacity]. Zero or negative means
+	// a tenth of MaxInstances, at least 1.
+	MaxProvisional int
 	// Logger receives Warn records for instances whose Close fails (keys
 	// "thread", a hash of the thread ID, and "tool"), Info records when an
 	// evicted instance is replaced (key "reason" added) and Debug records
@@ -117,6 +139,14 @@ type Spec struct {
 // when evicted to make room under the cap, when its thread ends
 // ([Pool.CloseThread]) and when the pool closes ([Pool.Close]).
 //
+// An instance created for a thread that its Acquire's context marks
+// provisional ([WithProvisional]) stays provisional until an Acquire
+// without the mark leases it: it idles out after
+// [Options.ProvisionalTTL], counts against its owner's
+// [Options.MaxProvisional], and is evicted before other instances when
+// room is needed. A thread nobody comes back to costs little, and many
+// such threads cannot push out the instances of threads in use.
+//
 // The pool remembers the latest evictions, by TTL or cap, of instances
 // whose thread has not ended (at most max(2 × MaxInstances, 1000), the
 // oldest forgotten first), so that the lease that creates an evicted
@@ -127,20 +157,23 @@ type Spec struct {
 type Pool struct {
 	// Fixed at creation.
 	idleTTL     time.Duration
+	provTTL     time.Duration // for provisional instances; at most idleTTL
 	max         int
 	perOwner    int
+	maxProv     int // provisional instances per owner
 	logger      *slog.Logger
 	stopJanitor context.CancelFunc
 	janitor     sync.WaitGroup
 	closeOnce   sync.Once
 
-	// mu guards closed, entries and the fields of every entry marked as
-	// guarded by Pool.mu. It is never held across Spec.New, an instance's
-	// Close or logging.
-	mu      sync.Mutex
-	closed  bool
-	entries map[slot]*entry // live instances, including ones being created
-	owners  map[string]int  // live instances (entries) per owner
+	// mu guards closed, entries, owners, provisional, the eviction
+	// records and the fields of every entry marked as guarded by Pool.mu.
+	// It is never held across Spec.New, an instance's Close or logging.
+	mu          sync.Mutex
+	closed      bool
+	entries     map[slot]*entry // live instances, including ones being created
+	owners      map[string]int  // live instances (entries) per owner
+	provisional map[string]int  // live provisional instances per owner
 	// evicted maps the slots of evicted instances not yet replaced to their
 	// element in evictions, a list of *evictionRecord, oldest first, of at
 	// most maxEvicted.
@@ -178,16 +211,17 @@ type entry struct {
 	replaces *Eviction
 
 	// Guarded by Pool.mu.
-	creating  bool      // Spec.New is running
-	refs      int       // leases held plus acquirers waiting for creation or the semaphore
-	lastUsed  time.Time // last lease release (or creation)
-	discarded bool      // removed from Pool.entries
-	finished  bool      // handed to closeValue (or failed); never closed twice
+	provisional bool      // created under WithProvisional, not yet leased without it
+	creating    bool      // Spec.New is running
+	refs        int       // leases held plus acquirers waiting for creation or the semaphore
+	lastUsed    time.Time // last lease release (or creation)
+	discarded   bool      // removed from Pool.entries
+	finished    bool      // handed to closeValue (or failed); never closed twice
 }
 
 // NewPool returns an empty pool configured by opts (nil means defaults) and
-// starts its janitor, which closes idle instances every IdleTTL/4 (at least
-// 10ms, at most 1m). The caller must call [Pool.Close].
+// starts its janitor, which closes idle instances every ProvisionalTTL/4
+// (at least 10ms, at most 1m). The caller must call [Pool.Close].
 func NewPool(opts *Options) *Pool {
 	var o Options
 	if opts != nil {
@@ -199,6 +233,13 @@ func NewPool(opts *Options) *Pool {
 	if o.MaxInstances <= 0 {
 		o.MaxInstances = defaultMaxInstances
 	}
+	if o.ProvisionalTTL <= 0 {
+		o.ProvisionalTTL = maxDefaultProvisionalTTL
+	}
+	o.ProvisionalTTL = min(o.ProvisionalTTL, o.IdleTTL)
+	if o.MaxProvisional <= 0 {
+		o.MaxProvisional = max(o.MaxInstances/provisionalShare, 1)
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -207,16 +248,19 @@ func NewPool(opts *Options) *Pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{
 		idleTTL:     o.IdleTTL,
+		provTTL:     o.ProvisionalTTL,
 		max:         o.MaxInstances,
 		perOwner:    o.PerOwner,
+		maxProv:     o.MaxProvisional,
 		logger:      o.Logger,
 		stopJanitor: cancel,
 		entries:     make(map[slot]*entry),
 		owners:      make(map[string]int),
+		provisional: make(map[string]int),
 		evicted:     make(map[slot]*list.Element),
 		maxEvicted:  max(2*o.MaxInstances, minEvictionMemory),
 	}
-	period := janitorPeriod(o.IdleTTL)
+	period := janitorPeriod(o.ProvisionalTTL) // the shorter TTL
 	p.janitor.Go(func() { p.runJanitor(ctx, period) })
 	return p
 }
@@ -243,6 +287,12 @@ func janitorPeriod(ttl time.Duration) time.Duration {
 // returns an error wrapping [ErrClosed]. When the instance Acquire creates
 // replaces one the pool evicted, its lease says so ([Lease.Evicted]).
 //
+// When ctx marks thread provisional ([WithProvisional]), an instance
+// Acquire creates is provisional, and an owner at
+// [Options.MaxProvisional] makes room only from its own idle provisional
+// instances, or gets [ErrCapacity]. Without the mark, Acquire of a
+// provisional instance makes it an ordinary one.
+//
 // On success the caller must call [Lease.Release] exactly once.
 func (p *Pool) Acquire(ctx context.Context, thread, key string, spec Spec) (*Lease, error) {
 	if spec.New == nil {
@@ -267,7 +317,11 @@ func (p *Pool) acquire(ctx context.Context, s slot, spec Spec) (l *Lease, retry 
 		p.mu.Unlock()
 		return nil, false, fmt.Errorf("acquiring instance of %q: %w", s.key, ErrClosed)
 	}
+	prov := isProvisional(ctx, s.thread)
 	if e, ok := p.entries[s]; ok {
+		if e.provisional && !prov {
+			p.confirmLocked(e) // the thread's caller came back
+		}
 		e.refs++ // a waiter counts as a user, so the instance is not evicted under it
 		p.mu.Unlock()
 		return p.join(ctx, e)
@@ -275,13 +329,22 @@ func (p *Pool) acquire(ctx context.Context, s slot, spec Spec) (l *Lease, retry 
 	replaces := p.takeEvictionLocked(s) // before remembering another, which may push it out
 	owner := principal.NameOf(principal.From(ctx))
 	var evicted *entry
-	atCap := p.owners[owner] >= p.ownerCapLocked(owner)
-	if atCap || len(p.entries) >= p.max {
-		evicted = p.lruIdleLocked(owner, atCap)
+	if prov && p.provisional[owner] >= p.maxProv {
+		// Its own provisional instances make room, whatever the other
+		// caps say: the counts stay as they are.
+		evicted = p.lruIdleLocked(owner, true, true)
 		if evicted == nil {
-			if replaces != nil {
-				p.rememberLocked(s, *replaces)
-			}
+			p.keepEvictionLocked(s, replaces)
+			p.mu.Unlock()
+			return nil, false, fmt.Errorf("acquiring instance of %q: all %d instances of new threads not yet continued are in use; wait for calls to finish: %w",
+				s.key, p.maxProv, ErrCapacity)
+		}
+		p.discardLocked(evicted) // idle, so it is ours to close
+		p.rememberLocked(evicted.slot, Eviction{Reason: EvictedForRoom, MaxInstances: p.max, MaxProvisional: p.maxProv, At: time.Now()})
+	} else if atCap := p.owners[owner] >= p.ownerCapLocked(owner); atCap || len(p.entries) >= p.max {
+		evicted = p.lruIdleLocked(owner, atCap, false)
+		if evicted == nil {
+			p.keepEvictionLocked(s, replaces)
 			p.mu.Unlock()
 			if atCap && owner != "" {
 				return nil, false, fmt.Errorf("acquiring instance of %q: all %d thread instances of principal %q are in use (auth.max_instances); wait for calls to finish: %w",
@@ -297,9 +360,12 @@ func (p *Pool) acquire(ctx context.Context, s slot, spec Spec) (l *Lease, retry 
 		}
 		p.rememberLocked(evicted.slot, ev)
 	}
-	e := &entry{slot: s, owner: owner, ready: make(chan struct{}), creating: true, refs: 1, replaces: replaces}
+	e := &entry{slot: s, owner: owner, ready: make(chan struct{}), creating: true, refs: 1, replaces: replaces, provisional: prov}
 	p.entries[s] = e
 	p.owners[owner]++
+	if prov {
+		p.provisional[owner]++
+	}
 	p.mu.Unlock()
 
 	if evicted != nil {
@@ -365,6 +431,15 @@ func (p *Pool) rememberLocked(s slot, ev Eviction) {
 	p.evicted[s] = p.evictions.PushBack(&evictionRecord{slot: s, ev: ev})
 	for p.evictions.Len() > p.maxEvicted {
 		p.forgetLocked(p.evictions.Front())
+	}
+}
+
+// keepEvictionLocked remembers again the eviction of s's previous
+// instance that an Acquire took but made no replacement for. p.mu must
+// be held.
+func (p *Pool) keepEvictionLocked(s slot, replaces *Eviction) {
+	if replaces != nil {
+		p.rememberLocked(s, *replaces)
 	}
 }
 
@@ -438,14 +513,15 @@ func (p *Pool) drop(e *entry, leased bool) {
 	}
 }
 
-// lruIdleLocked returns the idle entry (no ref, not being created) used
-// least recently that may make room for a new instance of owner, or nil if
-// there is none: with own, one of owner's; otherwise one of owner's or of
-// an owner over its cap. p.mu must be held.
-func (p *Pool) lruIdleLocked(owner string, own bool) *entry {
+// lruIdleLocked returns the idle entry (no ref, not being created) that
+// may make room for a new instance of owner, provisional ones first, then
+// the least recently used; nil if there is none. With own, one of owner's;
+// otherwise one of owner's or of an owner over its cap. With onlyProv, a
+// provisional one. p.mu must be held.
+func (p *Pool) lruIdleLocked(owner string, own, onlyProv bool) *entry {
 	var lru *entry
 	for _, e := range p.entries {
-		if e.refs != 0 || e.creating || lru != nil && !e.lastUsed.Before(lru.lastUsed) {
+		if e.refs != 0 || e.creating || onlyProv && !e.provisional || lru != nil && !evictsBefore(e, lru) {
 			continue
 		}
 		if e.owner == owner || !own && p.owners[e.owner] > p.ownerCapLocked(e.owner) {
@@ -453,6 +529,32 @@ func (p *Pool) lruIdleLocked(owner string, own bool) *entry {
 		}
 	}
 	return lru
+}
+
+// evictsBefore reports whether a is evicted before b: a provisional
+// instance before an ordinary one, then the least recently used.
+func evictsBefore(a, b *entry) bool {
+	if a.provisional != b.provisional {
+		return a.provisional
+	}
+	return a.lastUsed.Before(b.lastUsed)
+}
+
+// confirmLocked makes the provisional instance e an ordinary one. p.mu
+// must be held.
+func (p *Pool) confirmLocked(e *entry) {
+	e.provisional = false
+	if !e.discarded {
+		p.dropProvisionalLocked(e.owner)
+	}
+}
+
+// dropProvisionalLocked counts one provisional instance of owner less.
+// p.mu must be held.
+func (p *Pool) dropProvisionalLocked(owner string) {
+	if p.provisional[owner]--; p.provisional[owner] <= 0 {
+		delete(p.provisional, owner)
+	}
 }
 
 // ownerCapLocked is how many instances owner may hold: Options.PerOwner,
@@ -486,6 +588,9 @@ func (p *Pool) removeLocked(e *entry) {
 	e.discarded = true
 	if p.owners[e.owner]--; p.owners[e.owner] <= 0 {
 		delete(p.owners, e.owner)
+	}
+	if e.provisional {
+		p.dropProvisionalLocked(e.owner)
 	}
 }
 
@@ -600,14 +705,19 @@ func (p *Pool) runJanitor(ctx context.Context, period time.Duration) {
 	}
 }
 
-// sweep closes the instances that have had no lease for IdleTTL or longer.
+// sweep closes the instances that have had no lease for IdleTTL
+// (ProvisionalTTL for a provisional one) or longer.
 func (p *Pool) sweep(now time.Time) {
 	p.mu.Lock()
 	var expired []*entry
 	for _, e := range p.entries {
-		if e.refs == 0 && !e.creating && now.Sub(e.lastUsed) >= p.idleTTL && p.discardLocked(e) {
+		ttl := p.idleTTL
+		if e.provisional {
+			ttl = p.provTTL
+		}
+		if e.refs == 0 && !e.creating && now.Sub(e.lastUsed) >= ttl && p.discardLocked(e) {
 			expired = append(expired, e)
-			p.rememberLocked(e.slot, Eviction{Reason: EvictedIdle, IdleTTL: p.idleTTL, At: now})
+			p.rememberLocked(e.slot, Eviction{Reason: EvictedIdle, IdleTTL: ttl, At: now})
 		}
 	}
 	p.mu.Unlock()
@@ -659,4 +769,24 @@ func (l *Lease) Value() any { return l.e.val }
 // nothing. It is safe for concurrent use.
 func (l *Lease) Release() {
 	l.once.Do(func() { l.p.drop(l.e, true) })
+}
+
+// provisionalKey is the context key of [WithProvisional].
+type provisionalKey struct{}
+
+// WithProvisional returns ctx marking thread provisional for the
+// [Pool.Acquire] calls made under it: an instance of thread that such an
+// Acquire creates is provisional (see [Pool]) until an Acquire of it under
+// a context without the mark. It is for a thread made up for one request
+// that a later one may or may not continue. The mark names its thread, so
+// Acquires of other threads under ctx (a tool calling others) are not
+// affected.
+func WithProvisional(ctx context.Context, thread string) context.Context {
+	return context.WithValue(ctx, provisionalKey{}, thread)
+}
+
+// isProvisional reports whether ctx marks thread provisional.
+func isProvisional(ctx context.Context, thread string) bool {
+	t, ok := ctx.Value(provisionalKey{}).(string)
+	return ok && t == thread
 }
