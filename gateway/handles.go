@@ -43,6 +43,14 @@ import (
 //     (session threads are "s:", named ones "t:"): no name can reach it.
 //     Like a named thread it never ends; its instances are closed when
 //     idle past threads.idle_ttl or evicted under threads.max_instances.
+//   - Until a call passes the handle, the instances of a minted thread
+//     are provisional in the pool (threadctx.WithProvisional): closed
+//     after min(threads.idle_ttl, 2 min) idle, at most a tenth of
+//     threads.max_instances per principal (past it the principal's own
+//     oldest idle one is evicted), and evicted before other instances.
+//     A client looping handle-less calls (each one an upstream process,
+//     for isolation: thread) so holds a bounded number of instances for
+//     minutes, and pushes out no thread in use.
 //
 // Nothing is stored per handle: the MAC is the check.
 
@@ -238,8 +246,10 @@ func (g *Gateway) mintsHandle(c *Call) bool {
 // HandleArg added to its input schema as a stateful tool gets it: a
 // sessionless call of one would otherwise run in a one-call thread, a
 // fresh process per call. A tool whose schema has a property of that name
-// keeps it, and gets no handles. A tool is marked as taking handles before
-// it is served with the argument, and unmarked once it is served without.
+// keeps it, and gets no handles; so does one whose name another tool's
+// mark holds (a stateful tool's, which stays: registering this one fails
+// on the name anyway). A tool is marked as taking handles before it is
+// served with the argument, and unmarked once it is served without.
 func (g *Gateway) addThreadUpstreamTools(upstream string, tools []executors.Bound) error {
 	source := "upstream:" + upstream
 	before := map[string]bool{}
@@ -255,9 +265,11 @@ func (g *Gateway) addThreadUpstreamTools(upstream string, tools []executors.Boun
 		if !ok {
 			continue
 		}
+		if v, loaded := g.handleTools.LoadOrStore(t.Name, source); loaded && v != source {
+			continue // never replace another tool's mark
+		}
 		tools[i].Tool = t
 		takes[t.Name] = true
-		g.handleTools.Store(t.Name, source)
 	}
 	err := g.addUpstreamTools(upstream, tools)
 	keep := takes

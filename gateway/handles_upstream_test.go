@@ -128,3 +128,24 @@ func TestWithoutMember(t *testing.T) {
 		}
 	}
 }
+
+// An upstream tool named as a stateful tool is not registered, and the
+// stateful tool keeps taking handles: its mark is never replaced.
+func TestThreadUpstreamToolNameTaken(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	tl := registry.Tool{Name: "counter", Kind: registry.MCP, InputSchema: json.RawMessage(`{"type":"object"}`)}
+	exec := executors.StatelessFunc(func(context.Context, map[string]any) (executors.Result, error) { return executors.Text("up"), nil })
+	if err := g.addThreadUpstreamTools("th", []executors.Bound{{Tool: tl, Exec: exec}}); err == nil {
+		t.Fatal("an upstream tool named as the stateful tool counter was registered")
+	}
+	counter, ok := g.reg.Get("counter")
+	if !ok || counter.Kind != registry.Stateful {
+		t.Fatalf("counter = %+v, %t; want the stateful tool", counter, ok)
+	}
+	if !g.takesHandles(counter) {
+		t.Errorf("the stateful tool counter takes no handles after an upstream tool of its name failed to register")
+	}
+	if v, _ := g.handleTools.Load("counter"); v != struct{}{} {
+		t.Errorf("counter's mark = %v, want the stateful tool's", v)
+	}
+}

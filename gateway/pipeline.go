@@ -227,7 +227,8 @@ func jsonKind(v any) string {
 // A thread handle passed to a stateful tool names the thread before all
 // of these; a sessionless MCP call of such a tool that names none gets a
 // new handle's thread instead of a one-call thread, and the handle in its
-// result (handles.go).
+// result (handles.go). The instances of that thread are provisional in the
+// pool (threadctx.WithProvisional) until a call passes the handle.
 func (g *Gateway) thread(next Handler) Handler {
 	return func(ctx context.Context, c *Call) (*Result, error) {
 		if h, ok := g.takeHandle(c); ok && c.ident.Permits(c.Tool.Name) {
@@ -248,7 +249,10 @@ func (g *Gateway) thread(next Handler) Handler {
 			if oneShot && g.mintsHandle(c) {
 				handle, thread := g.handles.mint(c.Principal)
 				c.Thread = thread
-				res, err := next(ctx, c)
+				// Provisional until the handle comes back: a client
+				// looping handle-less calls must not hold an instance
+				// (an upstream process) per call for threads.idle_ttl.
+				res, err := next(threadctx.WithProvisional(ctx, thread), c)
 				return withHandle(res, c.Tool.Name, handle), err
 			}
 			c.Thread, c.oneShot = thread, oneShot
