@@ -2,7 +2,8 @@ package tests
 
 // Resource subscriptions end with the sessions that made them: when the
 // last session subscribed to an upstream's resource ends without
-// unsubscribing, toolgate unsubscribes the upstream.
+// unsubscribing, toolgate unsubscribes the upstream (in the background:
+// the session's end does not wait for it).
 
 import (
 	"context"
@@ -65,8 +66,11 @@ func nextAsked(t *testing.T, asked <-chan string) string {
 }
 
 // nothingAsked fails t if the upstream was asked something. toolgate
-// passes a subscription change on before it answers the request (or the
-// DELETE) that made it, so there is nothing to wait for.
+// passes a client's subscribe or unsubscribe on before it answers it, so
+// there is nothing to wait for. After a session's end (a DELETE), the
+// unsubscribe of what no session wants any more goes out in the
+// background, but toolgate decides whether to send one as the session
+// ends, and tells the upstream only what is still wanted when it sends.
 func nothingAsked(t *testing.T, asked <-chan string, after string) {
 	t.Helper()
 	select {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -355,4 +356,96 @@ func firstDiff(got, want []string) []string {
 		}
 	}
 	return nil
+}
+
+// blockingSource is a source whose subscribe and unsubscribe calls each
+// wait until the test releases them (or their context ends), recording
+// "<method> started" and "<method> done".
+type blockingSource struct {
+	release chan struct{}
+	mu      sync.Mutex
+	log     []string // guarded by mu
+}
+
+func (s *blockingSource) note(e string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, e)
+}
+
+func (s *blockingSource) got() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
+}
+
+func (s *blockingSource) forward(ctx context.Context, _ Peer, method string, _ any) (json.RawMessage, error) {
+	m := strings.TrimPrefix(method, "resources/")
+	s.note(m + " started")
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		s.note(m + " cancelled")
+		return nil, ctx.Err()
+	}
+	s.note(m + " done")
+	return json.RawMessage(`{}`), nil
+}
+
+// TestSubscriptionOrder: session A, the only subscriber to a URI, ends
+// while the source is slow, and session B subscribes to it meanwhile.
+// A's end does not wait for the unsubscribe (the idle sweeper ends
+// sessions), and B's subscribe goes out only after A's unsubscribe is
+// done, so the source ends up subscribed, as B asked. At Close a
+// pending unsubscribe is cut short and nothing is left running.
+func TestSubscriptionOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, _ := newGateway(t, nil)
+		src := &blockingSource{release: make(chan struct{})}
+		const uri = "test://w"
+		g.SetCatalog("upstream:s", &Catalog{
+			Resources: []json.RawMessage{json.RawMessage(`{"uri":"test://w","name":"w"}`)},
+			Subscribe: true, Forward: src.forward,
+		})
+		want := func(log ...string) {
+			t.Helper()
+			synctest.Wait()
+			if got := src.got(); !slices.Equal(got, log) {
+				t.Fatalf("source calls = %q, want %q", got, log)
+			}
+		}
+		ctx := t.Context()
+
+		subscribedA := make(chan struct{})
+		go func() { g.subscribed(ctx, "A", uri, true); close(subscribedA) }()
+		want("subscribe started")
+		src.release <- struct{}{}
+		<-subscribedA
+
+		forgot := make(chan struct{})
+		go func() { g.forgetSession("A"); close(forgot) }()
+		want("subscribe started", "subscribe done", "unsubscribe started")
+		select {
+		case <-forgot:
+		default:
+			t.Fatal("forgetSession waits for the source's unsubscribe")
+		}
+
+		subscribedB := make(chan struct{})
+		go func() { g.subscribed(ctx, "B", uri, true); close(subscribedB) }()
+		want("subscribe started", "subscribe done", "unsubscribe started") // B's subscribe waits
+		src.release <- struct{}{}
+		want("subscribe started", "subscribe done", "unsubscribe started", "unsubscribe done", "subscribe started")
+		src.release <- struct{}{}
+		<-subscribedB
+		want("subscribe started", "subscribe done", "unsubscribe started", "unsubscribe done", "subscribe started", "subscribe done")
+
+		// B ends; the front closes while the unsubscribe waits.
+		g.forgetSession("B")
+		want("subscribe started", "subscribe done", "unsubscribe started", "unsubscribe done", "subscribe started", "subscribe done",
+			"unsubscribe started")
+		g.Close()
+		want("subscribe started", "subscribe done", "unsubscribe started", "unsubscribe done", "subscribe started", "subscribe done",
+			"unsubscribe started", "unsubscribe cancelled")
+	})
 }
