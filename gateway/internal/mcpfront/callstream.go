@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // A call's own notifications on its own stream.
@@ -22,12 +24,20 @@ import (
 // So the front writes the notifications a request causes — its progress,
 // its upstream's log messages and progress — itself, on that request's
 // POST response: [callStream] wraps the response mcp-go writes, turns it
-// into an event stream at the first notification, and frames mcp-go's
+// into an event stream once a notification is queued, and frames mcp-go's
 // answer as the stream's last event when mcp-go, not having seen a
-// notification of its own, answers in JSON. Everything is written under
-// one lock, each event in one Write, so the front's events and mcp-go's
-// never interleave, and the answer comes after every notification the
-// call sent before returning.
+// notification of its own, answers in JSON.
+//
+// Whoever reports a notification never waits for the client: it is
+// queued (dropped when the queue is full, as mcp-go drops a session's),
+// and a writer goroutine of the stream writes the queue, each event under
+// a write deadline. An upstream's progress arrives on that upstream's
+// shared read goroutine, which a client that stops reading must not hold.
+// Every write to the response, mcp-go's and the writer's, is made under
+// one lock, and a write of mcp-go's that is part of an event (its stored
+// events come as "id: N\n" then the rest) is held until the event is
+// whole, so events never interleave. By end, every notification queued
+// before the handler returned has been written, then mcp-go's answer.
 //
 // The front's events carry no event ID, so they are not stored for
 // resumption (Last-Event-ID); what mcp-go writes itself still is.
@@ -35,27 +45,51 @@ import (
 // callStream is the response of one POSTed request, as mcp-go and the
 // front both write it.
 type callStream struct {
-	w http.ResponseWriter
-	f http.Flusher
+	w  http.ResponseWriter
+	f  http.Flusher
+	rc *http.ResponseController
+	// hdr is the header mcp-go sets, on its handler's goroutine; it is
+	// copied to w's when mcp-go's status goes out. The writer goroutine
+	// touches only w's, under mu.
+	hdr http.Header
 
-	mu      sync.Mutex
-	started bool   // guarded by mu; the status line and header are sent
-	events  bool   // guarded by mu; the response is an event stream
-	held    []byte // guarded by mu; mcp-go's JSON answer on an event stream, sent as an event by end
-	ended   bool   // guarded by mu
+	// wantEvents is set by the first notification queued: the response
+	// is an event stream, whoever starts it.
+	wantEvents atomic.Bool
+
+	qmu    sync.Mutex
+	queue  chan []byte   // guarded by qmu; the front's events for the writer; nil until the first
+	closed bool          // guarded by qmu; end has begun: nothing more is queued
+	writer chan struct{} // closed when the writer has exited; made with queue
+
+	mu        sync.Mutex // guards what follows, and every write to w
+	started   bool       // the status line and header are sent
+	events    bool       // the response is an event stream
+	held      []byte     // mcp-go's JSON answer on an event stream, sent as an event by end
+	heldEvent []byte     // mcp-go's answer as an event, sent by end
+	partial   []byte     // the start of an event mcp-go writes in several Writes
+	answered  bool       // the request's answer has gone out: nothing more is written
+	broken    bool       // a write of the front's failed: it writes nothing more
 }
+
+// callStreamQueue bounds the notifications a stream holds for a client
+// that reads slower than they come (mcp-go's session queue holds 100).
+const callStreamQueue = 100
+
+// callStreamWriteTimeout bounds one write of the front's to a client.
+const callStreamWriteTimeout = 10 * time.Second
 
 type callStreamKey struct{}
 
 // withCallStream returns w wrapped as a [callStream] and r with it in its
-// context, or w and r as they are when w cannot stream. The caller calls
-// end once the handler has returned.
+// context, or w and r as they are when w cannot stream. The caller must
+// call end once the handler has returned (deferred: also on a panic).
 func withCallStream(w http.ResponseWriter, r *http.Request) (*callStream, http.ResponseWriter, *http.Request) {
 	f, ok := w.(http.Flusher)
 	if !ok {
 		return nil, w, r
 	}
-	s := &callStream{w: w, f: f}
+	s := &callStream{w: w, f: f, rc: http.NewResponseController(w), hdr: http.Header{}}
 	return s, s, r.WithContext(context.WithValue(r.Context(), callStreamKey{}, s))
 }
 
@@ -65,51 +99,89 @@ func callStreamOf(ctx context.Context) *callStream {
 	return s
 }
 
-func (s *callStream) Header() http.Header         { return s.w.Header() }
+func (s *callStream) Header() http.Header         { return s.hdr }
 func (s *callStream) Unwrap() http.ResponseWriter { return s.w }
 
-// WriteHeader passes mcp-go's status on, unless the front has already
-// made the response an event stream.
+// WriteHeader passes mcp-go's status on, unless the response is an event
+// stream already or is to be one.
 func (s *callStream) WriteHeader(code int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
 		return
 	}
+	s.start(code)
+}
+
+// start sends mcp-go's header with code, or that of an event stream when
+// a notification is queued. s.mu is held, on mcp-go's goroutine.
+func (s *callStream) start(code int) {
+	h := s.w.Header()
+	for k, v := range s.hdr {
+		h[k] = v
+	}
+	if s.wantEvents.Load() {
+		s.startEvents()
+		return
+	}
 	s.started = true
-	s.events = isEventStream(s.w.Header())
+	s.events = isEventStream(h)
 	s.w.WriteHeader(code)
 }
 
-// Write passes mcp-go's bytes on. On an event stream the front started,
-// mcp-go's answer in JSON (a body beginning with '{', where an event
-// begins with a field name) is held and sent as an event by end.
+// Write passes mcp-go's bytes on. On an event stream, mcp-go's answer in
+// JSON (a body beginning with '{', where an event begins with a field
+// name) is held and sent as an event by end, and mcp-go's events go out
+// whole.
 func (s *callStream) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.held != nil || (s.events && len(p) > 0 && p[0] == '{') {
+	if !s.started {
+		s.start(http.StatusOK)
+	}
+	if !s.events {
+		return s.w.Write(p)
+	}
+	if s.held != nil || (len(s.partial) == 0 && len(p) > 0 && p[0] == '{') { // JSON: mcp-go's answer
 		s.held = append(s.held, p...)
 		return len(p), nil
 	}
-	if !s.started {
-		s.started = true
-		s.events = isEventStream(s.w.Header())
+	s.partial = append(s.partial, p...)
+	if !bytes.HasSuffix(s.partial, []byte("\n\n")) {
+		return len(p), nil
 	}
-	return s.w.Write(p)
+	event := s.partial
+	s.partial = nil
+	if isAnswerEvent(event) {
+		// The answer goes last, after what the writer has yet to write.
+		s.heldEvent = event
+		return len(p), nil
+	}
+	if _, err := s.w.Write(event); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func (s *callStream) Flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.held == nil {
-		s.f.Flush()
-	}
+	s.f.Flush()
 }
 
-// notify writes a notification of method with params as an event,
-// making the response an event stream if nothing was written yet. It
-// reports false, writing nothing, when the answer has gone out as JSON or
-// the request is over: the notification would come after the result.
+// startEvents sends the header of an event stream. s.mu is held.
+func (s *callStream) startEvents() {
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	s.w.WriteHeader(http.StatusOK)
+	s.started, s.events = true, true
+}
+
+// notify queues a notification of method with params for the client,
+// and reports whether it did: not once end has begun (the notification
+// would follow the result), nor when the client is reading too slowly to
+// take more (the queue is full).
 func (s *callStream) notify(method string, params any) bool {
 	msg, err := json.Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`
@@ -119,37 +191,90 @@ func (s *callStream) notify(method string, params any) bool {
 	if err != nil {
 		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended || s.held != nil || (s.started && !s.events) {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if s.closed {
 		return false
 	}
-	if !s.started {
-		h := s.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		s.w.WriteHeader(http.StatusOK)
-		s.started, s.events = true, true
+	if s.queue == nil {
+		s.queue = make(chan []byte, callStreamQueue)
+		s.writer = make(chan struct{})
+		s.wantEvents.Store(true)
+		go s.write(s.queue)
 	}
-	if writeEvent(s.w, msg) != nil {
+	select {
+	case s.queue <- msg:
+		return true
+	default:
 		return false
 	}
-	s.f.Flush()
-	return true
 }
 
-// end sends mcp-go's held answer as the stream's last event; nothing is
-// written after it.
+// write writes the queued notifications until end closes the queue.
+func (s *callStream) write(queue <-chan []byte) {
+	defer close(s.writer)
+	for msg := range queue {
+		s.mu.Lock()
+		if !s.started {
+			s.startEvents()
+		}
+		if s.events && !s.answered && !s.broken {
+			_ = s.rc.SetWriteDeadline(time.Now().Add(callStreamWriteTimeout))
+			err := writeEvent(s.w, msg)
+			if err == nil {
+				err = s.rc.Flush()
+			}
+			_ = s.rc.SetWriteDeadline(time.Time{})
+			s.broken = err != nil
+		}
+		s.mu.Unlock()
+	}
+}
+
+// end writes what is still queued, then mcp-go's held answer as the
+// stream's last event; nothing is written after it.
 func (s *callStream) end() {
+	s.qmu.Lock()
+	s.closed = true
+	if s.queue != nil {
+		close(s.queue)
+	}
+	writer := s.writer
+	s.qmu.Unlock()
+	if writer != nil {
+		<-writer
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ended = true
-	if s.held == nil {
-		return
+	if len(s.partial) > 0 { // an event mcp-go never finished: pass it on as it is
+		_, _ = s.w.Write(s.partial)
+		s.partial = nil
 	}
-	_ = writeEvent(s.w, bytes.TrimSpace(s.held))
-	s.held = nil
-	s.f.Flush()
+	switch {
+	case s.heldEvent != nil:
+		_, _ = s.w.Write(s.heldEvent)
+		s.f.Flush()
+	case s.held != nil:
+		_ = writeEvent(s.w, bytes.TrimSpace(s.held))
+		s.f.Flush()
+	}
+	s.held, s.heldEvent = nil, nil
+	s.answered = true
+}
+
+// isAnswerEvent reports whether event, one whole SSE event, carries a
+// JSON-RPC response (an id and no method).
+func isAnswerEvent(event []byte) bool {
+	for line := range bytes.Lines(event) {
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method *string         `json:"method"`
+			}
+			return json.Unmarshal(data, &m) == nil && m.ID != nil && m.Method == nil
+		}
+	}
+	return false
 }
 
 // writeEvent writes msg, one line of JSON, as an SSE message event in one

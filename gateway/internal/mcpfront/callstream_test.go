@@ -6,7 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -161,5 +167,88 @@ func TestModernCallNotifications(t *testing.T) {
 	status, body = call(`"progressToken":7,`)
 	if notes, _ = streamEvents(t, body); status != 200 || count(notes, "notifications/message") != 0 {
 		t.Fatalf("without a log level: HTTP %d, notifications %v; want no log message", status, notes)
+	}
+}
+
+// A client that stops reading its call's response holds nobody but its
+// own request: reporting progress never waits for it (an upstream's
+// progress comes on the upstream's shared read goroutine), the call
+// returns, and what the client cannot take is dropped.
+func TestCallStreamSlowClientBlocksNobody(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	returned := make(chan struct{})
+	if err := g.reg.Add(registry.Tool{Name: "chatty", Kind: registry.Stateless, Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 4096)
+	g.SetTools([]Tool{{Def: &registry.Tool{Name: "chatty", Source: "test"}, Call: func(_ context.Context, req *Request) *executors.Result {
+		defer close(returned)
+		for i := range 5000 { // 20 MB, far past what socket buffers hold
+			req.Progress(float64(i), 0, big)
+		}
+		r := executors.Text("done")
+		return &r
+	}}}, nil)
+	srv := serveHTTP(t, g)
+	s := newVersionedSession(t, srv.URL+"/mcp", "2025-11-25", true)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"chatty","arguments":{},"_meta":{"progressToken":"p"}}}`
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n%s", s.id, len(body), body)
+	// ... and never reads.
+	select {
+	case <-returned:
+	case <-time.After(batchWait):
+		t.Fatal("the tool's progress reports are blocked by a client that does not read")
+	}
+}
+
+// recordingWriter is an http.ResponseWriter that records what is written,
+// in order.
+type recordingWriter struct {
+	mu  sync.Mutex
+	hdr http.Header
+	out bytes.Buffer
+}
+
+func (w *recordingWriter) Header() http.Header { return w.hdr }
+func (w *recordingWriter) WriteHeader(int)     {}
+func (w *recordingWriter) Flush()              {}
+func (w *recordingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out.Write(p)
+}
+
+// mcp-go writes a stored event in two Writes ("id: N\n", then the event);
+// the front's events never land between them, and mcp-go's answer goes
+// last, after every notification queued before it.
+func TestCallStreamEventsWhole(t *testing.T) {
+	rw := &recordingWriter{hdr: http.Header{}}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	cs, w, _ := withCallStream(rw, r)
+	if !cs.notify("notifications/progress", map[string]any{"progress": 1}) {
+		t.Fatal("notify refused")
+	}
+	_, _ = w.Write([]byte("id: 7\n"))
+	if !cs.notify("notifications/progress", map[string]any{"progress": 2}) {
+		t.Fatal("notify refused")
+	}
+	_, _ = w.Write([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"))
+	cs.end()
+	if cs.notify("notifications/progress", map[string]any{"progress": 3}) {
+		t.Error("a notification was queued after the answer")
+	}
+	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n" +
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":2}}\n\n" +
+		"id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+	if got := rw.out.String(); got != want {
+		t.Fatalf("the stream:\n%s\nwant:\n%s", got, want)
+	}
+	if ct := rw.hdr.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("Content-Type %q", ct)
 	}
 }

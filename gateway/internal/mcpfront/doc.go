@@ -117,8 +117,10 @@
 //     reach the client after the call's result (MCPGO.md, pitfall 1);
 //     callstream.go writes a call's notifications on the call's own
 //     response instead (TestCallNotificationsOnOwnStream). Its POST
-//     handling writes an event with one Write and its JSON answer with
-//     one Write beginning with '{', and wraps a response that is an
+//     handling writes its JSON answer in Writes beginning with '{', an
+//     event in one Write or, with an event store, "id: N\n" and then the
+//     rest (callstream.go holds an event's Writes until it is whole:
+//     TestCallStreamEventsWhole), and treats a response that is an
 //     http.Flusher as a stream (TestCallNotificationsOnOwnStream,
 //     TestModernCallNotifications).
 //  25. WithPaginationLimit pages tools/list, resources/list, resources/
