@@ -486,6 +486,11 @@ func (f *Front) serveSSEBatch(w http.ResponseWriter, p *httpParts, s *sseStream,
 // handleInSession hands a message to mcp-go in the session that ctx
 // carries, as its SSE and stdio transports do.
 func (f *Front) handleInSession(ctx context.Context, e batchElem) []byte {
+	if e.id == nil {
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			f.liveClient(s.SessionID()).cancelCall(e.msg) // a fast-path call's cancellation
+		}
+	}
 	resp := f.mcp.HandleMessage(ctx, e.msg)
 	if resp == nil {
 		return nil

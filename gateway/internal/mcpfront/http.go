@@ -397,10 +397,10 @@ func serveRequest(h http.Handler, w http.ResponseWriter, r *http.Request, method
 	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet), string(mcp.MethodResourcesRead):
 		if request {
 			cs, cw, cr := withCallStream(w, r)
-			h.ServeHTTP(cw, cr)
 			if cs != nil {
-				cs.end()
+				defer cs.end()
 			}
+			h.ServeHTTP(cw, cr)
 			return
 		}
 	}
@@ -421,6 +421,7 @@ func (f *Front) serveNotification(w http.ResponseWriter, r *http.Request, p *htt
 	if p.postRefused(w, r, "a message") {
 		return
 	}
+	c.cancelCall(msg)
 	if reply := f.mcp.HandleMessage(f.mcp.WithContext(r.Context(), c.session), msg); reply != nil {
 		b, err := json.Marshal(reply)
 		if err != nil {

@@ -1,7 +1,10 @@
 package mcpfront
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net"
 	"net/http"
@@ -38,7 +41,10 @@ import (
 // sessionCall is what the fast path reads of a tools/call, in one
 // decoding.
 type sessionCall struct {
-	Params struct {
+	JSONRPC string          `json:"jsonrpc"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+	Params  struct {
 		Name      string                     `json:"name"`
 		Arguments json.RawMessage            `json:"arguments"`
 		Meta      map[string]json.RawMessage `json:"_meta"`
@@ -50,6 +56,7 @@ type sessionCall struct {
 // path and reports whether it did; false leaves the request, untouched,
 // to mcp-go.
 func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *httpParts, c *clientSession, msg []byte, id json.RawMessage) bool {
+	idOut := id
 	if r.Header.Get(mcp.HeaderLastEventID) != "" || !hostAccepted(r) || !isJSONContent(r) {
 		return false
 	}
@@ -59,8 +66,13 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 		return false
 	}
 	var m sessionCall
-	if json.Unmarshal(msg, &m) != nil || m.Params.Task != nil {
-		return false
+	var rid mcp.RequestId
+	if json.Unmarshal(msg, &m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.Result != nil || m.Error != nil ||
+		m.Params.Task != nil || json.Unmarshal(id, &rid) != nil {
+		return false // mcp-go answers, or refuses, what is not a plain tools/call
+	}
+	if id, err := json.Marshal(rid); err == nil { // as mcp-go writes it back: 1.0 is 1
+		idOut = id
 	}
 	mp := m.Params
 	tool := f.mcp.GetTool(mp.Name)
@@ -97,25 +109,73 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 	req.Header = r.Header
 	p.fastCalls.Add(1)
 	cs, cw, cr := withCallStream(w, r)
-	res, err := tool.Handler(f.mcp.WithContext(cr.Context(), c.session), req)
+	if cs != nil {
+		defer cs.end()
+	}
+	// notifications/cancelled of this request cancels ctx, as mcp-go's
+	// HandleMessage would have it (c.cancelCall).
+	ctx, cancel := context.WithCancel(f.mcp.WithContext(cr.Context(), c.session))
+	defer cancel()
+	key, call := rid.String(), &fastCall{cancel: cancel}
+	c.calls.Store(key, call) // a second call of the same ID takes the entry, as in mcp-go
+	defer c.calls.CompareAndDelete(key, call)
+	res, err := callTool(ctx, tool.Handler, req)
 	var reply []byte
 	if err == nil && res != nil {
 		reply, err = json.Marshal(struct {
 			JSONRPC string              `json:"jsonrpc"`
 			ID      json.RawMessage     `json:"id"`
 			Result  *mcp.CallToolResult `json:"result"`
-		}{mcp.JSONRPC_VERSION, id, res})
+		}{mcp.JSONRPC_VERSION, idOut, res})
 	}
 	if err != nil || res == nil {
-		// Unreachable with the front's handlers (front.go), which return
+		// A panic (mcp-go's WithRecovery answers one so); otherwise
+		// unreachable with the front's handlers (front.go), which return
 		// every failure as a result.
-		reply = rpcError(id, mcp.INTERNAL_ERROR, "the tool call failed", nil)
+		msg := "the tool call failed"
+		if err != nil {
+			msg = err.Error()
+		}
+		reply = rpcError(idOut, mcp.INTERNAL_ERROR, msg, nil)
 	}
 	writeJSON(cw, http.StatusOK, append(reply, '\n'))
-	if cs != nil {
-		cs.end()
-	}
 	return true
+}
+
+// callTool calls h, recovering a panic as mcp-go's WithRecovery does: the
+// call's answer is then -32603 with this error.
+func callTool(ctx context.Context, h server.ToolHandlerFunc, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, p)
+		}
+	}()
+	return h(ctx, req)
+}
+
+// fastCall is a fast-path call in flight, as its session finds it to
+// cancel it.
+type fastCall struct{ cancel context.CancelFunc }
+
+// cancelCall cancels the fast-path call a notifications/cancelled (msg)
+// of session c names, if one is in flight; mcp-go cancels those it runs
+// itself.
+func (c *clientSession) cancelCall(msg []byte) {
+	if c == nil || !bytes.Contains(msg, []byte(mcp.MethodNotificationCancelled)) {
+		return
+	}
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID *mcp.RequestId `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &n) != nil || n.Method != string(mcp.MethodNotificationCancelled) || n.Params.RequestID == nil {
+		return
+	}
+	if v, ok := c.calls.LoadAndDelete(n.Params.RequestID.String()); ok {
+		v.(*fastCall).cancel()
+	}
 }
 
 // hostAccepted reports whether mcp-go's DNS-rebinding protection lets r

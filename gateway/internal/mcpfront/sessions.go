@@ -47,6 +47,9 @@ type clientSession struct {
 	// owner is the count of its principal's sessions this one is in,
 	// under Options.MaxSessionsPerPrincipal; nil when not counted.
 	owner *principalCount
+	// calls are its tools/calls in flight on the fast path, by request ID
+	// (mcp.RequestId.String()): *fastCall (sessioncall.go).
+	calls sync.Map
 }
 
 // identity is who sends a request of session c: the identity the
