@@ -17,23 +17,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/registry"
 )
 
 // addChatty registers a tool "chatty" that reports progress steps times
 // and sends an upstream's log message at each step, then answers "done".
 func addChatty(t *testing.T, g *harness, steps int) {
 	t.Helper()
-	// Registered for preflight to find, then replaced by the tool that
-	// sees the Request.
-	if err := g.reg.Add(registry.Tool{Name: "chatty", Kind: registry.Stateless, Source: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	g.SetTools([]Tool{chattyTool(steps)}, nil)
-}
-
-func chattyTool(steps int) Tool {
-	return Tool{Def: &registry.Tool{Name: "chatty", Source: "test"}, Call: func(_ context.Context, req *Request) *executors.Result {
+	g.addTool(t, "chatty", func(_ context.Context, req *Request) *executors.Result {
 		for i := range steps {
 			if req.Progress != nil {
 				req.Progress(float64(i+1), float64(steps), "")
@@ -42,9 +32,8 @@ func chattyTool(steps int) Tool {
 				req.Peer.Notify(string(mcp.MethodNotificationMessage), map[string]any{"level": "info", "logger": "up", "data": fmt.Sprint("step ", i+1)})
 			}
 		}
-		r := executors.Text("done")
-		return &r
-	}}
+		return new(executors.Text("done"))
+	})
 }
 
 // streamEvents is what a POST's answer carried, in order: the methods of
@@ -177,18 +166,14 @@ func TestModernCallNotifications(t *testing.T) {
 func TestCallStreamSlowClientBlocksNobody(t *testing.T) {
 	g, _ := newGateway(t, nil)
 	returned := make(chan struct{})
-	if err := g.reg.Add(registry.Tool{Name: "chatty", Kind: registry.Stateless, Source: "test"}); err != nil {
-		t.Fatal(err)
-	}
 	big := strings.Repeat("x", 4096)
-	g.SetTools([]Tool{{Def: &registry.Tool{Name: "chatty", Source: "test"}, Call: func(_ context.Context, req *Request) *executors.Result {
+	g.addTool(t, "chatty", func(_ context.Context, req *Request) *executors.Result {
 		defer close(returned)
 		for i := range 5000 { // 20 MB, far past what socket buffers hold
 			req.Progress(float64(i), 0, big)
 		}
-		r := executors.Text("done")
-		return &r
-	}}}, nil)
+		return new(executors.Text("done"))
+	})
 	srv := serveHTTP(t, g)
 	s := newVersionedSession(t, srv.URL+"/mcp", "2025-11-25", true)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))

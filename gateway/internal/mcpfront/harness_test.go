@@ -177,3 +177,25 @@ func failure(err error) *executors.Result {
 		IsError: true, Class: class, Meta: map[string]any{"toolgate/error_class": string(class)},
 	}
 }
+
+// addTool registers name for preflight to find, then puts call in the
+// front in its place: a tool that sees the whole Request.
+func (h *harness) addTool(t testing.TB, name string, call func(context.Context, *Request) *executors.Result) {
+	t.Helper()
+	if err := h.reg.Add(registry.Tool{Name: name, Kind: registry.Stateless, Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	h.SetTools([]Tool{{Def: &registry.Tool{Name: name, Source: "test"}, Call: call}}, nil)
+}
+
+// waitTool is a tool's call that closes started when it runs, waits for
+// its context to end, and sends how on ended.
+func waitTool() (call func(context.Context, *Request) *executors.Result, started <-chan struct{}, ended <-chan error) {
+	s, e := make(chan struct{}), make(chan error, 1)
+	return func(ctx context.Context, _ *Request) *executors.Result {
+		close(s)
+		<-ctx.Done()
+		e <- ctx.Err()
+		return new(executors.Text("cancelled"))
+	}, s, e
+}

@@ -385,17 +385,8 @@ func TestMultiRoundTripBounds(t *testing.T) {
 // does.
 func TestMultiRoundTripClientGone(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	started := make(chan struct{})
-	ended := make(chan error, 1)
-	if err := g.reg.Add(registry.Tool{Name: "slow", Kind: registry.Stateless, Source: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	g.SetTools([]Tool{{Def: &registry.Tool{Name: "slow", Source: "test"}, Call: func(ctx context.Context, _ *Request) *executors.Result {
-		close(started)
-		<-ctx.Done()
-		ended <- ctx.Err()
-		return new(executors.Text("cancelled"))
-	}}}, nil)
+	call, started, ended := waitTool()
+	g.addTool(t, "slow", call)
 	srv := serveHTTP(t, g)
 	ctx, cancel := context.WithCancel(t.Context())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/mcp",

@@ -14,7 +14,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/registry"
 )
 
 // TestSessionCallMatchesMCPGo: a session's tools/call on the fast path
@@ -22,12 +21,7 @@ import (
 // same session.
 func TestSessionCallMatchesMCPGo(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	if err := g.reg.Add(registry.Tool{Name: "boom", Kind: registry.Stateless, Source: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	g.SetTools([]Tool{{Def: &registry.Tool{Name: "boom", Source: "test"}, Call: func(context.Context, *Request) *executors.Result {
-		panic("boom")
-	}}}, nil)
+	g.addTool(t, "boom", func(context.Context, *Request) *executors.Result { panic("boom") })
 	srv := serveHTTP(t, g)
 	s := newVersionedSession(t, srv.URL+"/mcp", "2025-11-25", true)
 	call := func(id, params string) string {
@@ -94,17 +88,8 @@ func TestSessionCallCancelled(t *testing.T) {
 	}{{"fast path", true, false}, {"fast path, cancelled in a batch", true, true}, {"mcp-go", false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, _ := newGateway(t, nil)
-			started := make(chan struct{})
-			ended := make(chan error, 1)
-			if err := g.reg.Add(registry.Tool{Name: "wait", Kind: registry.Stateless, Source: "test"}); err != nil {
-				t.Fatal(err)
-			}
-			g.SetTools([]Tool{{Def: &registry.Tool{Name: "wait", Source: "test"}, Call: func(ctx context.Context, _ *Request) *executors.Result {
-				close(started)
-				<-ctx.Done()
-				ended <- ctx.Err()
-				return new(executors.Text("cancelled"))
-			}}}, nil)
+			call, started, ended := waitTool()
+			g.addTool(t, "wait", call)
 			srv := serveHTTP(t, g)
 			version := "2025-11-25"
 			if tc.batch {
