@@ -68,7 +68,6 @@ type callStream struct {
 	held      []byte     // mcp-go's JSON answer on an event stream, sent as an event by end
 	heldEvent []byte     // mcp-go's answer as an event, sent by end
 	partial   []byte     // the start of an event mcp-go writes in several Writes
-	answered  bool       // the request's answer has gone out: nothing more is written
 	broken    bool       // a write of the front's failed: it writes nothing more
 }
 
@@ -218,7 +217,7 @@ func (s *callStream) write(queue <-chan []byte) {
 		if !s.started {
 			s.startEvents()
 		}
-		if s.events && !s.answered && !s.broken {
+		if s.events && !s.broken { // not when mcp-go's JSON answer went out first
 			_ = s.rc.SetWriteDeadline(time.Now().Add(callStreamWriteTimeout))
 			err := writeEvent(s.w, msg)
 			if err == nil {
@@ -259,7 +258,6 @@ func (s *callStream) end() {
 		s.f.Flush()
 	}
 	s.held, s.heldEvent = nil, nil
-	s.answered = true
 }
 
 // isAnswerEvent reports whether event, one whole SSE event, carries a
