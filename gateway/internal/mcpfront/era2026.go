@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -236,29 +235,11 @@ func (f *Front) serveModernCall(w http.ResponseWriter, r *http.Request, p *httpP
 			return false
 		}
 	}
-	var req mcp.CallToolRequest
-	req.Method = string(mcp.MethodToolsCall)
-	req.Params.Name = mp.Name
-	if len(mp.Arguments) > 0 {
-		req.Params.RawArguments = mp.Arguments
-		if json.Unmarshal(mp.Arguments, &req.Params.Arguments) != nil {
-			return false
-		}
-	}
 	// The handler reads _meta's other members (toolgate/thread); the
 	// protocol's own are in info.
-	for k, v := range mp.Meta {
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			continue
-		}
-		var val any
-		if json.Unmarshal(v, &val) != nil {
-			return false
-		}
-		if req.Params.Meta == nil {
-			req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{}}
-		}
-		req.Params.Meta.AdditionalFields[k] = val
+	req, ok := toolCallRequest(mp.Name, mp.Arguments, mp.Meta, true)
+	if !ok {
+		return false
 	}
 	if p.postRefused(w, r, "a request") {
 		return true

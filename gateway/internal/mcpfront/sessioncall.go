@@ -79,32 +79,9 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 	if tool == nil {
 		return false
 	}
-	var req mcp.CallToolRequest
-	req.Method = string(mcp.MethodToolsCall)
-	req.Params.Name = mp.Name
-	if len(mp.Arguments) > 0 {
-		req.Params.RawArguments = mp.Arguments
-		if json.Unmarshal(mp.Arguments, &req.Params.Arguments) != nil {
-			return false
-		}
-	}
-	if mp.Meta != nil {
-		meta := &mcp.Meta{}
-		for k, v := range mp.Meta {
-			var val any
-			if json.Unmarshal(v, &val) != nil {
-				return false
-			}
-			if k == "progressToken" {
-				meta.ProgressToken = val
-				continue
-			}
-			if meta.AdditionalFields == nil {
-				meta.AdditionalFields = map[string]any{}
-			}
-			meta.AdditionalFields[k] = val
-		}
-		req.Params.Meta = meta
+	req, ok := toolCallRequest(mp.Name, mp.Arguments, mp.Meta, false)
+	if !ok {
+		return false
 	}
 	req.Header = r.Header
 	p.fastCalls.Add(1)
@@ -140,6 +117,44 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 	}
 	writeJSON(cw, http.StatusOK, append(reply, '\n'))
 	return true
+}
+
+// toolCallRequest is the request mcp-go decodes from a tools/call's name,
+// raw arguments and _meta, for a fast path to call the tool's handler
+// with; false when arguments or _meta do not decode. A modern request's
+// own _meta members (io.modelcontextprotocol/...) are left out, as mcp-go
+// reads them into the request's RequestProtocolInfo instead.
+func toolCallRequest(name string, args json.RawMessage, meta map[string]json.RawMessage, modern bool) (mcp.CallToolRequest, bool) {
+	var req mcp.CallToolRequest
+	req.Method = string(mcp.MethodToolsCall)
+	req.Params.Name = name
+	if len(args) > 0 {
+		req.Params.RawArguments = args
+		if json.Unmarshal(args, &req.Params.Arguments) != nil {
+			return req, false
+		}
+	}
+	for k, v := range meta {
+		if modern && strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		var val any
+		if json.Unmarshal(v, &val) != nil {
+			return req, false
+		}
+		if req.Params.Meta == nil {
+			req.Params.Meta = &mcp.Meta{}
+		}
+		if k == "progressToken" {
+			req.Params.Meta.ProgressToken = val
+			continue
+		}
+		if req.Params.Meta.AdditionalFields == nil {
+			req.Params.Meta.AdditionalFields = map[string]any{}
+		}
+		req.Params.Meta.AdditionalFields[k] = val
+	}
+	return req, true
 }
 
 // callTool calls h, recovering a panic as mcp-go's WithRecovery does: the
