@@ -182,7 +182,10 @@ func writeModernStream(w http.ResponseWriter, method string) {
 // one decoding; _meta's members stay raw, and only those the call's
 // handler can use are decoded.
 type modernCall struct {
-	Params struct {
+	JSONRPC string          `json:"jsonrpc"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+	Params  struct {
 		Name           string                     `json:"name"`
 		Arguments      json.RawMessage            `json:"arguments"`
 		Meta           map[string]json.RawMessage `json:"_meta"`
@@ -210,8 +213,13 @@ func (f *Front) serveModernCall(w http.ResponseWriter, r *http.Request, p *httpP
 		return false
 	}
 	var m modernCall
-	if json.Unmarshal(msg, &m) != nil || m.Params.Name != string(name) {
-		return false
+	var rid mcp.RequestId
+	if json.Unmarshal(msg, &m) != nil || m.Params.Name != string(name) ||
+		m.JSONRPC != mcp.JSONRPC_VERSION || m.Result != nil || m.Error != nil || json.Unmarshal(id, &rid) != nil {
+		return false // mcp-go answers, or refuses, what is not a plain tools/call
+	}
+	if out, err := json.Marshal(rid); err == nil { // as mcp-go writes it back: 1.0 is 1
+		id = out
 	}
 	mp := m.Params
 	var version string
@@ -247,7 +255,7 @@ func (f *Front) serveModernCall(w http.ResponseWriter, r *http.Request, p *httpP
 	req.Header = r.Header
 	ctx := f.mcp.WithContext(r.Context(), &modernSession{ch: make(chan mcp.JSONRPCNotification, 1)})
 	ctx = server.WithRequestProtocolInfo(ctx, info)
-	res, err := tool.Handler(ctx, req)
+	res, err := callTool(ctx, tool.Handler, req)
 	var reply []byte
 	if err == nil && res != nil {
 		if res.GetResultType() == "" {
@@ -263,9 +271,7 @@ func (f *Front) serveModernCall(w http.ResponseWriter, r *http.Request, p *httpP
 		}{mcp.JSONRPC_VERSION, id, res})
 	}
 	if err != nil || res == nil {
-		// Unreachable with the front's handlers (front.go), which return
-		// every failure as a result.
-		reply = rpcError(id, mcp.INTERNAL_ERROR, "the tool call failed", nil)
+		reply = callFailure(id, err)
 	}
 	writeJSON(w, http.StatusOK, append(reply, '\n'))
 	return true

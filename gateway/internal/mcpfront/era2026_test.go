@@ -254,17 +254,29 @@ func TestModernVersionsAndHeaders(t *testing.T) {
 // 2026-07-28 tools/call with what mcp-go's own handling answers.
 func TestModernCallMatchesMCPGo(t *testing.T) {
 	g, _ := newGateway(t, nil)
+	g.addTool(t, "boom", func(context.Context, *Request) *executors.Result { panic("boom") })
 	srv := serveHTTP(t, g)
-	hdr := map[string]string{mcp.HeaderMethod: "tools/call", mcp.HeaderName: "echo"}
 	otherMeta := strings.Replace(modernMeta, `"_meta":{`, `"_meta":{"toolgate/thread":"t1",`, 1)
-	for _, args := range []string{
-		`"arguments":{"text":"same"},` + modernMeta,
-		`"arguments":{"text":12},` + modernMeta,
-		modernMeta,
-		`"arguments":null,` + modernMeta,
-		`"arguments":{"text":"meta"},` + otherMeta,
+	call := func(jsonrpc, id, name, args string) string {
+		return `{` + jsonrpc + `"id":` + id + `,"method":"tools/call","params":{"name":"` + name + `",` + args + `}}`
+	}
+	const v2 = `"jsonrpc":"2.0",`
+	for _, body := range []string{
+		call(v2, `"a-1"`, "echo", `"arguments":{"text":"same"},`+modernMeta),
+		call(v2, `"a-1"`, "echo", `"arguments":{"text":12},`+modernMeta),
+		call(v2, `"a-1"`, "echo", modernMeta),
+		call(v2, `"a-1"`, "echo", `"arguments":null,`+modernMeta),
+		call(v2, `"a-1"`, "echo", `"arguments":{"text":"meta"},`+otherMeta),
+		call(v2, `1.0`, "echo", `"arguments":{"text":"id"},`+modernMeta),
+		call(v2, `"a-1"`, "boom", `"arguments":{},`+modernMeta),
+		call(`"jsonrpc":"1.0",`, `1`, "echo", `"arguments":{"text":"v"},`+modernMeta),
+		call(``, `1`, "echo", `"arguments":{"text":"v"},`+modernMeta),
 	} {
-		body := `{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"echo",` + args + `}}`
+		var name struct {
+			Params struct{ Name string } `json:"params"`
+		}
+		_ = json.Unmarshal([]byte(body), &name)
+		hdr := map[string]string{mcp.HeaderMethod: "tools/call", mcp.HeaderName: name.Params.Name}
 		status, rh, fast := postModern(t, srv.URL+"/mcp", body, hdr)
 		// mcp-go, without the front.
 		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mcp", strings.NewReader(body))
@@ -284,8 +296,8 @@ func TestModernCallMatchesMCPGo(t *testing.T) {
 			t.Fatalf("mcp-go: %d %s", rec.Code, rec.Body.Bytes())
 		}
 		if diff := cmp.Diff(b, a); diff != "" || status != rec.Code || rh.Get("Content-Type") != rec.Header().Get("Content-Type") {
-			t.Errorf("arguments %s: fast path %d %q, mcp-go %d %q; body diff (-mcp-go +fast):\n%s",
-				args, status, rh.Get("Content-Type"), rec.Code, rec.Header().Get("Content-Type"), diff)
+			t.Errorf("%s: fast path %d %q, mcp-go %d %q; body diff (-mcp-go +fast):\n%s",
+				body, status, rh.Get("Content-Type"), rec.Code, rec.Header().Get("Content-Type"), diff)
 		}
 	}
 }

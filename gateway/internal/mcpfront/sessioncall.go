@@ -106,14 +106,7 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 		}{mcp.JSONRPC_VERSION, idOut, res})
 	}
 	if err != nil || res == nil {
-		// A panic (mcp-go's WithRecovery answers one so); otherwise
-		// unreachable with the front's handlers (front.go), which return
-		// every failure as a result.
-		msg := "the tool call failed"
-		if err != nil {
-			msg = err.Error()
-		}
-		reply = rpcError(idOut, mcp.INTERNAL_ERROR, msg, nil)
+		reply = callFailure(idOut, err)
 	}
 	writeJSON(cw, http.StatusOK, append(reply, '\n'))
 	return true
@@ -155,6 +148,18 @@ func toolCallRequest(name string, args json.RawMessage, meta map[string]json.Raw
 		req.Params.Meta.AdditionalFields[k] = val
 	}
 	return req, true
+}
+
+// callFailure is a fast path's answer to a call whose handler failed: a
+// panic (mcp-go's WithRecovery answers one so) or, unreachable with the
+// front's handlers (front.go), which return every failure as a result,
+// an error.
+func callFailure(id json.RawMessage, err error) []byte {
+	msg := "the tool call failed"
+	if err != nil {
+		msg = err.Error()
+	}
+	return rpcError(id, mcp.INTERNAL_ERROR, msg, nil)
 }
 
 // callTool calls h, recovering a panic as mcp-go's WithRecovery does: the
