@@ -337,6 +337,7 @@ func (f *Front) Close() {
 	if p != nil {
 		p.close()
 	}
+	f.cats.drainer.Wait() // ends with f.root, which mrtr.close has cancelled
 }
 
 // libLogger is the logger handed to mcp-go.

@@ -95,6 +95,7 @@ type catalogs struct {
 	subs     map[string]*subscription // URI → its sessions and what its source was told
 	pending  map[string]bool          // URIs whose last session ended, for drainSubscriptions
 	draining bool                     // drainSubscriptions runs
+	drainer  sync.WaitGroup           // drainSubscriptions; Close waits for it
 
 	levelMu   sync.Mutex
 	levels    map[string]mcp.LoggingLevel // session → the level it set
@@ -457,7 +458,7 @@ func (f *Front) forgetSession(id string) {
 	if start {
 		// At most one runs; it ends when nothing is pending or the front
 		// closes (f.root), each source call bounded by unsubscribeTimeout.
-		go f.drainSubscriptions()
+		f.cats.drainer.Go(f.drainSubscriptions)
 	}
 }
 

@@ -445,6 +445,10 @@ func TestSubscriptionOrder(t *testing.T) {
 		want("subscribe started", "subscribe done", "unsubscribe started", "unsubscribe done", "subscribe started", "subscribe done",
 			"unsubscribe started")
 		g.Close()
+		// Close has waited for the unsubscribe to end: no synctest.Wait.
+		if log := src.got(); log[len(log)-1] != "unsubscribe cancelled" {
+			t.Fatalf("when Close returned the source had heard %q, want the unsubscribe ended", log)
+		}
 		want("subscribe started", "subscribe done", "unsubscribe started", "unsubscribe done", "subscribe started", "subscribe done",
 			"unsubscribe started", "unsubscribe cancelled")
 	})
