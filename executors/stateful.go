@@ -96,11 +96,17 @@ func evictionNotice(tool string, ev threadctx.Eviction) string {
 	switch ev.Reason {
 	case threadctx.EvictedForRoom:
 		why = fmt.Sprintf("evicted (threads.max_instances of %d reached)", ev.MaxInstances)
-		if ev.OwnerCap > 0 {
+		switch {
+		case ev.MaxProvisional > 0:
+			why = fmt.Sprintf("evicted (its principal's cap of %d new threads whose handle never came back reached: a tenth of threads.max_instances)", ev.MaxProvisional)
+		case ev.OwnerCap > 0:
 			why = fmt.Sprintf("evicted (its principal's cap of %d instances reached: auth.max_instances, or an equal share of threads.max_instances)", ev.OwnerCap)
 		}
 	case threadctx.EvictedIdle:
 		why = fmt.Sprintf("closed after being idle for threads.idle_ttl (%v)", ev.IdleTTL)
+		if ev.Provisional {
+			why = fmt.Sprintf("closed after being idle for %v (a new thread whose handle has not come back yet gets min(threads.idle_ttl, 2m))", ev.IdleTTL)
+		}
 	}
 	return fmt.Sprintf("the previous instance of %q in this thread was %s and a new one was created; "+
 		"its state from before is gone", tool, why)

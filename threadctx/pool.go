@@ -79,6 +79,9 @@ type Eviction struct {
 	// IdleTTL, for EvictedIdle, is the TTL that applied: IdleTTL, or
 	// ProvisionalTTL for a provisional instance.
 	IdleTTL time.Duration
+	// Provisional, for EvictedIdle, says the instance was provisional
+	// (its IdleTTL is ProvisionalTTL).
+	Provisional bool
 	// At is when the instance was evicted.
 	At time.Time
 }
@@ -717,7 +720,7 @@ func (p *Pool) sweep(now time.Time) {
 		}
 		if e.refs == 0 && !e.creating && now.Sub(e.lastUsed) >= ttl && p.discardLocked(e) {
 			expired = append(expired, e)
-			p.rememberLocked(e.slot, Eviction{Reason: EvictedIdle, IdleTTL: ttl, At: now})
+			p.rememberLocked(e.slot, Eviction{Reason: EvictedIdle, IdleTTL: ttl, Provisional: e.provisional, At: now})
 		}
 	}
 	p.mu.Unlock()

@@ -1060,7 +1060,7 @@ func TestEvictionReportedAfterIdleTTL(t *testing.T) {
 		time.Sleep(2 * testTTL)
 		synctest.Wait()
 		ev, ok := evictedOn(t, p, "a", "k", ff.spec(false))
-		if !ok || ev.Reason != EvictedIdle || ev.IdleTTL != testTTL || ev.MaxInstances != 0 {
+		if !ok || ev.Reason != EvictedIdle || ev.IdleTTL != testTTL || ev.MaxInstances != 0 || ev.Provisional {
 			t.Errorf("Acquire after the TTL: Evicted() = %+v, %t; want reason %v and IdleTTL %v", ev, ok, EvictedIdle, testTTL)
 		}
 		if got := EvictedIdle.String(); got != "idle_ttl" {

@@ -72,8 +72,8 @@ func TestProvisionalTTL(t *testing.T) {
 		wantCloses(t, dropped, 1)
 		wantCloses(t, kept, 0)
 		ev, ok := evictedOn(t, p, "once", "k", ff.spec(false))
-		if !ok || ev.Reason != EvictedIdle || ev.IdleTTL != short {
-			t.Errorf("Acquire in the provisional thread after its TTL: Evicted() = %+v, %t; want idle_ttl after %v", ev, ok, short)
+		if !ok || ev.Reason != EvictedIdle || ev.IdleTTL != short || !ev.Provisional {
+			t.Errorf("Acquire in the provisional thread after its TTL: Evicted() = %+v, %t; want idle_ttl after %v, provisional", ev, ok, short)
 		}
 		time.Sleep(30 * time.Minute)
 		synctest.Wait()
