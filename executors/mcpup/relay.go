@@ -20,7 +20,9 @@ import (
 // elicitation, roots) and its log messages are relayed to it. The MCP
 // front provides one per call; [WithPeer] puts it in the call's context.
 type Peer interface {
-	// Session is the ID of the client's session; "" when it has none.
+	// Session identifies the client's session: its ID, or for a
+	// sessionless (2026-07-28) request an ID of that request alone, so
+	// that two sessionless clients are never taken for one.
 	Session() string
 	// Request sends a request of method with params to the client and
 	// returns its result. An error with an RPCCode() int method carries
