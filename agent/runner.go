@@ -294,6 +294,11 @@ func (r *Runner) loop(ctx context.Context, yield func(*StepResult, error) bool) 
 			o.OnIteration(step, s)
 		}
 		results, err := s.ToolResults(ctx)
+		if err == nil {
+			// Tools cancelled with the run may have returned before
+			// ToolResults saw ctx end: a cancelled step commits nothing.
+			err = ctx.Err()
+		}
 		if err != nil {
 			return fail(nil, err)
 		}
