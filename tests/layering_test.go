@@ -16,7 +16,8 @@ const module = "github.com/toolgate/toolgate"
 // mcp-go's server only in the MCP front (gateway/internal/mcpfront), its
 // client only in executors/mcpup; gateway itself imports no mcp-go.
 var allowed = map[string][]string{
-	"cmd/toolgate":                  {"agent", "builtin", "config", "gateway", "registry"},
+	"cmd/toolgate":                  {"agent", "config", "gateway", "internal/cli", "registry"},
+	"internal/cli":                  {"builtin", "config", "gateway"},
 	"agent":                         {"executors", "gateway", "internal/canonjson", "registry", "retry"},
 	"builtin":                       {"registry", "executors", "retry"},
 	"gateway":                       {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "internal/auth", "internal/canonjson", "internal/httpheader", "internal/principal", "threadctx", "retry", "schemas"},

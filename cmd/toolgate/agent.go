@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/agent"
+	"github.com/toolgate/toolgate/internal/cli"
 )
 
 // cmdAgent runs the agent loop: a model (--provider, --model) works on the
@@ -27,10 +28,10 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if i := slices.Index(args, "--"); i >= 0 {
 		args, command = args[:i], args[i+1:]
 		if len(command) == 0 {
-			return exitError{code: 2, msg: `nothing after "--": write the stdio MCP server's command there, e.g. -- toolgate stdio --config tools.yaml`}
+			return cli.ExitError{Code: 2, Msg: `nothing after "--": write the stdio MCP server's command there, e.g. -- toolgate stdio --config tools.yaml`}
 		}
 	}
-	fs, c := newFlags("agent", stderr)
+	fs, c := cli.NewFlags("agent", stderr)
 	provider := fs.String("provider", "", "model `provider`: anthropic or openai")
 	model := fs.String("model", "", "model `name`")
 	baseURL := fs.String("base-url", "", "the provider API's base `URL` (for compatible or local servers)")
@@ -54,22 +55,22 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "the key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	task := strings.TrimSpace(strings.Join(fs.Args(), " "))
 	switch {
 	case task == "":
 		fs.Usage()
-		return exitError{code: 2, msg: "no task: write what the model should do as the last argument"}
+		return cli.ExitError{Code: 2, Msg: "no task: write what the model should do as the last argument"}
 	case *model == "":
-		return exitError{code: 2, msg: "no model: name one with --model"}
-	case *mcpURL != "" && c.config != "", *mcpURL != "" && command != nil, c.config != "" && command != nil:
-		return exitError{code: 2, msg: "--mcp, --config and a command after -- each name the tools: give one"}
+		return cli.ExitError{Code: 2, Msg: "no model: name one with --model"}
+	case *mcpURL != "" && c.Config != "", *mcpURL != "" && command != nil, c.Config != "" && command != nil:
+		return cli.ExitError{Code: 2, Msg: "--mcp, --config and a command after -- each name the tools: give one"}
 	case len(headers) > 0 && *mcpURL == "":
-		return exitError{code: 2, msg: "--mcp-header is sent to the --mcp URL, and there is none"}
+		return cli.ExitError{Code: 2, Msg: "--mcp-header is sent to the --mcp URL, and there is none"}
 	case *mcpURL != "" && !strings.HasPrefix(*mcpURL, "http://") && !strings.HasPrefix(*mcpURL, "https://"):
-		return exitError{code: 2, msg: fmt.Sprintf("--mcp %q is not an http:// or https:// URL; for a stdio MCP server, write its command after --, e.g. -- toolgate stdio --config tools.yaml", *mcpURL)}
+		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("--mcp %q is not an http:// or https:// URL; for a stdio MCP server, write its command after --, e.g. -- toolgate stdio --config tools.yaml", *mcpURL)}
 	}
 	idleTimeout := *idle
 	if idleTimeout == 0 {
@@ -83,10 +84,10 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "openai":
 		p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
 	default:
-		return exitError{code: 2, msg: fmt.Sprintf("unknown provider %q: use --provider anthropic or --provider openai", *provider)}
+		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("unknown provider %q: use --provider anthropic or --provider openai", *provider)}
 	}
 	if err != nil {
-		return exitError{code: 2, msg: err.Error()}
+		return cli.ExitError{Code: 2, Msg: err.Error()}
 	}
 
 	var tools agent.Toolset
@@ -94,20 +95,20 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		o := agent.MCPOptions{URL: *mcpURL, Headers: headers, Command: command}
 		ts, err := agent.NewMCPToolset(ctx, o)
 		if err != nil {
-			return exitError{code: 1, msg: oneLine(err.Error())}
+			return cli.ExitError{Code: 1, Msg: oneLine(err.Error())}
 		}
 		defer ts.Close()
 		tools = ts
 	} else {
-		if c.logLevel == "" {
-			c.logLevel = "warn" // the gateway's info lines would drown the tool lines
+		if c.LogLevel == "" {
+			c.LogLevel = "warn" // the gateway's info lines would drown the tool lines
 		}
-		_, _, g, err := build(c, stderr)
+		_, _, g, err := cli.Build(c, stderr)
 		if err != nil {
 			return err
 		}
 		defer g.Close()
-		waitUpstreams(g, stderr)
+		cli.WaitUpstreams(g, stderr)
 		tools = &agent.GatewayToolset{Gateway: g, Thread: fmt.Sprintf("agent-%d", os.Getpid())}
 	}
 
@@ -124,9 +125,9 @@ func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out.endText()
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			return exitError{code: 130, msg: "interrupted"}
+			return cli.ExitError{Code: 130, Msg: "interrupted"}
 		}
-		return exitError{code: 1, msg: oneLine(err.Error())}
+		return cli.ExitError{Code: 1, Msg: oneLine(err.Error())}
 	}
 	return nil
 }
@@ -195,7 +196,7 @@ func shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return firstLine(s, n)
+	return cli.FirstLine(s, n)
 }
 
 // oneLine joins the lines of s.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,110 +11,24 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
-	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/toolgate/toolgate/builtin"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/cli"
 	"github.com/toolgate/toolgate/registry"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = gateway.Version
-
-// common holds the flags every command takes.
-type common struct {
-	config    string
-	logLevel  string
-	logFormat string
-}
-
-func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *common) {
-	fs := flag.NewFlagSet("toolgate "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c := &common{}
-	fs.StringVar(&c.config, "config", "", "configuration `file` (default ./toolgate.yaml if present, else the embedded default)")
-	fs.StringVar(&c.logLevel, "log-level", "", "log `level`: debug, info, warn or error")
-	fs.StringVar(&c.logFormat, "log-format", "", "log `format`: text or json")
-	return fs, c
-}
-
-// parse parses args; a usage error has already been printed by fs.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitError{code: 0}
-		}
-		return exitError{code: 2}
-	}
-	return nil
-}
-
-// load reads the configuration and builds a logger from it and the flags.
-func (c *common) load(stderr io.Writer) (*config.Config, *slog.Logger, error) {
-	cfg, err := config.Resolve(c.config, &config.Options{Builtins: builtin.Names()})
-	if err != nil {
-		return nil, nil, exitError{code: 1, msg: "invalid configuration:\n" + indent(err.Error())}
-	}
-	level, format := cfg.Log.Level, cfg.Log.Format
-	if c.logLevel != "" {
-		level = c.logLevel
-	}
-	if c.logFormat != "" {
-		format = c.logFormat
-	}
-	logger, err := newLogger(stderr, level, format)
-	if err != nil {
-		return nil, nil, exitError{code: 2, msg: err.Error()}
-	}
-	return cfg, logger, nil
-}
-
-func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
-
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
-	}
-	opts := &slog.HandlerOptions{Level: lv}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("log format %q: use text or json", format)
-}
-
-// build loads the configuration and builds a gateway with its builtins.
-func build(c *common, stderr io.Writer) (*config.Config, *slog.Logger, *gateway.Gateway, error) {
-	cfg, logger, err := c.load(stderr)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	g, err := gateway.New(cfg, gateway.WithLogger(logger), gateway.WithVersion(version))
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := builtin.Register(g, cfg.Builtin, nil); err != nil {
-		g.Close()
-		return nil, nil, nil, fmt.Errorf("registering builtin tools: %w", err)
-	}
-	return cfg, logger, g, nil
-}
-
 func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr io.Writer) error {
-	fs, c := newFlags("serve", stderr)
+	fs, c := cli.NewFlags("serve", stderr)
 	listen := fs.String("listen", "", "listen `address` host:port, overriding server.listen (port 0 picks a free port)")
 	insecure := fs.Bool("insecure-no-auth", false, "listen beyond loopback without authentication (no auth section): any client that reaches the port may call every tool")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	cfg, logger, g, err := build(c, stderr)
+	cfg, logger, g, err := cli.Build(c, stderr)
 	if err != nil {
 		return err
 	}
@@ -225,15 +138,15 @@ func aborted(sig os.Signal) error {
 	if s, ok := sig.(syscall.Signal); ok {
 		code = 128 + int(s)
 	}
-	return exitError{code: code, msg: fmt.Sprintf("second signal (%v) during shutdown: calls in flight were cancelled", sig)}
+	return cli.ExitError{Code: code, Msg: fmt.Sprintf("second signal (%v) during shutdown: calls in flight were cancelled", sig)}
 }
 
 func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs, c := newFlags("stdio", stderr)
-	if err := parse(fs, args); err != nil {
+	fs, c := cli.NewFlags("stdio", stderr)
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	cfg, logger, g, err := build(c, stderr)
+	cfg, logger, g, err := cli.Build(c, stderr)
 	if err != nil {
 		return err
 	}
@@ -270,11 +183,11 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
-	fs, c := newFlags("validate", stderr)
-	if err := parse(fs, args); err != nil {
+	fs, c := cli.NewFlags("validate", stderr)
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	cfg, _, g, err := build(c, io.Discard)
+	cfg, _, g, err := cli.Build(c, io.Discard)
 	if err != nil {
 		return err
 	}
@@ -289,13 +202,13 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdTools(args []string, stdout, stderr io.Writer) error {
-	fs, c := newFlags("tools", stderr)
+	fs, c := cli.NewFlags("tools", stderr)
 	asJSON := fs.Bool("json", false, "print the tools as JSON")
 	skipped := fs.Bool("skipped", false, "list the OpenAPI operations that made no tool, with the reason, instead of the tools")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	_, _, g, err := build(c, stderr)
+	_, _, g, err := cli.Build(c, stderr)
 	if err != nil {
 		return err
 	}
@@ -303,7 +216,7 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	if *skipped {
 		return printSkipped(g.SkippedOperations(), *asJSON, stdout)
 	}
-	waitUpstreams(g, stderr)
+	cli.WaitUpstreams(g, stderr)
 	tools := g.Tools()
 	if *asJSON {
 		type row struct {
@@ -324,7 +237,7 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tSOURCE\tDESCRIPTION")
 	for _, t := range tools {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Kind, t.Source, firstLine(t.Description, 70))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Kind, t.Source, cli.FirstLine(t.Description, 70))
 	}
 	return tw.Flush()
 }
@@ -355,50 +268,40 @@ func printSkipped(ops []gateway.SkippedOperation, asJSON bool, stdout io.Writer)
 	return tw.Flush()
 }
 
-func firstLine(s string, max int) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > max {
-		s = s[:max-1] + "…"
-	}
-	return s
-}
-
 func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, c := newFlags("call", stderr)
+	fs, c := cli.NewFlags("call", stderr)
 	thread := fs.String("thread", "", "run the call in this named `thread`")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolgate call [flags] NAME [JSON-ARGUMENTS]")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		fs.Usage()
-		return exitError{code: 2}
+		return cli.ExitError{Code: 2}
 	}
 	var raw json.RawMessage
 	if fs.NArg() == 2 {
 		raw = json.RawMessage(fs.Arg(1))
 		if !json.Valid(raw) {
-			return exitError{code: 2, msg: "the arguments are not valid JSON; write an object like '{\"expression\": \"1+2\"}'"}
+			return cli.ExitError{Code: 2, Msg: "the arguments are not valid JSON; write an object like '{\"expression\": \"1+2\"}'"}
 		}
 	}
-	_, _, g, err := build(c, stderr)
+	_, _, g, err := cli.Build(c, stderr)
 	if err != nil {
 		return err
 	}
 	defer g.Close()
-	waitUpstreams(g, stderr)
+	cli.WaitUpstreams(g, stderr)
 	var meta map[string]any
 	if *thread != "" {
 		meta = map[string]any{gateway.ThreadMetaKey: *thread}
 	}
 	res, err := g.Call(ctx, fs.Arg(0), raw, meta)
 	if err != nil {
-		return exitError{code: 1, msg: err.Error()}
+		return cli.ExitError{Code: 1, Msg: err.Error()}
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
@@ -406,25 +309,9 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if res.IsError {
-		return exitError{code: 1}
+		return cli.ExitError{Code: 1}
 	}
 	return nil
-}
-
-// upstreamWait bounds how long `tools` and `call` wait for upstream MCP
-// servers to connect.
-const upstreamWait = 30 * time.Second
-
-// waitUpstreams starts the upstream MCP servers and waits (bounded) until
-// they are connected, so that their tools are listed; a server that does
-// not come up is reported and left out.
-func waitUpstreams(g *gateway.Gateway, stderr io.Writer) {
-	g.StartUpstreams()
-	ctx, cancel := context.WithTimeout(context.Background(), upstreamWait)
-	defer cancel()
-	if err := g.WaitUpstreams(ctx); err != nil {
-		fmt.Fprintf(stderr, "toolgate: not every upstream MCP server came up within %s; their tools are missing\n", upstreamWait)
-	}
 }
 
 // releaseStartup returns to the operating system the memory that start-up

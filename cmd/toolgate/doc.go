@@ -18,5 +18,6 @@
 // worth testing on its own: main only calls run(ctx, args, stdin, stdout,
 // stderr), which the tests drive directly, and the rest lives in the
 // packages it wires together. Of toolgate's packages it imports agent,
-// builtin, config, gateway and registry; nothing imports it.
+// config, gateway, internal/cli (the helpers the commands share) and
+// registry; nothing imports it.
 package main

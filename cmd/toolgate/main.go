@@ -2,74 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/toolgate/toolgate/internal/cli"
 )
 
 func main() {
-	ctx, again, stop := notifySignals()
+	ctx, again, stop := cli.NotifySignals()
 	err := run(ctx, again, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		code := 1
-		if ec, ok := errors.AsType[exitError](err); ok {
-			code = ec.code
-			if ec.msg == "" {
-				os.Exit(code)
-			}
-		}
-		fmt.Fprintln(os.Stderr, "toolgate:", err)
-		os.Exit(code)
-	}
+	cli.Exit(err)
 }
-
-// notifySignals returns a context that the first SIGINT or SIGTERM
-// cancels, which starts a graceful shutdown, and a channel that receives
-// the signals after it, each of which asks to stop at once. stop restores
-// the default handling of both signals.
-func notifySignals() (ctx context.Context, again <-chan os.Signal, stop func()) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	ctx, cancel := context.WithCancel(context.Background())
-	later := make(chan os.Signal, 1)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-		case <-done:
-			return
-		}
-		for {
-			select {
-			case s := <-sigs:
-				select {
-				case later <- s:
-				default: // one pending is enough
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	return ctx, later, func() {
-		signal.Stop(sigs)
-		close(done)
-		cancel()
-	}
-}
-
-// exitError ends the program with code, printing msg if it is not empty.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e exitError) Error() string { return e.msg }
 
 const usage = `toolgate: an MCP gateway
 
@@ -97,7 +42,7 @@ run 'toolgate COMMAND --help' for a command's own flags.
 func run(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return exitError{code: 2}
+		return cli.ExitError{Code: 2}
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -114,13 +59,13 @@ func run(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Re
 	case "agent":
 		return cmdAgent(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "toolgate", version)
+		fmt.Fprintln(stdout, "toolgate", cli.Version)
 		return nil
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
 		fmt.Fprint(stderr, usage)
-		return exitError{code: 2, msg: fmt.Sprintf("unknown command %q", cmd)}
+		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("unknown command %q", cmd)}
 	}
 }
