@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,11 +15,14 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/gateway"
 )
 
 // benchSession initialises a streamable-HTTP session on url and returns a
-// function that makes one tools/call of echo over it.
-func benchSession(b *testing.B, url string) func() {
+// function that makes one tools/call of tool (an echo) over it.
+func benchSession(b *testing.B, url, tool string) func() {
 	b.Helper()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	b.Cleanup(client.CloseIdleConnections)
@@ -41,9 +45,9 @@ func benchSession(b *testing.B, url string) func() {
 	resp, _ := post("", fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`, mcp.ProtocolVersion20251125))
 	sid := resp.Header.Get("Mcp-Session-Id")
 	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, toolgate"}}}`
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"text":"hello, toolgate"}}}`
 	if _, out := post(sid, call); !strings.Contains(string(out), "hello, toolgate") {
-		b.Fatalf("tools/call echo = %s", out)
+		b.Fatalf("tools/call %s = %s", tool, out)
 	}
 	return func() { post(sid, call) }
 }
@@ -55,7 +59,7 @@ func BenchmarkHTTPCall(b *testing.B) {
 	srv := httptest.NewServer(g.Handler())
 	b.Cleanup(srv.Close)
 	b.Cleanup(func() { g.Close() })
-	call := benchSession(b, srv.URL+"/mcp")
+	call := benchSession(b, srv.URL+"/mcp", "echo")
 	b.ReportAllocs()
 	start := cpuTime()
 	for b.Loop() {
@@ -65,17 +69,7 @@ func BenchmarkHTTPCall(b *testing.B) {
 }
 
 func BenchmarkHTTPCallBare(b *testing.B) {
-	s := server.NewMCPServer("bare", "1")
-	s.AddTool(mcp.NewToolWithRawSchema("echo", "echo", json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)),
-		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText(req.GetArguments()["text"].(string)), nil
-		})
-	h := server.NewStreamableHTTPServer(s, server.WithStateful(true),
-		server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125))
-	srv := httptest.NewServer(h)
-	b.Cleanup(srv.Close)
-	b.Cleanup(func() { _ = h.Shutdown(context.Background()) })
-	call := benchSession(b, srv.URL)
+	call := benchSession(b, bareEchoServer(b).URL, "echo")
 	b.ReportAllocs()
 	start := cpuTime()
 	for b.Loop() {
@@ -137,4 +131,63 @@ func cpuTime() time.Duration {
 // load, so runs of these benchmarks on a shared machine compare.
 func reportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// bareEchoServer is a bare mcp-go streamable HTTP server with one echo
+// tool, as BenchmarkHTTPCallBare measures it.
+func bareEchoServer(b *testing.B) *httptest.Server {
+	b.Helper()
+	s := server.NewMCPServer("bare", "1")
+	s.AddTool(mcp.NewToolWithRawSchema("echo", "echo", json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(req.GetArguments()["text"].(string)), nil
+		})
+	h := server.NewStreamableHTTPServer(s, server.WithStateful(true),
+		server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125))
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	b.Cleanup(func() { _ = h.Shutdown(context.Background()) })
+	return srv
+}
+
+// BenchmarkHTTPCallUpstream is BenchmarkHTTPCall's call to an upstream
+// MCP server's echo (a bare mcp-go server over streamable HTTP, as in
+// BenchmarkHTTPCallBare) through toolgate, with the whole pipeline on.
+// Its cpu-ns/op less BenchmarkHTTPCallBare's is toolgate's own CPU per
+// proxied call: client, toolgate and upstream share this process.
+func BenchmarkHTTPCallUpstream(b *testing.B) {
+	up := bareEchoServer(b)
+	cfg, err := config.Parse("bench.yaml", []byte(fmt.Sprintf(`
+upstreams:
+  - name: up
+    transport: streamable-http
+    url: %s
+guards:
+  loop:
+    tools:
+      up__echo: "off"
+`, up.URL)), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := gateway.New(cfg, gateway.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close() })
+	srv := httptest.NewServer(g.Handler())
+	b.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g.StartUpstreams()
+	if err := g.WaitUpstreams(ctx); err != nil {
+		b.Fatal(err)
+	}
+	call := benchSession(b, srv.URL+"/mcp", "up__echo")
+	b.ReportAllocs()
+	start := cpuTime()
+	for b.Loop() {
+		call()
+	}
+	reportCPU(b, start)
 }
