@@ -9,10 +9,13 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/internal/jsonscan"
 )
 
 // Peer is the client a call came from, as the upstream side reaches it:
@@ -321,9 +324,13 @@ func (b *stopBody) Close() error {
 // that tell a response from a request come first.
 const maxAnswerHead = 4 << 10
 
+// answerHeads are the buffers isAnswer reads a body's head into.
+var answerHeads = sync.Pool{New: func() any { b := make([]byte, maxAnswerHead); return &b }}
+
 // isAnswer reports whether req is a POST of a JSON-RPC response: an object
-// with a result or error member and no method. Only the head of its body
-// is read, from a copy (GetBody).
+// with a result or error member before any method member. Only the head of
+// its body is read, from a copy (GetBody), and scanned without decoding:
+// every tools/call to a streamable HTTP upstream passes here.
 func isAnswer(req *http.Request) bool {
 	if req.Method != http.MethodPost || req.GetBody == nil {
 		return false
@@ -333,27 +340,21 @@ func isAnswer(req *http.Request) bool {
 		return false
 	}
 	defer body.Close()
-	dec := json.NewDecoder(io.LimitReader(body, maxAnswerHead))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
+	buf := answerHeads.Get().(*[]byte)
+	defer answerHeads.Put(buf)
+	n, _ := io.ReadFull(body, *buf)
+	s, answer := jsonscan.New((*buf)[:n]), false
+	s.Object(func(key []byte) bool {
+		switch {
+		case jsonscan.FoldEq(key, "method"):
+			return false
+		case jsonscan.FoldEq(key, "result"), jsonscan.FoldEq(key, "error"):
+			answer = true
 			return false
 		}
-		switch key {
-		case "method":
-			return false
-		case "result", "error":
-			return true
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return false
-		}
-	}
-	return false
+		return s.Value()
+	})
+	return answer
 }
 
 // forwardLog relays an upstream's log message to the client whose call

@@ -179,6 +179,10 @@ func TestIsAnswer(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":1,"result":{}}]`, false},
 		{`{"jsonrpc":`, false},
 		{``, false},
+		{`{"jsonrpc":"2.0","id":"a\"b","result":{"method":"x"}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"result":1}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"text":"` + strings.Repeat("x", 2*maxAnswerHead) + `"}}`, true},
+		{`{"jsonrpc":"2.0","id":"` + strings.Repeat("x", 2*maxAnswerHead) + `","result":{}}`, false},
 	}
 	for _, tc := range tests {
 		req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/", strings.NewReader(tc.body))
