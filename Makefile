@@ -35,8 +35,10 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
+# toolgate and toolgate-agent, side by side: `toolgate agent` runs the
+# toolgate-agent next to it (the model SDKs stay out of toolgate's RSS).
 build:
-	$(GO) build -o bin/toolgate ./cmd/toolgate
+	$(GO) build -o bin/ ./cmd/toolgate ./cmd/toolgate-agent
 
 bench:
 	$(GO) run ./bench -n 20000 -c 1,16,64

@@ -1,15 +1,12 @@
 package tests
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -141,24 +138,12 @@ func openaiTurn(tr modelTurn) string {
 	return b.String()
 }
 
-// runAgent runs `toolgate agent` with args and the provider's key in its
-// environment, bounded by callTimeout.
+// runAgent runs `toolgate agent` (which runs the toolgate-agent built next
+// to it) with args and the provider's key in its environment, bounded by
+// callTimeout.
 func runAgent(t *testing.T, env []string, args ...string) cliResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, toolgateBin, append([]string{"agent"}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if _, isExit := errors.AsType[*exec.ExitError](err); err != nil && !isExit {
-		t.Fatalf("running toolgate agent: %v", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("toolgate agent did not finish within %v", callTimeout)
-	}
-	return cliResult{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}
+	return runProgram(t, toolgateBin, env, append([]string{"agent"}, args...)...)
 }
 
 func keyEnv(kind string) []string {
@@ -336,4 +321,55 @@ func TestAgentFailures(t *testing.T) {
 			t.Errorf("want a non-zero exit saying the iteration cap was reached:\n%s", res)
 		}
 	})
+}
+
+// TestAgentLauncher checks how `toolgate agent` finds the separate
+// toolgate-agent binary when it is not next to toolgate: in PATH, or
+// nowhere, which is exit 2 and one line saying what to install.
+func TestAgentLauncher(t *testing.T) {
+	if r := runCLI(t, "help"); r.code != 0 || !strings.Contains(r.stdout, "toolgate agent ") {
+		t.Errorf("help does not list the agent command:\n%s", r)
+	}
+	// toolgate alone in a directory: a hard link (or a copy), not a
+	// symbolic link, which the launcher resolves to the directory where
+	// toolgate-agent is.
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "toolgate")
+	if err := os.Link(toolgateBin, bin); err != nil {
+		copyFile(t, toolgateBin, bin)
+	}
+	t.Run("in PATH", func(t *testing.T) {
+		pathDir := t.TempDir()
+		if err := os.Symlink(toolgateAgentBin, filepath.Join(pathDir, "toolgate-agent")); err != nil {
+			t.Fatal(err)
+		}
+		res := runProgram(t, bin, []string{"PATH=" + pathDir}, "agent", "--provider", "nope", "--model", "m", "task")
+		if want := "toolgate: unknown provider \"nope\": use --provider anthropic or --provider openai\n"; res.code != 2 || res.stderr != want {
+			t.Errorf("want toolgate-agent's exit 2 and stderr %q:\n%s", want, res)
+		}
+	})
+	t.Run("not found", func(t *testing.T) {
+		res := runProgram(t, bin, []string{"PATH=" + t.TempDir()}, "agent", "--provider", "openai", "--model", "m", "task")
+		real, err := filepath.EvalSymlinks(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "toolgate: toolgate agent runs the separate toolgate-agent binary (it carries the model providers' SDKs, which would cost every toolgate serve ~10 MB), and none was found next to " +
+			real + " or in PATH: install it with go install github.com/toolgate/toolgate/cmd/toolgate-agent@latest, or make build\n"
+		if res.code != 2 || res.stderr != want || res.stdout != "" {
+			t.Errorf("want exit 2 and stderr %q:\n%s", want, res)
+		}
+	})
+}
+
+// copyFile copies the executable src to dst.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
 }

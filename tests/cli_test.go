@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,17 +28,27 @@ func (r cliResult) String() string {
 // runCLI runs toolgate with args, bounded by callTimeout.
 func runCLI(t *testing.T, args ...string) cliResult {
 	t.Helper()
+	return runProgram(t, toolgateBin, nil, args...)
+}
+
+// runProgram runs the binary bin with args and env added to this process's
+// environment (a variable in env replaces the inherited one), bounded by
+// callTimeout.
+func runProgram(t *testing.T, bin string, env []string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, toolgateBin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	name := filepath.Base(bin) + " " + strings.Join(args, " ")
 	if _, isExit := errors.AsType[*exec.ExitError](err); err != nil && !isExit {
-		t.Fatalf("running toolgate %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("running %s: %v", name, err)
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("toolgate %s did not finish within %v", strings.Join(args, " "), callTimeout)
+		t.Fatalf("%s did not finish within %v", name, callTimeout)
 	}
 	return cliResult{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}
 }

@@ -3,6 +3,7 @@ package tests
 import (
 	"go/build"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +17,8 @@ const module = "github.com/toolgate/toolgate"
 // mcp-go's server only in the MCP front (gateway/internal/mcpfront), its
 // client only in executors/mcpup; gateway itself imports no mcp-go.
 var allowed = map[string][]string{
-	"cmd/toolgate":                  {"agent", "config", "gateway", "internal/cli", "registry"},
+	"cmd/toolgate":                  {"config", "gateway", "internal/cli", "registry"},
+	"cmd/toolgate-agent":            {"agent", "internal/cli"},
 	"internal/cli":                  {"builtin", "config", "gateway"},
 	"agent":                         {"executors", "gateway", "internal/canonjson", "registry", "retry"},
 	"builtin":                       {"registry", "executors", "retry"},
@@ -127,4 +129,28 @@ func longerPrefixAllows(imp, prefix, rel string) bool {
 		}
 	}
 	return false
+}
+
+// TestToolgateLinksNoModelSDK checks that the toolgate binary links neither
+// package agent nor the model providers' SDKs, whose package init and code
+// cost about 10 MB of RSS in every process, serve included (Go runs every
+// linked package's init whatever the subcommand): the agent loop is the
+// separate toolgate-agent binary, which `toolgate agent` runs.
+func TestToolgateLinksNoModelSDK(t *testing.T) {
+	list := exec.Command("go", "list", "-deps", "./cmd/toolgate")
+	list.Dir = ".." // the module root
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/toolgate: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"/gateway") {
+		t.Fatalf("go list -deps ./cmd/toolgate does not list %s/gateway; is it listing the right package?\n%s", module, out)
+	}
+	for _, dep := range deps {
+		if dep == module+"/agent" || strings.HasPrefix(dep, module+"/agent/") ||
+			strings.HasPrefix(dep, "github.com/anthropics/") || strings.HasPrefix(dep, "github.com/openai/") {
+			t.Errorf("cmd/toolgate depends on %s: the agent loop and the model SDKs belong in cmd/toolgate-agent only", dep)
+		}
+	}
 }

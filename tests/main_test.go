@@ -1,11 +1,11 @@
 // Package tests holds toolgate's end-to-end tests. TestMain builds the
-// toolgate binary once; the tests then drive it as its users do: mcp-go's
-// clients over streamable HTTP, legacy SSE and stdio, raw HTTP for the
-// exchanges a well-behaved client never sends, Prometheus scrapes of
-// /metrics, signals, and the command line.
+// toolgate and toolgate-agent binaries once; the tests then drive them as
+// their users do: mcp-go's clients over streamable HTTP, legacy SSE and
+// stdio, raw HTTP for the exchanges a well-behaved client never sends,
+// Prometheus scrapes of /metrics, signals, and the command line.
 //
 // The tests talk only to 127.0.0.1 and to processes they start themselves.
-// Nothing here imports a toolgate package: the binary's behaviour is the
+// Nothing here imports a toolgate package: the binaries' behaviour is the
 // contract under test.
 package tests
 
@@ -40,9 +40,10 @@ const (
 	pollInterval  = 20 * time.Millisecond
 )
 
-// toolgateBin is the path of the binary TestMain builds. It is set once,
-// before any test runs, and only read afterwards.
-var toolgateBin string
+// toolgateBin and toolgateAgentBin are the paths of the binaries TestMain
+// builds, side by side. They are set once, before any test runs, and only
+// read afterwards.
+var toolgateBin, toolgateAgentBin string
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
@@ -56,16 +57,17 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "toolgate")
 	// Built with the race detector: a race inside the server makes it exit
-	// with a non-zero code, which the servers' cleanups check.
-	build := exec.Command("go", "build", "-race", "-o", bin, "./cmd/toolgate")
+	// with a non-zero code, which the servers' cleanups check. toolgate-agent
+	// lands next to toolgate, where `toolgate agent` looks for it first.
+	build := exec.Command("go", "build", "-race", "-o", dir+string(filepath.Separator), "./cmd/toolgate", "./cmd/toolgate-agent")
 	build.Dir = ".." // the module root
 	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building toolgate (go build -race -o %s ./cmd/toolgate): %v\n%s", bin, err, out)
+		fmt.Fprintf(os.Stderr, "building toolgate and toolgate-agent (go build -race -o %s/ ./cmd/toolgate ./cmd/toolgate-agent): %v\n%s", dir, err, out)
 		return 1
 	}
-	toolgateBin = bin
+	toolgateBin = filepath.Join(dir, "toolgate")
+	toolgateAgentBin = filepath.Join(dir, "toolgate-agent")
 
 	code := m.Run()
 	if code == 0 {

@@ -1,203 +1,48 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"slices"
-	"strings"
-	"sync"
-	"time"
+	"os/exec"
+	"path/filepath"
 
-	"github.com/toolgate/toolgate/agent"
 	"github.com/toolgate/toolgate/internal/cli"
 )
 
-// cmdAgent runs the agent loop: a model (--provider, --model) works on the
-// task through the tools of an in-process gateway (--config, or the
-// embedded default), of an MCP endpoint (--mcp URL), or of a stdio MCP
-// server whose command follows "--". The model's text streams to stdout;
-// each tool call and its outcome go to stderr.
-func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	// Everything after the first "--" is the stdio server's command, word
-	// for word: no splitting or quoting rules to get wrong for a path with
-	// spaces.
-	var command []string
-	if i := slices.Index(args, "--"); i >= 0 {
-		args, command = args[:i], args[i+1:]
-		if len(command) == 0 {
-			return cli.ExitError{Code: 2, Msg: `nothing after "--": write the stdio MCP server's command there, e.g. -- toolgate stdio --config tools.yaml`}
-		}
-	}
-	fs, c := cli.NewFlags("agent", stderr)
-	provider := fs.String("provider", "", "model `provider`: anthropic or openai")
-	model := fs.String("model", "", "model `name`")
-	baseURL := fs.String("base-url", "", "the provider API's base `URL` (for compatible or local servers)")
-	mcpURL := fs.String("mcp", "", "use the tools of the MCP server at this streamable HTTP `URL` (instead of --config; for a stdio server, write its command after --)")
-	headers := map[string]string{}
-	fs.Func("mcp-header", "send this `header` (\"Name: value\", repeatable) to the --mcp endpoint, e.g. \"Authorization: Bearer $TOKEN\"", func(v string) error {
-		name, value, ok := strings.Cut(v, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			return errors.New(`write it as "Name: value"`)
-		}
-		headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
-		return nil
-	})
-	maxIter := fs.Int("max-iterations", agent.DefaultMaxIterations, "stop after `N` model calls")
-	system := fs.String("system", "", "the system prompt `text`")
-	maxTokens := fs.Int64("max-tokens", 0, "bound each response to `N` tokens (default: the provider's)")
-	thinking := fs.Int64("thinking-budget", 0, "let the model think with up to `N` tokens first (Anthropic extended thinking; below --max-tokens)")
-	idle := fs.Duration("idle-timeout", agent.DefaultIdleTimeout, "abandon a model call that sends nothing for this `long` (0: never)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolgate agent --provider anthropic|openai --model NAME [flags] TASK [-- STDIO-SERVER-COMMAND...]")
-		fmt.Fprintln(stderr, "the key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args); err != nil {
+// agentBinary is the program `toolgate agent` runs. The agent loop is a
+// binary of its own (cmd/toolgate-agent) because it links the model
+// providers' SDKs, whose package init and code would cost every toolgate
+// serve about 10 MB of RSS: Go runs every linked package's init whatever
+// the subcommand.
+const agentBinary = "toolgate-agent"
+
+// cmdAgent runs `toolgate agent ARGS...`: it finds toolgate-agent and
+// hands it the arguments, the environment and stdio (on Unix it replaces
+// this process with it, so its exit code and signals are the command's).
+func cmdAgent(args []string) error {
+	path, err := findAgent()
+	if err != nil {
 		return err
 	}
-	task := strings.TrimSpace(strings.Join(fs.Args(), " "))
-	switch {
-	case task == "":
-		fs.Usage()
-		return cli.ExitError{Code: 2, Msg: "no task: write what the model should do as the last argument"}
-	case *model == "":
-		return cli.ExitError{Code: 2, Msg: "no model: name one with --model"}
-	case *mcpURL != "" && c.Config != "", *mcpURL != "" && command != nil, c.Config != "" && command != nil:
-		return cli.ExitError{Code: 2, Msg: "--mcp, --config and a command after -- each name the tools: give one"}
-	case len(headers) > 0 && *mcpURL == "":
-		return cli.ExitError{Code: 2, Msg: "--mcp-header is sent to the --mcp URL, and there is none"}
-	case *mcpURL != "" && !strings.HasPrefix(*mcpURL, "http://") && !strings.HasPrefix(*mcpURL, "https://"):
-		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("--mcp %q is not an http:// or https:// URL; for a stdio MCP server, write its command after --, e.g. -- toolgate stdio --config tools.yaml", *mcpURL)}
-	}
-	idleTimeout := *idle
-	if idleTimeout == 0 {
-		idleTimeout = -1 // the flag's 0 means never; the options' zero means the default
-	}
-	var p agent.Provider
-	var err error
-	switch *provider {
-	case "anthropic":
-		p, err = agent.NewAnthropic(agent.AnthropicOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
-	case "openai":
-		p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
-	default:
-		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("unknown provider %q: use --provider anthropic or --provider openai", *provider)}
-	}
-	if err != nil {
-		return cli.ExitError{Code: 2, Msg: err.Error()}
-	}
+	return execAgent(path, args)
+}
 
-	var tools agent.Toolset
-	if *mcpURL != "" || command != nil {
-		o := agent.MCPOptions{URL: *mcpURL, Headers: headers, Command: command}
-		ts, err := agent.NewMCPToolset(ctx, o)
-		if err != nil {
-			return cli.ExitError{Code: 1, Msg: oneLine(err.Error())}
+// findAgent returns the path of toolgate-agent: next to this executable
+// (symbolic links resolved), as `make build` and `go install` put it,
+// else the first in PATH.
+func findAgent() (string, error) {
+	where := "the toolgate executable"
+	if exe, err := os.Executable(); err == nil {
+		if p, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = p
 		}
-		defer ts.Close()
-		tools = ts
-	} else {
-		if c.LogLevel == "" {
-			c.LogLevel = "warn" // the gateway's info lines would drown the tool lines
+		where = exe
+		if p, err := exec.LookPath(filepath.Join(filepath.Dir(exe), agentBinary)); err == nil {
+			return p, nil
 		}
-		_, _, g, err := cli.Build(c, stderr)
-		if err != nil {
-			return err
-		}
-		defer g.Close()
-		cli.WaitUpstreams(g, stderr)
-		tools = &agent.GatewayToolset{Gateway: g, Thread: fmt.Sprintf("agent-%d", os.Getpid())}
 	}
-
-	out := &agentOutput{stdout: stdout, stderr: stderr, started: make(map[string]time.Time)}
-	r := agent.NewRunner(p, tools, agent.Params{System: *system, Messages: []agent.Message{agent.UserText(task)}, Model: agent.ModelOptions{MaxTokens: *maxTokens, ThinkingBudget: *thinking}},
-		&agent.RunnerOptions{
-			MaxIterations: *maxIter,
-			OnPart:        out.part,
-			OnIteration:   func(int, *agent.StepResult) { out.endText() },
-			OnToolState:   out.toolState,
-			OnToolResult:  out.toolResult,
-		})
-	_, err = r.RunUntilDone(ctx)
-	out.endText()
-	if err != nil {
-		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			return cli.ExitError{Code: 130, Msg: "interrupted"}
-		}
-		return cli.ExitError{Code: 1, Msg: oneLine(err.Error())}
+	if p, err := exec.LookPath(agentBinary); err == nil {
+		return p, nil
 	}
-	return nil
+	return "", cli.ExitError{Code: 2, Msg: fmt.Sprintf("toolgate agent runs the separate %s binary (it carries the model providers' SDKs, which would cost every toolgate serve ~10 MB), and none was found next to %s or in PATH: install it with go install github.com/toolgate/toolgate/cmd/%s@latest, or make build", agentBinary, where, agentBinary)}
 }
-
-// agentOutput prints a run: text to stdout, tool lines to stderr. Its
-// methods are called from the stream's goroutine and the tools'.
-type agentOutput struct {
-	stdout, stderr io.Writer
-
-	mu      sync.Mutex // guards everything below and the writes
-	started map[string]time.Time
-	midLine bool // stdout's last text did not end a line
-}
-
-func (o *agentOutput) part(f agent.Fragment) {
-	if f.Type != agent.FragText || f.Text == "" {
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	fmt.Fprint(o.stdout, f.Text)
-	o.midLine = !strings.HasSuffix(f.Text, "\n")
-}
-
-// endText ends the model's line of text, if it is open.
-func (o *agentOutput) endText() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.midLine {
-		fmt.Fprintln(o.stdout)
-		o.midLine = false
-	}
-}
-
-func (o *agentOutput) toolState(c agent.ToolCall, s agent.ToolState) {
-	if s != agent.ToolPending {
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.midLine {
-		// End the model's line first: on a terminal the two streams share
-		// the screen.
-		fmt.Fprintln(o.stdout)
-		o.midLine = false
-	}
-	o.started[c.ID] = time.Now()
-	fmt.Fprintf(o.stderr, "→ %s %s\n", c.Name, shorten(c.Arguments, 80))
-}
-
-func (o *agentOutput) toolResult(r agent.ToolResult) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	d := time.Since(o.started[r.CallID]).Round(time.Millisecond)
-	delete(o.started, r.CallID)
-	if r.IsError {
-		fmt.Fprintf(o.stderr, "← %s error (%s): %s\n", r.Name, d, shorten(r.Text(), 120))
-		return
-	}
-	fmt.Fprintf(o.stderr, "← %s ok (%s)\n", r.Name, d)
-}
-
-// shorten returns s on one line, cut to n bytes with "…".
-func shorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	return cli.FirstLine(s, n)
-}
-
-// oneLine joins the lines of s.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

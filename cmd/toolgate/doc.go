@@ -12,12 +12,18 @@
 //
 // Every command also takes --log-level and --log-format. Logs go to stderr.
 //
+// toolgate agent runs the separate toolgate-agent binary (cmd/toolgate-agent),
+// found next to toolgate's executable or in PATH, with the same arguments:
+// it links the model providers' SDKs, which would cost every toolgate serve
+// about 10 MB of RSS (Go runs every linked package's init whatever the
+// subcommand).
+//
 // The command owns what belongs to a process: flags and subcommands, the
 // slog handler, signal handling ([signal.NotifyContext]) and the
 // [http.Server] with its timeouts and graceful Shutdown. It holds no logic
 // worth testing on its own: main only calls run(ctx, args, stdin, stdout,
 // stderr), which the tests drive directly, and the rest lives in the
-// packages it wires together. Of toolgate's packages it imports agent,
-// config, gateway, internal/cli (the helpers the commands share) and
-// registry; nothing imports it.
+// packages it wires together. Of toolgate's packages it imports config,
+// gateway, internal/cli (what it shares with toolgate-agent) and registry;
+// nothing imports it.
 package main

@@ -57,7 +57,7 @@ func run(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Re
 	case "call":
 		return cmdCall(ctx, rest, stdout, stderr)
 	case "agent":
-		return cmdAgent(ctx, rest, stdout, stderr)
+		return cmdAgent(rest)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "toolgate", cli.Version)
 		return nil
