@@ -78,6 +78,10 @@ func (s *Scanner) Object(member func(key []byte) bool) bool {
 	})
 }
 
+// Array reads an array, calling item for each element with the scanner
+// positioned before it; item must consume it.
+func (s *Scanner) Array(item func() bool) bool { return s.list('[', ']', item) }
+
 // list reads the comma-separated items between open and close (an
 // object's members, an array's elements), calling item for each; item must
 // consume it.

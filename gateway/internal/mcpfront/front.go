@@ -256,7 +256,11 @@ func (f *Front) handler(call func(context.Context, *Request) *executors.Result) 
 			r.Elicit = f.elicit(s)
 			r.Peer = peer{f: f, s: s, ctx: ctx}
 		}
-		return wireResult(call(ctx, &r)), nil
+		res := call(ctx, &r)
+		if raw, ok := ctx.Value(rawReplyKey{}).(*rawReply); ok && raw.take(res) {
+			return rawTaken, nil
+		}
+		return wireResult(res), nil
 	}
 }
 

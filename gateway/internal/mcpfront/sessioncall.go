@@ -13,6 +13,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/executors"
 )
 
 // The tools/call fast path of a streamable HTTP session (2025 revisions).
@@ -96,9 +98,15 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 	key, call := rid.String(), &fastCall{cancel: cancel}
 	c.calls.Store(key, call) // a second call of the same ID takes the entry, as in mcp-go
 	defer c.calls.CompareAndDelete(key, call)
-	res, err := callTool(ctx, tool.Handler, req)
+	raw := &rawReply{}
+	res, err := callTool(context.WithValue(ctx, rawReplyKey{}, raw), tool.Handler, req)
 	var reply []byte
-	if err == nil && res != nil {
+	if err == nil && res == rawTaken {
+		if reply = rawResponse(idOut, raw.result); reply == nil {
+			res = passthroughResult(&executors.Result{Passthrough: raw.result})
+		}
+	}
+	if reply == nil && err == nil && res != nil {
 		reply, err = json.Marshal(struct {
 			JSONRPC string              `json:"jsonrpc"`
 			ID      json.RawMessage     `json:"id"`
@@ -110,6 +118,22 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 	}
 	writeJSON(cw, http.StatusOK, append(reply, '\n'))
 	return true
+}
+
+// rawResponse is the JSON-RPC response of id with result, an upstream's
+// result written as it came (forwardable), compacted as encoding/json
+// compacts a json.RawMessage: a newline in it would split an event. It is
+// nil when result is not JSON.
+func rawResponse(id, result json.RawMessage) []byte {
+	b := bytes.NewBuffer(make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result)+1))
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(id)
+	b.WriteString(`,"result":`)
+	if json.Compact(b, result) != nil {
+		return nil // not JSON after all: the transports decoded it, so not expected
+	}
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 // toolCallRequest is the request mcp-go decodes from a tools/call's name,

@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,11 @@ import (
 func TestSessionCallMatchesMCPGo(t *testing.T) {
 	g, _ := newGateway(t, nil)
 	g.addTool(t, "boom", func(context.Context, *Request) *executors.Result { panic("boom") })
+	// pass answers with its arguments as an upstream's result, which the
+	// fast path forwards as it is when it can (rawReply).
+	g.addTool(t, "pass", func(_ context.Context, r *Request) *executors.Result {
+		return &executors.Result{Passthrough: r.Raw}
+	})
 	srv := serveHTTP(t, g)
 	s := newVersionedSession(t, srv.URL+"/mcp", "2025-11-25", true)
 	call := func(id, params string) string {
@@ -38,6 +44,14 @@ func TestSessionCallMatchesMCPGo(t *testing.T) {
 		{call(`"a-1"`, `"name":"echo","arguments":null`), true},
 		{call(`"a-1"`, `"name":"echo","arguments":{"text":"meta"},"_meta":{"toolgate/thread":"t1","progressToken":"p"}`), true},
 		{call(`"a-1"`, `"name":"boom","arguments":{}`), true},
+		{call(`3`, `"name":"pass","arguments":{"content":[{"type":"text","text":"up\nline"}]}`), true},
+		{call(`3`, `"name":"pass","arguments":{ "content" : [ {"text":"a\u00e9\"","type":"text","annotations":{"priority":1}} ],`+
+			"\n"+`"structuredContent":{"n":[1, 2.50]},"isError":true,"_meta":{"progressToken":1,"k":"v"}}`), true},
+		{call(`3`, `"name":"pass","arguments":{"content":[],"isError":false}`), true},
+		{call(`3`, `"name":"pass","arguments":{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`), true},
+		{call(`3`, `"name":"pass","arguments":{"content":[{"type":"text","text":"x"}],"extra":1}`), true},
+		{call(`3`, `"name":"pass","arguments":{"Content":[{"type":"text","text":"x"}]}`), true},
+		{call(`3`, `"name":"pass","arguments":{"isError":true}`), true},
 		{`{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"v"}}}`, false},
 		{`{"id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"v"}}}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","result":{},"params":{"name":"echo","arguments":{"text":"v"}}}`, false},
@@ -62,6 +76,14 @@ func TestSessionCallMatchesMCPGo(t *testing.T) {
 			}
 			if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil {
 				t.Fatalf("%s: mcp-go: %d %s", tc.body, rec.Code, rec.Body.Bytes())
+			}
+			// A result forwarded as it came keeps an isError of false,
+			// which mcp-go leaves out: the same result to a client.
+			if r, ok := a.(map[string]any)["result"].(map[string]any); ok && r["isError"] == false {
+				delete(r, "isError")
+			}
+			if bytes.Contains(bytes.TrimSuffix(fast, []byte("\n")), []byte("\n")) {
+				t.Errorf("%s: the front's answer is not compact: %s", tc.body, fast)
 			}
 		}
 		if diff := cmp.Diff(b, a); diff != "" || status != rec.Code || hdr.Get("Content-Type") != rec.Header().Get("Content-Type") {

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/jsonscan"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -117,6 +118,74 @@ func rawResult(raw json.RawMessage) (mcp.CallToolResult, bool) {
 		}
 	}
 	return out, true
+}
+
+// rawReply is where the session fast path (serveSessionCall) takes an
+// upstream's result as the upstream wrote it: the tool's handler leaves a
+// forwardable passthrough result here, returning rawTaken instead of
+// converting it to mcp-go's type, and the fast path writes it into the
+// response as it is. That saves a decoding and an encoding of every
+// proxied result (issue 16).
+type rawReply struct{ result json.RawMessage }
+
+type rawReplyKey struct{}
+
+// rawTaken is what a handler returns when it left its result in the
+// call's rawReply.
+var rawTaken = &mcp.CallToolResult{}
+
+// take keeps r's passthrough result when it can be forwarded as it is.
+func (rr *rawReply) take(r *executors.Result) bool {
+	if r.Passthrough == nil || len(r.Meta) > 0 || !forwardable(r.Passthrough) {
+		return false
+	}
+	rr.result = r.Passthrough
+	return true
+}
+
+// forwardable reports whether an upstream's result reaches the client the
+// same forwarded as it is as through mcp-go's types: an object of only the
+// members mcp-go encodes again (content, structuredContent, isError,
+// _meta), spelled as it spells them, with a content array of text parts
+// (what rawResult forwards) and values of the types mcp-go reads.
+// Anything else takes the decoding path, as before.
+func forwardable(raw json.RawMessage) bool {
+	s := jsonscan.New(raw)
+	content := false
+	textPart := func() bool {
+		text, typ := false, false
+		return s.Object(func(key []byte) bool {
+			switch string(key) {
+			case "type":
+				v, ok := s.PlainString()
+				typ = ok && string(v) == mcp.ContentTypeText
+				return ok
+			case "text":
+				c, _ := s.Next()
+				text = c == '"'
+				return text && s.Value()
+			case "annotations", "_meta":
+				c, _ := s.Next()
+				return c == '{' && s.Value()
+			}
+			return false
+		}) && text && typ
+	}
+	return s.Object(func(key []byte) bool {
+		c, _ := s.Next()
+		switch string(key) {
+		case "content":
+			content = true
+			return s.Array(textPart)
+		case "structuredContent":
+			return c == '{' && s.Value()
+		case "isError":
+			return (c == 't' || c == 'f') && s.Value()
+		case "_meta":
+			return c == '{' && s.Value()
+		}
+		return false
+	}) && content && s.Done()
 }
 
 // rawText is a text part of an upstream's result, encoded as the upstream
