@@ -29,5 +29,6 @@
 // agent imports gateway (its public API), executors (result types),
 // registry (name repair) and retry (error classes and the retry loop), and
 // is the only package that imports the model SDKs; nothing in toolgate
-// imports agent except cmd/toolgate.
+// imports agent except cmd/toolgate-agent (its own binary, so that
+// toolgate itself links no SDK).
 package agent

@@ -4,5 +4,6 @@
 // gateway's public embedding API).
 //
 // builtin imports only the standard library and toolgate's registry,
-// executors and retry packages. Nothing but cmd/toolgate may import it.
+// executors and retry packages. Only internal/cli (the commands'
+// shared helpers) and bench import it.
 package builtin
