@@ -76,7 +76,7 @@ func newRecorder() *recorder {
 	}
 }
 
-func (r *recorder) options(t *testing.T, o *Options) *Options {
+func (r *recorder) options(t testing.TB, o *Options) *Options {
 	if o == nil {
 		o = &Options{}
 	}
@@ -98,7 +98,7 @@ func (r *recorder) options(t *testing.T, o *Options) *Options {
 }
 
 // waitTools returns the next tool set reported.
-func (r *recorder) waitTools(t *testing.T) []registry.Tool {
+func (r *recorder) waitTools(t testing.TB) []registry.Tool {
 	t.Helper()
 	select {
 	case tools := <-r.tools:
@@ -110,7 +110,7 @@ func (r *recorder) waitTools(t *testing.T) []registry.Tool {
 }
 
 // waitState waits until the upstream is reported up (or down).
-func (r *recorder) waitState(t *testing.T, want bool) {
+func (r *recorder) waitState(t testing.TB, want bool) {
 	t.Helper()
 	timeout := time.After(waitLimit)
 	for {
@@ -167,7 +167,7 @@ func (m *testManager) exec(t testing.TB, name string) executors.Executor {
 // start creates and starts a Manager for ups and closes it when t ends.
 // The executors its OnTools hands out are kept (then handed on to
 // opts.OnTools, if any).
-func start(t *testing.T, opts *Options, ups ...Upstream) *testManager {
+func start(t testing.TB, opts *Options, ups ...Upstream) *testManager {
 	t.Helper()
 	tm := &testManager{execs: make(map[string]executors.Executor)}
 	var o Options
@@ -202,7 +202,7 @@ func start(t *testing.T, opts *Options, ups ...Upstream) *testManager {
 }
 
 // startUp starts a Manager for up and waits for its first tool set.
-func startUp(t *testing.T, up Upstream, opts *Options) (*testManager, *recorder, []registry.Tool) {
+func startUp(t testing.TB, up Upstream, opts *Options) (*testManager, *recorder, []registry.Tool) {
 	t.Helper()
 	rec := newRecorder()
 	m := start(t, rec.options(t, opts), up)
