@@ -37,8 +37,10 @@ fmt-check:
 
 # toolgate and toolgate-agent, side by side: `toolgate agent` runs the
 # toolgate-agent next to it (the model SDKs stay out of toolgate's RSS).
+# Static (CGO_ENABLED=0), as release builds are: no libc mapped, and Go's own
+# DNS resolver; toolgate serve starts 1.7 MB smaller (docs/benchmarks.md §10).
 build:
-	$(GO) build -o bin/ ./cmd/toolgate ./cmd/toolgate-agent
+	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/toolgate ./cmd/toolgate-agent
 
 bench:
 	$(GO) run ./bench -n 20000 -c 1,16,64
