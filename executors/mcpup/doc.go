@@ -26,6 +26,9 @@
 // request, stdio with the transport's own (relay.go: the conformance
 // scenarios tools-call-sampling and tools-call-elicitation through
 // toolgate, tests/conformance_test.go, and TestEverythingSurface).
+// Over stdio the transport is mcpup's own (stdio.go: one decoding per
+// message, writes batched under load), behind mcp-go's client like
+// mcp-go's own transports.
 //
 // mcpup owns the mcp-go client side. It may import executors, registry,
 // threadctx, retry, the standard library and mcp-go's client, transport and

@@ -287,33 +287,46 @@ type lineGuard struct {
 // guardBufferSize is the size of the chunks a lineGuard reads.
 const guardBufferSize = 64 << 10
 
-// Read is called by the transport's read goroutine only.
+// Read is io.Reader's: the lines next returns, as a stream.
 func (g *lineGuard) Read(p []byte) (int, error) {
 	for len(g.pending) == 0 {
-		if g.ended {
-			if !g.endReported {
-				g.endReported = true
-				g.onEnd()
-			}
-			return 0, io.EOF
-		}
-		line, garbage, err := g.readLine()
-		if err == nil {
-			if t := bytes.TrimSpace(line); garbage || len(t) > 0 && !json.Valid(t) {
-				g.onGarbage(t)
-				g.end()
-				g.endReported = true
-				return 0, io.EOF
-			}
+		line, err := g.next()
+		if err != nil {
+			return 0, err
 		}
 		g.pending = line
-		if err != nil {
-			g.end() // deliver what came before the end, then EOF
-		}
 	}
 	n := copy(p, g.pending)
 	g.pending = g.pending[n:]
 	return n, nil
+}
+
+// next returns the next line, its newline kept (none on a last line the
+// end of the stream cut short; an oversized line's stand-in may be
+// empty), or io.EOF once the stream has ended (onEnd is called then) or a
+// line of garbage came (onGarbage is). It is called by the transport's
+// read goroutine only.
+func (g *lineGuard) next() ([]byte, error) {
+	if g.ended {
+		if !g.endReported {
+			g.endReported = true
+			g.onEnd()
+		}
+		return nil, io.EOF
+	}
+	line, garbage, err := g.readLine()
+	if err == nil {
+		if t := bytes.TrimSpace(line); garbage || len(t) > 0 && !json.Valid(t) {
+			g.onGarbage(t)
+			g.end()
+			g.endReported = true
+			return nil, io.EOF
+		}
+	}
+	if err != nil {
+		g.end() // deliver what came before the end, then EOF
+	}
+	return line, nil
 }
 
 // readLine returns the next line, or what stands in for it when it is

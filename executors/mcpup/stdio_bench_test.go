@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/registry"
@@ -67,4 +69,32 @@ func BenchmarkStdioPipe(b *testing.B) {
 	for b.Loop() {
 		exchange(call, true)
 	}
+}
+
+// BenchmarkStdioCallParallel is BenchmarkStdioCall from 16 goroutines at
+// once, as 16 clients' calls share an upstream's pipe.
+func BenchmarkStdioCallParallel(b *testing.B) {
+	m, _, _ := startUp(b, stdioUpstream(), nil)
+	e := m.exec(b, "fs__echo")
+	c := executors.Call{Tool: &registry.Tool{Name: "fs__echo", Kind: registry.MCP}, Raw: json.RawMessage(`{"text":"hello"}`)}
+	b.ReportAllocs()
+	b.SetParallelism(8) // 16 goroutines on 2 CPUs
+	start := cpuTime()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := e.Execute(b.Context(), c); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the CPU time this process has used (the upstream's is its
+// own).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

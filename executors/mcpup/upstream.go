@@ -205,7 +205,7 @@ func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, 
 			return fail(err)
 		}
 		c.proc = p
-		tr = transport.NewIO(p.stdout, p.stdin, nil)
+		tr = newStdioTransport(p.stdout, p.stdin)
 	case TransportStreamableHTTP:
 		tr, err = transport.NewStreamableHTTP(u.cfg.URL,
 			transport.WithHTTPHeaders(maps.Clone(u.cfg.Headers)),

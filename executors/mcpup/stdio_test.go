@@ -1,0 +1,220 @@
+package mcpup
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// pipeTransport is a stdioTransport whose upstream is the test: it reads
+// what the transport writes from in and writes the upstream's messages
+// to out.
+func pipeTransport(t *testing.T) (tr *stdioTransport, in *bufio.Reader, out *os.File) {
+	t.Helper()
+	toUpR, toUpW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromUpR, fromUpW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := &lineGuard{
+		br:         bufio.NewReader(fromUpR),
+		onGarbage:  func([]byte) {},
+		onOversize: func(json.RawMessage, int64) []byte { return nil },
+		onEnd:      func() {},
+		done:       make(chan struct{}),
+	}
+	tr = newStdioTransport(lines, toUpW)
+	if err := tr.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = tr.Close()
+		_ = fromUpW.Close()
+		_ = toUpR.Close()
+		<-lines.done
+		_ = fromUpR.Close()
+	})
+	return tr, bufio.NewReader(toUpR), fromUpW
+}
+
+// Concurrent calls share the pipe: every line the upstream reads is one
+// whole message, and every call gets the response with its own ID, also
+// when the upstream answers out of order.
+func TestStdioTransportConcurrentCalls(t *testing.T) {
+	tr, in, out := pipeTransport(t)
+	const calls = 200
+	upstreamDone := make(chan error, 1)
+	go func() {
+		// Answer in pairs, the second first.
+		var held []byte
+		for range calls {
+			line, err := in.ReadBytes('\n')
+			if err != nil {
+				upstreamDone <- err
+				return
+			}
+			var req struct {
+				ID     json.RawMessage `json:"id"`
+				Params struct {
+					Arguments json.RawMessage `json:"arguments"`
+				} `json:"params"`
+			}
+			if err := json.Unmarshal(line, &req); err != nil {
+				upstreamDone <- fmt.Errorf("the upstream read %q: %v", line, err)
+				return
+			}
+			resp := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"echo":%s}}`+"\n", req.ID, req.Params.Arguments)
+			if held == nil {
+				held = resp
+				continue
+			}
+			if _, err := out.Write(append(resp, held...)); err != nil {
+				upstreamDone <- err
+				return
+			}
+			held = nil
+		}
+		upstreamDone <- nil
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, calls)
+	for i := range calls {
+		wg.Go(func() {
+			id := fmt.Sprintf("toolgate-%d", i)
+			args := fmt.Sprintf(`{"n":%d,"pad":%q}`, i, strings.Repeat("x", i*50))
+			resp, err := tr.SendRequest(t.Context(), transport.JSONRPCRequest{
+				JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: "tools/call",
+				Params: map[string]any{"arguments": json.RawMessage(args)},
+			})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if want := `{"echo":` + args + `}`; resp.ID.String() != mcp.NewRequestId(id).String() || string(resp.Result) != want {
+				errs <- fmt.Errorf("call %s got %s %s, want %s", id, resp.ID.String(), resp.Result, want)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if err := <-upstreamDone; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An upstream that stops reading its stdin holds one write; what queues
+// behind it is bounded, a call past the bound fails at once, and Close
+// ends the blocked write and the waiting calls.
+func TestStdioTransportBacklog(t *testing.T) {
+	tr, _, _ := pipeTransport(t) // nothing reads what the transport writes
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	send := func(id string, size int) error {
+		_, err := tr.SendRequest(ctx, transport.JSONRPCRequest{
+			JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: "tools/call",
+			Params: map[string]string{"pad": strings.Repeat("x", size)},
+		})
+		return err
+	}
+	results := make(chan error, 3)
+	// Over a pipe's buffer: this write blocks in the kernel.
+	go func() { results <- send("blocked", 1<<20) }()
+	waitFor := func(cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(waitLimit); time.Now().Before(deadline); runtime.Gosched() {
+			if cond() {
+				return
+			}
+		}
+		t.Fatal("condition never held")
+	}
+	writing := func() bool { tr.wmu.Lock(); defer tr.wmu.Unlock(); return tr.writing }
+	waitFor(writing)
+	// Queued behind it: returns only with its response (or the end).
+	go func() { results <- send("queued", maxQueuedWrites/2) }()
+	waitFor(func() bool { tr.wmu.Lock(); defer tr.wmu.Unlock(); return len(tr.wbuf) > 0 })
+	if err := send("over", maxQueuedWrites/2+1); !errors.Is(err, errStdinBacklog) {
+		t.Fatalf("a call past the backlog bound: %v, want %v", err, errStdinBacklog)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for range 2 {
+		if err := <-results; err == nil {
+			t.Error("a call the upstream never read returned no error")
+		}
+	}
+	if _, err := tr.SendRequest(ctx, transport.JSONRPCRequest{ID: mcp.NewRequestId("late"), Method: "ping"}); !errors.Is(err, transport.ErrTransportClosed) {
+		t.Errorf("SendRequest after Close: %v, want ErrTransportClosed", err)
+	}
+}
+
+// The upstream's requests reach the handler and its answers the upstream;
+// its notifications reach the notification handler; a line that is not a
+// JSON-RPC object, and a response nobody waits for, are skipped.
+func TestStdioTransportUpstreamMessages(t *testing.T) {
+	tr, in, out := pipeTransport(t)
+	notes := make(chan mcp.JSONRPCNotification, 1)
+	tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) { notes <- n })
+	tr.SetRequestHandler(func(_ context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+		if req.Method != "roots/list" {
+			return nil, fmt.Errorf("unexpected %s", req.Method)
+		}
+		return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: json.RawMessage(`{"roots":[]}`)}, nil
+	})
+	msgs := `[1,2]` + "\n" +
+		`{"jsonrpc":"2.0","id":"nobody","result":{}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":7,"method":"roots/list"}` + "\n" +
+		`{"jsonrpc":"2.0","id":8,"method":"sampling/createMessage"}` + "\n"
+	if _, err := io.WriteString(out, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-notes; n.Method != "notifications/message" || n.Params.AdditionalFields["data"] != "hi" {
+		t.Errorf("notification %+v", n)
+	}
+	got := map[string]string{}
+	for range 2 {
+		line, err := in.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("the upstream read %q: %v", line, err)
+		}
+		switch {
+		case r.Error != nil:
+			got[string(r.ID)] = fmt.Sprint(r.Error.Code)
+		default:
+			got[string(r.ID)] = string(r.Result)
+		}
+	}
+	if got["7"] != `{"roots":[]}` || got["8"] != fmt.Sprint(mcp.INTERNAL_ERROR) {
+		t.Errorf("the upstream got answers %v", got)
+	}
+}
