@@ -121,7 +121,7 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 }
 
 // rawResponse is the JSON-RPC response of id with result, an upstream's
-// result written as it came (forwardable), compacted as encoding/json
+// result as it came (forwardable) or encoded (textResult), compacted as encoding/json
 // compacts a json.RawMessage: a newline in it would split an event. It is
 // nil when result is not JSON.
 func rawResponse(id, result json.RawMessage) []byte {

@@ -28,6 +28,11 @@ func TestSessionCallMatchesMCPGo(t *testing.T) {
 	g.addTool(t, "pass", func(_ context.Context, r *Request) *executors.Result {
 		return &executors.Result{Passthrough: r.Raw}
 	})
+	// own answers with text parts the fast path encodes itself (textResult).
+	g.addTool(t, "own", func(context.Context, *Request) *executors.Result {
+		return &executors.Result{Content: []executors.Content{{Type: executors.TextContent, Text: "a <b> & \"c\"\n"}, {Text: "é"}},
+			Structured: map[string]any{"n": 1.5, "s": []string{"x"}}, IsError: true, Meta: map[string]any{"toolgate/loop": "warned", "k": []int{1}}}
+	})
 	srv := serveHTTP(t, g)
 	s := newVersionedSession(t, srv.URL+"/mcp", "2025-11-25", true)
 	call := func(id, params string) string {
@@ -52,6 +57,7 @@ func TestSessionCallMatchesMCPGo(t *testing.T) {
 		{call(`3`, `"name":"pass","arguments":{"content":[{"type":"text","text":"x"}],"extra":1}`), true},
 		{call(`3`, `"name":"pass","arguments":{"Content":[{"type":"text","text":"x"}]}`), true},
 		{call(`3`, `"name":"pass","arguments":{"isError":true}`), true},
+		{call(`4`, `"name":"own","arguments":{}`), true},
 		{`{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"v"}}}`, false},
 		{`{"id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"v"}}}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","result":{},"params":{"name":"echo","arguments":{"text":"v"}}}`, false},

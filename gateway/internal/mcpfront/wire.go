@@ -120,12 +120,13 @@ func rawResult(raw json.RawMessage) (mcp.CallToolResult, bool) {
 	return out, true
 }
 
-// rawReply is where the session fast path (serveSessionCall) takes an
-// upstream's result as the upstream wrote it: the tool's handler leaves a
-// forwardable passthrough result here, returning rawTaken instead of
-// converting it to mcp-go's type, and the fast path writes it into the
-// response as it is. That saves a decoding and an encoding of every
-// proxied result (issue 16).
+// rawReply is where the session fast path (serveSessionCall) takes a
+// result's JSON: the tool's handler leaves an upstream's result here as
+// the upstream wrote it (when forwardable), or a result of text parts
+// encoded directly, returning rawTaken instead of converting it to
+// mcp-go's type, and the fast path writes it into the response as it is.
+// That saves a decoding and an encoding of every proxied result, and the
+// map-based encoding of mcp-go's result type for the others (issue 16).
 type rawReply struct{ result json.RawMessage }
 
 type rawReplyKey struct{}
@@ -134,13 +135,60 @@ type rawReplyKey struct{}
 // call's rawReply.
 var rawTaken = &mcp.CallToolResult{}
 
-// take keeps r's passthrough result when it can be forwarded as it is.
+// take keeps r as the JSON the client gets, when it can be had without
+// mcp-go's types: a passthrough result forwardable as it is, or a result
+// of text parts encoded directly (textResult).
 func (rr *rawReply) take(r *executors.Result) bool {
-	if r.Passthrough == nil || len(r.Meta) > 0 || !forwardable(r.Passthrough) {
-		return false
+	if r.Passthrough != nil {
+		if len(r.Meta) > 0 || !forwardable(r.Passthrough) {
+			return false // Meta is merged into the upstream's _meta
+		}
+		rr.result = r.Passthrough
+		return true
 	}
-	rr.result = r.Passthrough
-	return true
+	b, ok := textResult(r)
+	rr.result = b
+	return ok
+}
+
+// textResult encodes a result of text parts (with its structured content
+// and _meta) as wireResult and mcp-go's encoding would, without building
+// mcp-go's types (whose encoding goes through a map); false for any other
+// part.
+func textResult(r *executors.Result) (json.RawMessage, bool) {
+	b := append(make([]byte, 0, 64), `{"content":[`...)
+	for i, c := range r.Content {
+		if c.Type != executors.TextContent && c.Type != "" {
+			return nil, false
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		text, err := json.Marshal(c.Text)
+		if err != nil {
+			return nil, false
+		}
+		b = append(append(append(b, `{"type":"text","text":`...), text...), '}')
+	}
+	b = append(b, ']')
+	if r.Structured != nil {
+		sc, err := json.Marshal(r.Structured)
+		if err != nil {
+			return nil, false
+		}
+		b = append(append(b, `,"structuredContent":`...), sc...)
+	}
+	if r.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	if len(r.Meta) > 0 {
+		meta, err := json.Marshal(r.Meta)
+		if err != nil {
+			return nil, false
+		}
+		b = append(append(b, `,"_meta":`...), meta...)
+	}
+	return append(b, '}'), true
 }
 
 // forwardable reports whether an upstream's result reaches the client the
