@@ -76,7 +76,8 @@ func cutError(provider, marker string) *retry.Error {
 // redactKey returns err with every occurrence of the API key replaced: a
 // compatible server may echo the key it refused in its error message, and
 // a base URL may carry one in its query. The class, Retry-After and status
-// are kept; the chain below is dropped, since its texts hold the key.
+// are kept; the chain below is dropped, since its texts hold the key,
+// except a context's error, which the caller tells cancellation by.
 func redactKey(err error, key string) error {
 	if err == nil || key == "" || !strings.Contains(err.Error(), key) {
 		return err
@@ -84,6 +85,11 @@ func redactKey(err error, key string) error {
 	re := &retry.Error{Class: retry.Classify(err), Msg: strings.ReplaceAll(err.Error(), key, "[redacted]")}
 	if e, ok := errors.AsType[*retry.Error](err); ok {
 		re.RetryAfter, re.Status = e.RetryAfter, e.Status
+	}
+	for _, cause := range []error{context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, cause) {
+			re.Err = cause
+		}
 	}
 	return re
 }
