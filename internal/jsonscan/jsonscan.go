@@ -6,25 +6,37 @@
 // false.
 package jsonscan
 
-// FoldEq reports whether key equals the lower-case ASCII word, ignoring
-// case, as encoding/json matches keys. Keys from PlainString are ASCII.
+// FoldEq reports whether key equals word, an ASCII word in lower case,
+// with the letters of key in either case, as encoding/json matches keys
+// (other bytes must be equal). Keys from PlainString are ASCII.
 func FoldEq(key []byte, word string) bool {
 	if len(key) != len(word) {
 		return false
 	}
 	for i := range len(key) {
-		if c := key[i] | 0x20; c != word[i] {
+		c := key[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != word[i] {
 			return false
 		}
 	}
 	return true
 }
 
+// MaxDepth bounds how deep the objects and arrays a Scanner reads may
+// nest: a message past it is refused (the caller falls back to
+// encoding/json, which has a bound of its own), so that a body of nothing
+// but brackets cannot grow a goroutine's stack without end.
+const MaxDepth = 1000
+
 // Scanner is a minimal JSON reader over b: it validates structure well
 // enough to find keys, skipping values it is not asked about.
 type Scanner struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int // objects and arrays open
 }
 
 // New returns a scanner at the start of b.
@@ -87,9 +99,11 @@ func (s *Scanner) Array(item func() bool) bool { return s.list('[', ']', item) }
 // consume it.
 func (s *Scanner) list(open, close byte, item func() bool) bool {
 	s.WS()
-	if s.i >= len(s.b) || s.b[s.i] != open {
+	if s.i >= len(s.b) || s.b[s.i] != open || s.depth >= MaxDepth {
 		return false
 	}
+	s.depth++
+	defer func() { s.depth-- }()
 	s.i++
 	s.WS()
 	if s.i < len(s.b) && s.b[s.i] == close {
