@@ -256,8 +256,15 @@ func (f *Front) handler(call func(context.Context, *Request) *executors.Result) 
 			r.Elicit = f.elicit(s)
 			r.Peer = peer{f: f, s: s, ctx: ctx}
 		}
+		// The fast path's slot for the result's JSON is this handler's
+		// alone: a tool call made within the call, with its context, would
+		// find it too.
+		raw, _ := ctx.Value(rawReplyKey{}).(*rawReply)
+		if raw != nil && !raw.claimed.CompareAndSwap(false, true) {
+			raw = nil
+		}
 		res := call(ctx, &r)
-		if raw, ok := ctx.Value(rawReplyKey{}).(*rawReply); ok && raw.take(res) {
+		if raw != nil && raw.take(res) {
 			return rawTaken, nil
 		}
 		return wireResult(res), nil

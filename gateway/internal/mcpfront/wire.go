@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"maps"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -127,7 +128,10 @@ func rawResult(raw json.RawMessage) (mcp.CallToolResult, bool) {
 // mcp-go's type, and the fast path writes it into the response as it is.
 // That saves a decoding and an encoding of every proxied result, and the
 // map-based encoding of mcp-go's result type for the others (issue 16).
-type rawReply struct{ result json.RawMessage }
+type rawReply struct {
+	claimed atomic.Bool // by the first handler to see it
+	result  json.RawMessage
+}
 
 type rawReplyKey struct{}
 
@@ -193,47 +197,58 @@ func textResult(r *executors.Result) (json.RawMessage, bool) {
 
 // forwardable reports whether an upstream's result reaches the client the
 // same forwarded as it is as through mcp-go's types: an object of only the
-// members mcp-go encodes again (content, structuredContent, isError,
-// _meta), spelled as it spells them, with a content array of text parts
-// (what rawResult forwards) and values of the types mcp-go reads.
-// Anything else takes the decoding path, as before.
+// members mcp-go encodes again as they came (content, structuredContent,
+// isError), each once and spelled as mcp-go spells them, with a content
+// array of text parts (which rawResult forwards as they came) whose
+// annotations mcp-go can read. A result with a _meta (which mcp-go
+// decodes and encodes again, rounding numbers), a member twice (of which
+// encoding/json keeps the last) or anything else takes the decoding path,
+// as before.
 func forwardable(raw json.RawMessage) bool {
 	s := jsonscan.New(raw)
-	content := false
 	textPart := func() bool {
 		text, typ := false, false
 		return s.Object(func(key []byte) bool {
+			c, _ := s.Next()
 			switch string(key) {
 			case "type":
 				v, ok := s.PlainString()
 				typ = ok && string(v) == mcp.ContentTypeText
 				return ok
 			case "text":
-				c, _ := s.Next()
 				text = c == '"'
 				return text && s.Value()
-			case "annotations", "_meta":
-				c, _ := s.Next()
+			case "annotations":
+				start := s.Pos()
+				var a mcp.Annotations
+				return c == '{' && s.Value() && json.Unmarshal(raw[start:s.Pos()], &a) == nil
+			case "_meta":
 				return c == '{' && s.Value()
 			}
 			return false
 		}) && text && typ
 	}
+	var seen uint8 // the members read, one bit each
+	once := func(bit uint8) bool {
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	}
+	const content, structured, isError = 1, 2, 4
 	return s.Object(func(key []byte) bool {
 		c, _ := s.Next()
 		switch string(key) {
 		case "content":
-			content = true
-			return s.Array(textPart)
+			return once(content) && s.Array(textPart)
 		case "structuredContent":
-			return c == '{' && s.Value()
+			return once(structured) && c == '{' && s.Value()
 		case "isError":
-			return (c == 't' || c == 'f') && s.Value()
-		case "_meta":
-			return c == '{' && s.Value()
+			return once(isError) && (c == 't' || c == 'f') && s.Value()
 		}
 		return false
-	}) && content && s.Done()
+	}) && seen&content != 0 && s.Done()
 }
 
 // rawText is a text part of an upstream's result, encoded as the upstream

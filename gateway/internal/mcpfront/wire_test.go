@@ -64,3 +64,33 @@ func TestPassthroughResultEncoding(t *testing.T) {
 		})
 	}
 }
+
+// forwardable lets through only what mcp-go's types would give the client
+// unchanged (TestSessionCallMatchesMCPGo compares whole answers); the
+// rest takes the decoding path.
+func TestForwardable(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want bool
+	}{
+		{`{"content":[{"type":"text","text":"x"}]}`, true},
+		{`{"content":[],"structuredContent":{"n":1},"isError":false}`, true},
+		{`{"content":[{"type":"text","text":"x","annotations":{"priority":0.5,"audience":["user"]},"_meta":{"k":1}}]}`, true},
+		{`{"content":[{"type":"text","text":"x","annotations":{"priority":"high"}}]}`, false},
+		{`{"content":[{"type":"text","text":"x","annotations":{"audience":"user"}}]}`, false},
+		{`{"content":[{"type":"text","text":"a"}],"content":[{"type":"text","text":"b"}]}`, false},
+		{`{"content":[],"isError":true,"isError":false}`, false},
+		{`{"content":[],"structuredContent":{},"structuredContent":{"n":1}}`, false},
+		{`{"content":[],"_meta":{"n":12345678901234567891}}`, false},
+		{`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`, false},
+		{`{"content":[{"type":"text","text":"x"}],"extra":1}`, false},
+		{`{"Content":[{"type":"text","text":"x"}]}`, false},
+		{`{"isError":true}`, false},
+		{`{"content":[{"type":"text","text":5}]}`, false},
+		{`{"content":[{"type":"text","text":"x"}]} {}`, false},
+	} {
+		if got := forwardable(json.RawMessage(tc.raw)); got != tc.want {
+			t.Errorf("forwardable(%s) = %v, want %v", tc.raw, got, tc.want)
+		}
+	}
+}
