@@ -34,6 +34,8 @@ func classifyTransport(err error, stdio bool) (retry.Class, bool) {
 		return retry.Permission, false
 	}
 	switch {
+	case errors.Is(err, errStdinBacklog):
+		return retry.Unavailable, false // the upstream is busy, not gone: its other calls go on
 	case errors.Is(err, transport.ErrTransportClosed), errors.Is(err, transport.ErrSessionTerminated):
 		return retry.Unavailable, true
 	case stdio:

@@ -222,7 +222,7 @@ func TestLineGuardOversize(t *testing.T) {
 				onEnd:     func() {},
 				done:      make(chan struct{}),
 			}
-			got, err := io.ReadAll(g)
+			got, err := readLines(g)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -260,8 +260,8 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-// lineGuard passes a stdio upstream's stdout to the transport line by
-// line, and stops at the first line that is not JSON: mcp-go skips such
+// lineGuard passes a stdio upstream's stdout to the transport (next) line
+// by line, and stops at the first line that is not JSON: mcp-go skips such
 // lines silently, but an upstream that writes them has stdout shared with
 // something else and cannot be trusted to stay in sync. Any end of the
 // stream is reported to the transport as io.EOF.
@@ -275,7 +275,6 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 type lineGuard struct {
 	br          *bufio.Reader
 	max         int64 // the cap on a line's length, its newline left out; 0 means DefaultMaxMessageBytes
-	pending     []byte
 	onGarbage   func(line []byte)
 	onOversize  func(id json.RawMessage, n int64) []byte // id nil: a notification or request, dropped
 	onEnd       func()                                   // called when the stream has ended (not for garbage)
@@ -286,20 +285,6 @@ type lineGuard struct {
 
 // guardBufferSize is the size of the chunks a lineGuard reads.
 const guardBufferSize = 64 << 10
-
-// Read is io.Reader's: the lines next returns, as a stream.
-func (g *lineGuard) Read(p []byte) (int, error) {
-	for len(g.pending) == 0 {
-		line, err := g.next()
-		if err != nil {
-			return 0, err
-		}
-		g.pending = line
-	}
-	n := copy(p, g.pending)
-	g.pending = g.pending[n:]
-	return n, nil
-}
 
 // next returns the next line, its newline kept (none on a last line the
 // end of the stream cut short; an oversized line's stand-in may be

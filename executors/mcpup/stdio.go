@@ -51,6 +51,7 @@ type stdioTransport struct {
 
 	done      chan struct{} // closed when the stream has ended or Close was called
 	closeOnce sync.Once
+	startOnce sync.Once
 }
 
 // maxQueuedWrites bounds what waits for the flusher: a call whose message
@@ -58,6 +59,12 @@ type stdioTransport struct {
 // than growing the buffer without bound. A message alone is never refused.
 const maxQueuedWrites = 8 << 20
 
+// maxKeptBuffer is the largest write buffer kept for the next burst; a
+// larger one (a burst of big messages) is left to the collector.
+const maxKeptBuffer = 64 << 10
+
+// errStdinBacklog fails a call whose message found maxQueuedWrites
+// waiting; the connection stays up (classifyTransport).
 var errStdinBacklog = errors.New("the upstream is not reading its stdin: over 8 MiB of messages wait to be written")
 
 func newStdioTransport(lines *lineGuard, out io.WriteCloser) *stdioTransport {
@@ -68,12 +75,15 @@ func newStdioTransport(lines *lineGuard, out io.WriteCloser) *stdioTransport {
 
 var _ transport.BidirectionalInterface = (*stdioTransport)(nil)
 
-// Start starts reading the upstream's messages.
+// Start starts reading the upstream's messages; calling it again does
+// nothing.
 func (t *stdioTransport) Start(ctx context.Context) error {
-	t.hmu.Lock()
-	t.ctx = ctx
-	t.hmu.Unlock()
-	go t.read()
+	t.startOnce.Do(func() {
+		t.hmu.Lock()
+		t.ctx = ctx
+		t.hmu.Unlock()
+		go t.read()
+	})
 	return nil
 }
 
@@ -96,11 +106,11 @@ func (t *stdioTransport) read() {
 
 // message is what dispatch reads of a message, in one decoding.
 type message struct {
-	JSONRPC string                   `json:"jsonrpc"`
-	ID      json.RawMessage          `json:"id"`
-	Method  string                   `json:"method"`
-	Result  json.RawMessage          `json:"result"`
-	Error   *mcp.JSONRPCErrorDetails `json:"error"`
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"` // decoded for a response only
 }
 
 // dispatch hands one message to whoever waits for it. What is not a
@@ -130,7 +140,8 @@ func (t *stdioTransport) dispatch(line []byte) {
 		}
 	default:
 		var id mcp.RequestId
-		if json.Unmarshal(m.ID, &id) != nil {
+		var e *mcp.JSONRPCErrorDetails
+		if json.Unmarshal(m.ID, &id) != nil || (m.Error != nil && json.Unmarshal(m.Error, &e) != nil) {
 			return
 		}
 		key := id.String()
@@ -139,7 +150,7 @@ func (t *stdioTransport) dispatch(line []byte) {
 		delete(t.pending, key)
 		t.mu.Unlock()
 		if ok {
-			ch <- &transport.JSONRPCResponse{JSONRPC: m.JSONRPC, ID: id, Result: m.Result, Error: m.Error}
+			ch <- &transport.JSONRPCResponse{JSONRPC: m.JSONRPC, ID: id, Result: m.Result, Error: e}
 		}
 	}
 }
@@ -155,6 +166,10 @@ func (t *stdioTransport) handle(req transport.JSONRPCRequest) {
 		return
 	}
 	go func() {
+		if err := ctx.Err(); err != nil { // the connection is closing
+			t.answer(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil))
+			return
+		}
 		resp, err := h(ctx, req)
 		if err != nil {
 			resp = transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil)
@@ -240,7 +255,10 @@ func (t *stdioTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNoti
 // write writes msg, one or more whole lines, to the upstream's stdin: at
 // once when no write is in progress, else by the flusher. A queued message
 // that fails to go out is not reported to its sender: the pipe is broken,
-// so the stream ends and its call with it.
+// so the stream ends and its call with it. A write the upstream does not
+// read blocks its caller, whatever the call's context, until the upstream
+// reads or Close closes the pipe (as mcp-go's transport does); calls
+// queued behind it wait with their contexts.
 func (t *stdioTransport) write(msg []byte) error {
 	t.wmu.Lock()
 	switch {
@@ -281,7 +299,9 @@ func (t *stdioTransport) flush() {
 		t.wmu.Unlock()
 		_, err := t.out.Write(buf)
 		t.wmu.Lock()
-		t.spare = buf[:0]
+		if cap(buf) <= maxKeptBuffer {
+			t.spare = buf[:0]
+		}
 		if err != nil {
 			t.wbuf = t.wbuf[:0] // the pipe is broken: the stream ends
 		}

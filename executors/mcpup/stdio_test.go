@@ -218,3 +218,64 @@ func TestStdioTransportUpstreamMessages(t *testing.T) {
 		t.Errorf("the upstream got answers %v", got)
 	}
 }
+
+// readLines is what g hands the transport, line after line, until the end.
+func readLines(g *lineGuard) ([]byte, error) {
+	var all []byte
+	for {
+		line, err := g.next()
+		if errors.Is(err, io.EOF) {
+			return all, nil
+		}
+		if err != nil {
+			return all, err
+		}
+		all = append(all, line...)
+	}
+}
+
+// At the end of the upstream's stdout, a response whose line was whole
+// reaches its call; one the end cut short is dropped, and its call gets
+// ErrTransportClosed, as does a call sent after the end.
+func TestStdioTransportEndOfStream(t *testing.T) {
+	tr, in, out := pipeTransport(t)
+	results := make(chan error, 2)
+	for _, id := range []string{"toolgate-1", "toolgate-2"} {
+		go func() {
+			resp, err := tr.SendRequest(t.Context(), transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: "ping"})
+			if err == nil && string(resp.Result) != `{"whole":true}` {
+				err = fmt.Errorf("%s answered %s", id, resp.Result)
+			}
+			results <- err
+		}()
+	}
+	for range 2 { // both requests are out
+		if _, err := in.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := io.WriteString(out, `{"jsonrpc":"2.0","id":"toolgate-1","result":{"whole":true}}`+"\n"+
+		`{"jsonrpc":"2.0","id":"toolgate-2","result":{"whole":true}}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var ok, closed int
+	for range 2 {
+		switch err := <-results; {
+		case err == nil:
+			ok++
+		case errors.Is(err, transport.ErrTransportClosed):
+			closed++
+		default:
+			t.Error(err)
+		}
+	}
+	if ok != 1 || closed != 1 {
+		t.Errorf("%d calls answered and %d ended, want 1 and 1", ok, closed)
+	}
+	if _, err := tr.SendRequest(t.Context(), transport.JSONRPCRequest{ID: mcp.NewRequestId("late"), Method: "ping"}); !errors.Is(err, transport.ErrTransportClosed) {
+		t.Errorf("SendRequest after the end: %v, want ErrTransportClosed", err)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -250,6 +249,7 @@ func TestClassifyTransport(t *testing.T) {
 		{name: "closed", err: transport.ErrTransportClosed, want: retry.Unavailable, wantBroken: true},
 		{name: "session ended", err: fmt.Errorf("failed to send request: %w", transport.ErrSessionTerminated), want: retry.Unavailable, wantBroken: true},
 		{name: "stdio broken pipe", err: fmt.Errorf("failed to write request: %w", syscall.EPIPE), stdio: true, want: retry.Unavailable, wantBroken: true},
+		{name: "stdio backlog", err: fmt.Errorf("writing to the upstream's stdin: %w", errStdinBacklog), stdio: true, want: retry.Unavailable},
 		{name: "refused", err: fmt.Errorf("failed to send request: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), want: retry.Network, wantBroken: true},
 		{name: "status 503", err: errors.New("request failed with status 503: busy"), want: retry.Unavailable},
 		{name: "unauthorized", err: &transport.AuthorizationRequiredError{}, want: retry.Permission},
@@ -311,7 +311,7 @@ func TestLineGuard(t *testing.T) {
 				onEnd:     func() { ended++ },
 				done:      make(chan struct{}),
 			}
-			got, err := io.ReadAll(g)
+			got, err := readLines(g)
 			if err != nil {
 				t.Fatal(err)
 			}
