@@ -354,7 +354,7 @@ func TestAgentLauncher(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "toolgate: toolgate agent runs the separate toolgate-agent binary (it carries the model providers' SDKs, which would cost every toolgate serve ~10 MB), and none was found next to " +
+		want := "toolgate: toolgate agent runs the separate toolgate-agent binary (it carries the model providers' SDKs, which would cost every toolgate serve about 9 MiB of RSS), and none was found next to " +
 			real + " or in PATH: install it with go install github.com/toolgate/toolgate/cmd/toolgate-agent@latest, or make build\n"
 		if res.code != 2 || res.stderr != want || res.stdout != "" {
 			t.Errorf("want exit 2 and stderr %q:\n%s", want, res)

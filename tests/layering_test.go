@@ -133,7 +133,7 @@ func longerPrefixAllows(imp, prefix, rel string) bool {
 
 // TestToolgateLinksNoModelSDK checks that the toolgate binary links neither
 // package agent nor the model providers' SDKs, whose package init and code
-// cost about 10 MB of RSS in every process, serve included (Go runs every
+// cost about 9 MiB of RSS in every process, serve included (Go runs every
 // linked package's init whatever the subcommand): the agent loop is the
 // separate toolgate-agent binary, which `toolgate agent` runs.
 func TestToolgateLinksNoModelSDK(t *testing.T) {

@@ -9,7 +9,7 @@
 // a binary of its own because it links package agent and, with it, the
 // Anthropic and OpenAI SDKs: Go runs every linked package's init whatever
 // the subcommand, so in the toolgate binary they cost every `toolgate
-// serve` about 10 MB of RSS. Its flags, messages and exit codes are those
+// serve` about 9 MiB of RSS. Its flags, messages and exit codes are those
 // of `toolgate agent`.
 //
 // Of toolgate's packages it imports agent and internal/cli; nothing

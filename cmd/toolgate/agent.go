@@ -12,7 +12,7 @@ import (
 // agentBinary is the program `toolgate agent` runs. The agent loop is a
 // binary of its own (cmd/toolgate-agent) because it links the model
 // providers' SDKs, whose package init and code would cost every toolgate
-// serve about 10 MB of RSS: Go runs every linked package's init whatever
+// serve about 9 MiB of RSS: Go runs every linked package's init whatever
 // the subcommand.
 const agentBinary = "toolgate-agent"
 
@@ -44,5 +44,5 @@ func findAgent() (string, error) {
 	if p, err := exec.LookPath(agentBinary); err == nil {
 		return p, nil
 	}
-	return "", cli.ExitError{Code: 2, Msg: fmt.Sprintf("toolgate agent runs the separate %s binary (it carries the model providers' SDKs, which would cost every toolgate serve ~10 MB), and none was found next to %s or in PATH: install it with go install github.com/toolgate/toolgate/cmd/%s@latest, or make build", agentBinary, where, agentBinary)}
+	return "", cli.ExitError{Code: 2, Msg: fmt.Sprintf("toolgate agent runs the separate %s binary (it carries the model providers' SDKs, which would cost every toolgate serve about 9 MiB of RSS), and none was found next to %s or in PATH: install it with go install github.com/toolgate/toolgate/cmd/%s@latest, or make build", agentBinary, where, agentBinary)}
 }

@@ -15,7 +15,7 @@
 // toolgate agent runs the separate toolgate-agent binary (cmd/toolgate-agent),
 // found next to toolgate's executable or in PATH, with the same arguments:
 // it links the model providers' SDKs, which would cost every toolgate serve
-// about 10 MB of RSS (Go runs every linked package's init whatever the
+// about 9 MiB of RSS (Go runs every linked package's init whatever the
 // subcommand).
 //
 // The command owns what belongs to a process: flags and subcommands, the
