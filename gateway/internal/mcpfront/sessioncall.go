@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/jsonscan"
 )
 
 // The tools/call fast path of a streamable HTTP session (2025 revisions).
@@ -54,6 +55,110 @@ type sessionCall struct {
 	} `json:"params"`
 }
 
+// readSessionCall reads msg into m as decoding it would (keys matched as
+// encoding/json matches them, the last of a repeated one kept), without
+// decoding: it scans the message once it knows it is JSON. It reports
+// false, leaving m to be reset and decoded, when a string it reads has
+// escapes or is not a string, or params is not an object.
+func readSessionCall(msg []byte, m *sessionCall) bool {
+	if !json.Valid(msg) {
+		return false
+	}
+	s := jsonscan.New(msg)
+	span := func() json.RawMessage { // the next value, which is valid JSON
+		s.Next()
+		start := s.Pos()
+		s.Value()
+		return msg[start:s.Pos()]
+	}
+	str := func() (string, bool) {
+		if c, _ := s.Next(); c != '"' {
+			return "", false
+		}
+		v, ok := s.PlainString()
+		return string(v), ok
+	}
+	params := func() bool {
+		if c, _ := s.Next(); c != '{' {
+			return false
+		}
+		return s.Object(func(key []byte) bool {
+			var ok bool
+			switch p := &m.Params; {
+			case jsonscan.FoldEq(key, "name"):
+				p.Name, ok = str()
+				return ok
+			case jsonscan.FoldEq(key, "arguments"):
+				// msg is a pooled buffer: the call may keep its arguments.
+				p.Arguments = bytes.Clone(span())
+			case jsonscan.FoldEq(key, "task"):
+				p.Task = span()
+			case jsonscan.FoldEq(key, "_meta"):
+				switch c, _ := s.Next(); c {
+				case 'n':
+					p.Meta = nil
+					return s.Value()
+				case '{':
+					if p.Meta == nil {
+						p.Meta = map[string]json.RawMessage{}
+					}
+					return s.Object(func(k []byte) bool {
+						p.Meta[string(k)] = span()
+						return true
+					})
+				}
+				return false
+			default:
+				return s.Value()
+			}
+			return true
+		})
+	}
+	return s.Object(func(key []byte) bool {
+		var ok bool
+		switch {
+		case jsonscan.FoldEq(key, "jsonrpc"):
+			m.JSONRPC, ok = str()
+			return ok
+		case jsonscan.FoldEq(key, "result"):
+			m.Result = span()
+		case jsonscan.FoldEq(key, "error"):
+			m.Error = span()
+		case jsonscan.FoldEq(key, "params"):
+			return params()
+		default:
+			return s.Value()
+		}
+		return true
+	}) && s.Done()
+}
+
+// simpleID is the request ID mcp-go decodes from id, when id is one mcp-go
+// also writes back as it came: up to 15 digits (exact as the float64 it
+// decodes through), or a string of printable ASCII that encoding/json
+// does not escape. false leaves id to be decoded.
+func simpleID(id []byte) (mcp.RequestId, bool) {
+	if n := len(id); n >= 2 && id[0] == '"' && id[n-1] == '"' {
+		for _, c := range id[1 : n-1] {
+			if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return mcp.RequestId{}, false
+			}
+		}
+		return mcp.NewRequestId(string(id[1 : len(id)-1])), true
+	}
+	if len(id) == 0 || len(id) > 15 || (id[0] == '0' && len(id) > 1) {
+		return mcp.RequestId{}, false
+	}
+	var v int64
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return mcp.RequestId{}, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return mcp.NewRequestId(v), true
+}
+
 // serveSessionCall serves a tools/call of streamable session c on the fast
 // path and reports whether it did; false leaves the request, untouched,
 // to mcp-go.
@@ -68,13 +173,23 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 		return false
 	}
 	var m sessionCall
-	var rid mcp.RequestId
-	if json.Unmarshal(msg, &m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.Result != nil || m.Error != nil ||
-		m.Params.Task != nil || json.Unmarshal(id, &rid) != nil {
+	if !readSessionCall(msg, &m) {
+		m = sessionCall{}
+		if json.Unmarshal(msg, &m) != nil {
+			return false
+		}
+	}
+	if m.JSONRPC != mcp.JSONRPC_VERSION || m.Result != nil || m.Error != nil || m.Params.Task != nil {
 		return false // mcp-go answers, or refuses, what is not a plain tools/call
 	}
-	if id, err := json.Marshal(rid); err == nil { // as mcp-go writes it back: 1.0 is 1
-		idOut = id
+	rid, ok := simpleID(id)
+	if !ok {
+		if json.Unmarshal(id, &rid) != nil {
+			return false
+		}
+		if id, err := json.Marshal(rid); err == nil { // as mcp-go writes it back: 1.0 is 1
+			idOut = id
+		}
 	}
 	mp := m.Params
 	tool := f.mcp.GetTool(mp.Name)

@@ -58,6 +58,9 @@ func TestSessionCallMatchesMCPGo(t *testing.T) {
 		{call(`3`, `"name":"pass","arguments":{"Content":[{"type":"text","text":"x"}]}`), true},
 		{call(`3`, `"name":"pass","arguments":{"isError":true}`), true},
 		{call(`4`, `"name":"own","arguments":{}`), true},
+		{call(`"a<b"`, `"name":"echo","arguments":{"text":"html id"}`), true},
+		{call(`12345678901234567891`, `"name":"echo","arguments":{"text":"big id"}`), true},
+		{`{"JSONRPC":"2.0","ID":5,"Method":"tools/call","Params":{"Name":"echo","Arguments":{"text":"folded"},"_meta":{"a":1},"_meta":{"b":2}}}`, true},
 		{`{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"v"}}}`, false},
 		{`{"id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"v"}}}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","result":{},"params":{"name":"echo","arguments":{"text":"v"}}}`, false},
@@ -190,5 +193,49 @@ func TestSessionCallFallsBack(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("a call naming a foreign Host over loopback: HTTP %d, want mcp-go's 403", resp.StatusCode)
+	}
+}
+
+// FuzzReadSessionCall checks that whenever readSessionCall reads a
+// message, it reads what decoding it into a sessionCall gives.
+func FuzzReadSessionCall(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`,
+		`{"JSONRPC":"2.0","Params":{"NAME":"a","Arguments":null,"_META":{"k":[1, 2]},"_meta":{"p":"q"}},"result":null}`,
+		`{"params":{"_meta":{"a":1},"_meta":{"b":2},"task":{}},"error":{"code":1}}`,
+		`{"params":{"name":"a","name":"b","arguments":{"x":1},"arguments":[2]}}`,
+		`{"jsonrpc":null,"params":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		var got, want sessionCall
+		if !readSessionCall(msg, &got) {
+			return
+		}
+		if err := json.Unmarshal(msg, &want); err != nil {
+			t.Fatalf("read %s, which does not decode: %v", msg, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%s: read differs from decoded (-decoded +read):\n%s", msg, diff)
+		}
+	})
+}
+
+func TestSimpleID(t *testing.T) {
+	for _, id := range []string{`0`, `7`, `123456789012345`, `"a-1"`, `""`, `" x~"`,
+		`1234567890123456`, `12345678901234567891`, `1.0`, `-1`, `01`, `"a<b"`, `"\u0041"`, `"é"`, `null`, `{}`} {
+		var want mcp.RequestId
+		wantErr := json.Unmarshal([]byte(id), &want)
+		got, ok := simpleID([]byte(id))
+		if !ok {
+			continue
+		}
+		if wantErr != nil || got.String() != want.String() {
+			t.Errorf("simpleID(%s) = %s, decoding gives %s (%v)", id, got.String(), want.String(), wantErr)
+		}
+		if out, _ := json.Marshal(got); string(out) != id {
+			t.Errorf("simpleID(%s) writes back as %s", id, out)
+		}
 	}
 }
