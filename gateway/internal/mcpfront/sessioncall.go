@@ -235,10 +235,10 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 	return true
 }
 
-// rawResponse is the JSON-RPC response of id with result, an upstream's
-// result as it came (forwardable) or encoded (textResult), compacted as encoding/json
-// compacts a json.RawMessage: a newline in it would split an event. It is
-// nil when result is not JSON.
+// rawResponse is the JSON-RPC response of id with result (an upstream's
+// result as it came, forwardable, or one textResult encoded), compacted
+// as encoding/json compacts a json.RawMessage: a newline in it would
+// split an event. It is nil when result is not JSON.
 func rawResponse(id, result json.RawMessage) []byte {
 	b := bytes.NewBuffer(make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result)+1))
 	b.WriteString(`{"jsonrpc":"2.0","id":`)
