@@ -60,22 +60,12 @@ func BenchmarkHTTPCall(b *testing.B) {
 	b.Cleanup(srv.Close)
 	b.Cleanup(func() { g.Close() })
 	call := benchSession(b, srv.URL+"/mcp", "echo")
-	b.ReportAllocs()
-	start := cpuTime()
-	for b.Loop() {
-		call()
-	}
-	reportCPU(b, start)
+	measureCalls(b, call)
 }
 
 func BenchmarkHTTPCallBare(b *testing.B) {
 	call := benchSession(b, bareEchoServer(b).URL, "echo")
-	b.ReportAllocs()
-	start := cpuTime()
-	for b.Loop() {
-		call()
-	}
-	reportCPU(b, start)
+	measureCalls(b, call)
 }
 
 // BenchmarkHTTPCallModern is BenchmarkHTTPCall's call as a 2026-07-28
@@ -111,6 +101,11 @@ func BenchmarkHTTPCallModern(b *testing.B) {
 	if out := call(); !strings.Contains(string(out), "hello, toolgate") {
 		b.Fatalf("tools/call echo = %s", out)
 	}
+	measureCalls(b, func() { call() })
+}
+
+// measureCalls runs call b.N times, reporting allocations and cpu-ns/op.
+func measureCalls(b *testing.B, call func()) {
 	b.ReportAllocs()
 	start := cpuTime()
 	for b.Loop() {
@@ -184,10 +179,5 @@ guards:
 		b.Fatal(err)
 	}
 	call := benchSession(b, srv.URL+"/mcp", "up__echo")
-	b.ReportAllocs()
-	start := cpuTime()
-	for b.Loop() {
-		call()
-	}
-	reportCPU(b, start)
+	measureCalls(b, call)
 }
