@@ -256,7 +256,6 @@ func (f *Front) serveModernCall(w http.ResponseWriter, r *http.Request, p *httpP
 	ctx := f.mcp.WithContext(r.Context(), &modernSession{ch: make(chan mcp.JSONRPCNotification, 1)})
 	ctx = server.WithRequestProtocolInfo(ctx, info)
 	res, err := callTool(ctx, tool.Handler, req)
-	var reply []byte
 	if err == nil && res != nil {
 		if res.GetResultType() == "" {
 			res.SetResultType(mcp.ResultTypeComplete)
@@ -264,15 +263,7 @@ func (f *Front) serveModernCall(w http.ResponseWriter, r *http.Request, p *httpP
 		if meta := res.EnsureResultMeta(); meta.ServerInfo() == nil {
 			meta.SetServerInfo(mcp.Implementation{Name: f.o.Name, Version: f.o.Version})
 		}
-		reply, err = json.Marshal(struct {
-			JSONRPC string              `json:"jsonrpc"`
-			ID      json.RawMessage     `json:"id"`
-			Result  *mcp.CallToolResult `json:"result"`
-		}{mcp.JSONRPC_VERSION, id, res})
 	}
-	if err != nil || res == nil {
-		reply = callFailure(id, err)
-	}
-	writeJSON(w, http.StatusOK, append(reply, '\n'))
+	writeJSON(w, http.StatusOK, append(callReply(id, res, err), '\n'))
 	return true
 }

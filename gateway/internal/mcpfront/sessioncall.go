@@ -221,18 +221,28 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 			res = passthroughResult(&executors.Result{Passthrough: raw.result})
 		}
 	}
-	if reply == nil && err == nil && res != nil {
-		reply, err = json.Marshal(struct {
-			JSONRPC string              `json:"jsonrpc"`
-			ID      json.RawMessage     `json:"id"`
-			Result  *mcp.CallToolResult `json:"result"`
-		}{mcp.JSONRPC_VERSION, idOut, res})
-	}
-	if err != nil || res == nil {
-		reply = callFailure(idOut, err)
+	if reply == nil {
+		reply = callReply(idOut, res, err)
 	}
 	writeJSON(cw, http.StatusOK, append(reply, '\n'))
 	return true
+}
+
+// callReply is a fast path's answer to a call of id whose handler
+// returned res and err: the result, or callFailure's error.
+func callReply(id json.RawMessage, res *mcp.CallToolResult, err error) []byte {
+	if err == nil && res != nil {
+		reply, merr := json.Marshal(struct {
+			JSONRPC string              `json:"jsonrpc"`
+			ID      json.RawMessage     `json:"id"`
+			Result  *mcp.CallToolResult `json:"result"`
+		}{mcp.JSONRPC_VERSION, id, res})
+		if merr == nil {
+			return reply
+		}
+		err = merr
+	}
+	return callFailure(id, err)
 }
 
 // rawResponse is the JSON-RPC response of id with result (an upstream's
