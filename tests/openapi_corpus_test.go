@@ -164,17 +164,7 @@ func TestOpenAPIStripe(t *testing.T) {
 		"  - {name: stripe, spec: '" + spec + "', base_url: '" + rec.srv.URL + "', catalog: search, auth: {basicAuth: 'sk_test_1234567'}}\n"
 	srv := startServeWithin(t, yaml, stripeListenTimeout)
 	c := connect(t, streamableHTTP, srv)
-	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
-	defer cancel()
-	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range list.Tools {
-		names = append(names, tl.Name)
-	}
-	if strings.Join(names, " ") != "stripe__call stripe__describe stripe__search" {
+	if names := listNames(t, c); strings.Join(names, " ") != "stripe__call stripe__describe stripe__search" {
 		t.Errorf("tools/list = %v, want the three meta-tools", names)
 	}
 	const want = "GET /v1/customers?limit=3&created[gt]=5&created[lt]=9&expand[0]=data.tax&expand[1]=sources auth=Basic c2tfdGVzdF8xMjM0NTY3 key= type= body="
@@ -207,46 +197,20 @@ func TestOpenAPIGraph(t *testing.T) {
 	c := connect(t, streamableHTTP, srv)
 	call := func(tool string, args map[string]any) *mcp.CallToolResult {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
-		defer cancel()
-		req := mcp.CallToolRequest{}
-		req.Params.Name, req.Params.Arguments = tool, args
-		res, err := c.CallTool(ctx, req)
-		if err != nil {
-			t.Fatalf("calling %s: %v", tool, err)
-		}
-		return res
+		return mustCall(t, c, tool, args, "")
 	}
-	text := func(res *mcp.CallToolResult) string {
-		if len(res.Content) == 0 {
-			return ""
-		}
-		tc, _ := res.Content[0].(mcp.TextContent)
-		return tc.Text
-	}
-
-	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
-	defer cancel()
-	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range list.Tools {
-		names = append(names, tl.Name)
-	}
-	if strings.Join(names, " ") != "graph__call graph__describe graph__search" {
+	if names := listNames(t, c); strings.Join(names, " ") != "graph__call graph__describe graph__search" {
 		t.Errorf("tools/list = %v, want the three meta-tools", names)
 	}
 
-	if res := call("graph__search", map[string]any{"query": "users.user.ListUser"}); res.IsError || !strings.Contains(text(res), `"name":"graph__users.user.ListUser"`) {
-		t.Errorf("search for users.user.ListUser = %s", text(res))
+	if res := call("graph__search", map[string]any{"query": "users.user.ListUser"}); res.IsError || !strings.Contains(resultText(res), `"name":"graph__users.user.ListUser"`) {
+		t.Errorf("search for users.user.ListUser = %s", resultText(res))
 	}
 	res := call("graph__describe", map[string]any{"name": "users.user.CreateUser"})
-	if res.IsError || !strings.Contains(text(res), `"operation":"POST /users"`) || !strings.Contains(text(res), `"displayName"`) {
-		t.Errorf("describe users.user.CreateUser = %.500s", text(res))
+	if res.IsError || !strings.Contains(resultText(res), `"operation":"POST /users"`) || !strings.Contains(resultText(res), `"displayName"`) {
+		t.Errorf("describe users.user.CreateUser = %.500s", resultText(res))
 	}
-	if n := len(text(res)); n > 256<<10 {
+	if n := len(resultText(res)); n > 256<<10 {
 		t.Errorf("describe users.user.CreateUser is %d bytes, want its schema cut to at most 128 KiB", n)
 	}
 
@@ -258,8 +222,8 @@ func TestOpenAPIGraph(t *testing.T) {
 			`POST /users auth= key= type=application/json body={"@odata.type":"#microsoft.graph.user","accountEnabled":true,"displayName":"Ada"}`},
 	})
 	res = call("graph__call", map[string]any{"name": "users.user.CreateUser", "arguments": map[string]any{"body": map[string]any{"@odata.type": "#microsoft.graph.user", "displayName": 5}}})
-	if !res.IsError || !strings.HasPrefix(text(res), "validation: ") || !strings.Contains(text(res), "displayName") {
-		t.Errorf("CreateUser with a number for displayName = %s, want a validation error about it", text(res))
+	if !res.IsError || !strings.HasPrefix(resultText(res), "validation: ") || !strings.Contains(resultText(res), "displayName") {
+		t.Errorf("CreateUser with a number for displayName = %s, want a validation error about it", resultText(res))
 	}
 	if got := rec.take(); len(got) != 0 {
 		t.Errorf("invalid arguments reached the API: %q", got)
