@@ -276,6 +276,22 @@ func (u *fakeUser) queue(as ...mcp.ElicitationResult) {
 	u.answers = append(u.answers, as...)
 }
 
+// checkStep checks one step of an ask test: whether the tool ran, the
+// loop guard's error when it did not, and how many questions u has been
+// asked in all.
+func (u *fakeUser) checkStep(t *testing.T, name string, ran bool, res *mcp.CallToolResult, runs bool, asked int) {
+	t.Helper()
+	if ran != runs {
+		t.Fatalf("%s: ran = %v, want %v; result %q", name, ran, runs, mcpText(res))
+	}
+	if !runs && (!res.IsError || !strings.HasPrefix(mcpText(res), "validation: loop guard: ")) {
+		t.Fatalf("%s: result %q (isError %v), want the loop guard's validation error", name, mcpText(res), res.IsError)
+	}
+	if got := u.questions(); got != asked {
+		t.Fatalf("%s: questions asked = %d, want %d", name, got, asked)
+	}
+}
+
 func (u *fakeUser) questions() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -361,15 +377,7 @@ func TestLoopGuardAsk(t *testing.T) {
 			u.queue(*s.answer)
 		}
 		ran, res := call(s.client, s.args)
-		if ran != s.runs {
-			t.Fatalf("%s: ran = %v, want %v; result %q", s.name, ran, s.runs, mcpText(res))
-		}
-		if !s.runs && (!res.IsError || !strings.HasPrefix(mcpText(res), "validation: loop guard: ")) {
-			t.Fatalf("%s: result %q (isError %v), want the loop guard's validation error", s.name, mcpText(res), res.IsError)
-		}
-		if got := u.questions(); got != s.asked {
-			t.Fatalf("%s: questions asked = %d, want %d", s.name, got, s.asked)
-		}
+		u.checkStep(t, s.name, ran, res, s.runs, s.asked)
 	}
 	u.mu.Lock()
 	last := u.last
@@ -451,15 +459,7 @@ func TestLoopGuardAsk2026(t *testing.T) {
 			u.queue(*s.answer)
 		}
 		ran, res := call(s.client, s.thread)
-		if ran != s.runs {
-			t.Fatalf("%s: ran = %v, want %v; result %q", s.name, ran, s.runs, mcpText(res))
-		}
-		if !s.runs && (!res.IsError || !strings.HasPrefix(mcpText(res), "validation: loop guard: ")) {
-			t.Fatalf("%s: result %q (isError %v), want the loop guard's validation error", s.name, mcpText(res), res.IsError)
-		}
-		if got := u.questions(); got != s.asked {
-			t.Fatalf("%s: questions asked = %d, want %d", s.name, got, s.asked)
-		}
+		u.checkStep(t, s.name, ran, res, s.runs, s.asked)
 	}
 }
 
