@@ -46,16 +46,8 @@ func (formFiller) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.Elicitat
 }
 
 func TestEverythingSurface(t *testing.T) {
-	entry := npmEntry(t, "server-everything")
 	m := newProcMarker(t)
-	srv := serveUpstreams(t, m, fmt.Sprintf(`
-upstreams:
-  - name: ev
-    transport: stdio
-    command: node
-    args: [%q, stdio]
-    env: %s
-`, entry, m.yaml()))
+	srv := serveUpstreams(t, m, "upstreams:\n"+everythingUpstream(t, m))
 	waitReady(t, srv)
 
 	asked := make(chan string, 4)

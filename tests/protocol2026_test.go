@@ -223,9 +223,8 @@ func TestProtocol2026Versions(t *testing.T) {
 // front's fast path leaves such calls to). Its sampling and elicitation
 // tools: TestProtocol2026AskUpstream.
 func TestProtocol2026Upstream(t *testing.T) {
-	entry := npmEntry(t, "server-everything")
 	m := newProcMarker(t)
-	srv := serveUpstreams(t, m, fmt.Sprintf("upstreams:\n  - name: ev\n    transport: stdio\n    command: node\n    args: [%q, stdio]\n    env: %s\n", entry, m.yaml()))
+	srv := serveUpstreams(t, m, "upstreams:\n"+everythingUpstream(t, m))
 	c := connect2026(t, srv, nil)
 	waitTools(t, c, "ev__echo", "ev__get-sum", "ev__trigger-long-running-operation")
 
@@ -299,21 +298,15 @@ func TestProtocol2026Upstream(t *testing.T) {
 // principal's, an altered one, and one already answered (as an expired
 // one) are refused with -32602.
 func TestProtocol2026AskUpstream(t *testing.T) {
-	entry := npmEntry(t, "server-everything")
 	m := newProcMarker(t)
-	srv := serveUpstreams(t, m, fmt.Sprintf(`auth:
+	srv := serveUpstreams(t, m, `auth:
   tokens:
     - name: alice
       token: alice-token-0123456789abcdef
     - name: bob
       token: bob-token-0123456789abcdef
 upstreams:
-  - name: ev
-    transport: stdio
-    command: node
-    args: [%q, stdio]
-    env: %s
-`, entry, m.yaml()))
+`+everythingUpstream(t, m))
 	aliceAuth := map[string]string{"Authorization": "Bearer alice-token-0123456789abcdef"}
 	asked := make(chan string, 4)
 	c := connect2026(t, srv, aliceAuth, client.WithSamplingHandler(promptSampler{sampler{asked}}), client.WithElicitationHandler(formFiller{}))

@@ -206,20 +206,13 @@ func TestUpstreamEverything(t *testing.T) {
 }
 
 func TestUpstreamCancellation(t *testing.T) {
-	entry := npmEntry(t, "server-everything")
 	fake := buildFakeUpstream(t)
 	m := newProcMarker(t)
-	srv := serveUpstreams(t, m, fmt.Sprintf(`upstreams:
-  - name: ev
-    transport: stdio
-    command: node
-    args: [%q, stdio]
-    env: %s
-  - name: fake
+	srv := serveUpstreams(t, m, "upstreams:\n"+everythingUpstream(t, m)+fmt.Sprintf(`  - name: fake
     transport: stdio
     command: %q
     env: %s
-`, entry, m.yaml(), fake, m.yaml()))
+`, fake, m.yaml()))
 
 	// Over stdio the client sends notifications/cancelled; over streamable
 	// HTTP it abandons the request's stream.
@@ -600,6 +593,14 @@ func waitProcs(t *testing.T, m procMarker, n int) {
 // serveUpstreams is startServe for a config whose stdio upstreams carry m.
 // Once the test's clients are closed, it stops the server and checks that
 // no process carrying m remains (toolgate reaps its children on SIGTERM).
+// everythingUpstream is the upstreams: entry of ev, server-everything over
+// stdio, its processes marked by m.
+func everythingUpstream(t *testing.T, m procMarker) string {
+	t.Helper()
+	return fmt.Sprintf("  - name: ev\n    transport: stdio\n    command: node\n    args: [%q, stdio]\n    env: %s\n",
+		npmEntry(t, "server-everything"), m.yaml())
+}
+
 func serveUpstreams(t *testing.T, m procMarker, yaml string) *server {
 	t.Helper()
 	// The tests poll with identical calls: no loop guard.
