@@ -186,12 +186,9 @@ type modernCall struct {
 	Result  json.RawMessage `json:"result"`
 	Error   json.RawMessage `json:"error"`
 	Params  struct {
-		Name           string                     `json:"name"`
-		Arguments      json.RawMessage            `json:"arguments"`
-		Meta           map[string]json.RawMessage `json:"_meta"`
-		Task           json.RawMessage            `json:"task"`
-		InputResponses json.RawMessage            `json:"inputResponses"`
-		RequestState   json.RawMessage            `json:"requestState"`
+		callMembers
+		InputResponses json.RawMessage `json:"inputResponses"`
+		RequestState   json.RawMessage `json:"requestState"`
 	} `json:"params"`
 }
 

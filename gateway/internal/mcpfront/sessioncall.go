@@ -47,12 +47,16 @@ type sessionCall struct {
 	JSONRPC string          `json:"jsonrpc"`
 	Result  json.RawMessage `json:"result"`
 	Error   json.RawMessage `json:"error"`
-	Params  struct {
-		Name      string                     `json:"name"`
-		Arguments json.RawMessage            `json:"arguments"`
-		Meta      map[string]json.RawMessage `json:"_meta"`
-		Task      json.RawMessage            `json:"task"`
-	} `json:"params"`
+	Params  callMembers     `json:"params"`
+}
+
+// callMembers are the params of a tools/call both fast paths read, raw
+// but for the name.
+type callMembers struct {
+	Name      string                     `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Meta      map[string]json.RawMessage `json:"_meta"`
+	Task      json.RawMessage            `json:"task"`
 }
 
 // readSessionCall reads msg into m as decoding it would (keys matched as
