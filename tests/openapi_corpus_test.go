@@ -147,6 +147,21 @@ func TestOpenAPIRealSpecs(t *testing.T) {
 	}
 }
 
+// serveCatalog serves the corpus's document file as the openapi source
+// name with catalog: search, the settings extra and base_url a wire
+// recorder, allowing toolgate within to start; it connects a client and
+// checks that tools/list shows the three meta-tools.
+func serveCatalog(t *testing.T, name, file, extra string, within time.Duration) (*server, *client.Client, *wireRecorder) {
+	t.Helper()
+	rec := startWireRecorder(t)
+	srv := startServeWithin(t, "builtin: []\nopenapi:\n  - {name: "+name+", spec: '"+corpusSpec(t, file)+"', base_url: '"+rec.srv.URL+"', catalog: search, "+extra+"}\n", within)
+	c := connect(t, streamableHTTP, srv)
+	if names, want := listNames(t, c), name+"__call "+name+"__describe "+name+"__search"; strings.Join(names, " ") != want {
+		t.Errorf("tools/list = %v, want the three meta-tools", names)
+	}
+	return srv, c, rec
+}
+
 // stripeListenTimeout is how long toolgate serve may take to load
 // Stripe's 2.5 MB document: about 14 s with the race detector on a busy
 // machine, close to listenTimeout.
@@ -157,16 +172,7 @@ const stripeListenTimeout = 2 * time.Minute
 // wire, and that catalog: search lists it as three meta-tools whose call
 // sends the same request.
 func TestOpenAPIStripe(t *testing.T) {
-	spec := corpusSpec(t, "stripe.com.json")
-	rec := startWireRecorder(t)
-	yaml := "builtin: []\n" +
-		"openapi:\n" +
-		"  - {name: stripe, spec: '" + spec + "', base_url: '" + rec.srv.URL + "', catalog: search, auth: {basicAuth: 'sk_test_1234567'}}\n"
-	srv := startServeWithin(t, yaml, stripeListenTimeout)
-	c := connect(t, streamableHTTP, srv)
-	if names := listNames(t, c); strings.Join(names, " ") != "stripe__call stripe__describe stripe__search" {
-		t.Errorf("tools/list = %v, want the three meta-tools", names)
-	}
+	srv, c, rec := serveCatalog(t, "stripe", "stripe.com.json", "auth: {basicAuth: 'sk_test_1234567'}", stripeListenTimeout)
 	const want = "GET /v1/customers?limit=3&created[gt]=5&created[lt]=9&expand[0]=data.tax&expand[1]=sources auth=Basic c2tfdGVzdF8xMjM0NTY3 key= type= body="
 	checkWire(t, c, rec, []wireCase{
 		{"deepObject through the catalog", "stripe__call", map[string]any{"name": "stripe__GetCustomers", "arguments": map[string]any{
@@ -188,21 +194,11 @@ const graphListenTimeout = 3 * time.Minute
 // an operation, describe gives its schema (cut to fit), and call sends
 // its request, with invalid arguments refused by that schema.
 func TestOpenAPIGraph(t *testing.T) {
-	spec := corpusSpec(t, "microsoft.com/graph.json")
-	rec := startWireRecorder(t)
-	yaml := "builtin: []\n" +
-		"openapi:\n" +
-		"  - {name: graph, spec: '" + spec + "', base_url: '" + rec.srv.URL + "', catalog: search, max_spec_bytes: 33554432}\n"
-	srv := startServeWithin(t, yaml, graphListenTimeout)
-	c := connect(t, streamableHTTP, srv)
+	_, c, rec := serveCatalog(t, "graph", "microsoft.com/graph.json", "max_spec_bytes: 33554432", graphListenTimeout)
 	call := func(tool string, args map[string]any) *mcp.CallToolResult {
 		t.Helper()
 		return mustCall(t, c, tool, args, "")
 	}
-	if names := listNames(t, c); strings.Join(names, " ") != "graph__call graph__describe graph__search" {
-		t.Errorf("tools/list = %v, want the three meta-tools", names)
-	}
-
 	if res := call("graph__search", map[string]any{"query": "users.user.ListUser"}); res.IsError || !strings.Contains(resultText(res), `"name":"graph__users.user.ListUser"`) {
 		t.Errorf("search for users.user.ListUser = %s", resultText(res))
 	}
