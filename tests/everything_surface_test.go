@@ -201,14 +201,7 @@ func TestEverythingSurface(t *testing.T) {
 		if got := call("ev__trigger-sampling-request", map[string]any{"prompt": "a haiku please"}); !strings.Contains(got, "sampled by the test client") {
 			t.Errorf("trigger-sampling-request = %q, want the client's answer in it", got)
 		}
-		select {
-		case p := <-asked:
-			if !strings.Contains(p, "a haiku please") {
-				t.Errorf("the client was asked %q, want the tool's prompt", p)
-			}
-		default:
-			t.Error("the client's sampling handler was never asked")
-		}
+		wasAsked(t, asked, "a haiku please")
 		if got := call("ev__trigger-elicitation-request", map[string]any{}); !strings.Contains(got, "Ada Lovelace") {
 			t.Errorf("trigger-elicitation-request = %q, want the client's answer in it", got)
 		}
@@ -238,4 +231,19 @@ func TestEverythingSurface(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// wasAsked checks that the client's sampling handler was asked, with a
+// prompt holding want, before the call that made the upstream ask
+// returned.
+func wasAsked(t *testing.T, asked <-chan string, want string) {
+	t.Helper()
+	select {
+	case p := <-asked:
+		if !strings.Contains(p, want) {
+			t.Errorf("the client was asked %q, want the tool's prompt", p)
+		}
+	default:
+		t.Error("the client's sampling handler was never asked")
+	}
 }

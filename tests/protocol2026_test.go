@@ -316,14 +316,7 @@ upstreams:
 	if res.IsError || !strings.Contains(resultText(res), "sampled by the test client") {
 		t.Errorf("trigger-sampling-request = %q (isError %v), want the client's answer in it", resultText(res), res.IsError)
 	}
-	select {
-	case p := <-asked:
-		if !strings.Contains(p, "a haiku please") {
-			t.Errorf("the client was asked %q, want the tool's prompt", p)
-		}
-	default:
-		t.Error("the client's sampling handler was never asked")
-	}
+	wasAsked(t, asked, "a haiku please")
 	res = mustCall(t, c, "ev__trigger-elicitation-request", map[string]any{}, "")
 	if res.IsError || !strings.Contains(resultText(res), "Ada Lovelace") {
 		t.Errorf("trigger-elicitation-request = %q (isError %v), want the client's answer in it", resultText(res), res.IsError)
