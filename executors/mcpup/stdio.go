@@ -180,10 +180,16 @@ func (t *stdioTransport) handle(req transport.JSONRPCRequest) {
 	}()
 }
 
+// answer sends resp to the upstream. An answer that does not encode (a
+// handler's result that is not JSON) goes as an internal error instead:
+// the upstream must not wait for one that never comes. A write that fails
+// breaks the pipe, which ends the stream.
 func (t *stdioTransport) answer(resp *transport.JSONRPCResponse) {
-	if b, err := json.Marshal(resp); err == nil {
-		_ = t.write(append(b, '\n'))
+	b, err := json.Marshal(resp)
+	if err != nil {
+		b, _ = json.Marshal(transport.NewJSONRPCErrorResponse(resp.ID, mcp.INTERNAL_ERROR, "toolgate could not encode the answer: "+err.Error(), nil))
 	}
+	_ = t.write(append(b, '\n'))
 }
 
 // SendRequest sends request and waits for its response, the end of the

@@ -175,16 +175,20 @@ func TestStdioTransportUpstreamMessages(t *testing.T) {
 	notes := make(chan mcp.JSONRPCNotification, 1)
 	tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) { notes <- n })
 	tr.SetRequestHandler(func(_ context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-		if req.Method != "roots/list" {
-			return nil, fmt.Errorf("unexpected %s", req.Method)
+		switch req.Method {
+		case "roots/list":
+			return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: json.RawMessage(`{"roots":[]}`)}, nil
+		case "ping": // an answer that does not encode
+			return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: json.RawMessage(`{"bad`)}, nil
 		}
-		return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: json.RawMessage(`{"roots":[]}`)}, nil
+		return nil, fmt.Errorf("unexpected %s", req.Method)
 	})
 	msgs := `[1,2]` + "\n" +
 		`{"jsonrpc":"2.0","id":"nobody","result":{}}` + "\n" +
 		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}` + "\n" +
 		`{"jsonrpc":"2.0","id":7,"method":"roots/list"}` + "\n" +
-		`{"jsonrpc":"2.0","id":8,"method":"sampling/createMessage"}` + "\n"
+		`{"jsonrpc":"2.0","id":8,"method":"sampling/createMessage"}` + "\n" +
+		`{"jsonrpc":"2.0","id":9,"method":"ping"}` + "\n"
 	if _, err := io.WriteString(out, msgs); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +196,7 @@ func TestStdioTransportUpstreamMessages(t *testing.T) {
 		t.Errorf("notification %+v", n)
 	}
 	got := map[string]string{}
-	for range 2 {
+	for range 3 {
 		line, err := in.ReadString('\n')
 		if err != nil {
 			t.Fatal(err)
@@ -214,7 +218,7 @@ func TestStdioTransportUpstreamMessages(t *testing.T) {
 			got[string(r.ID)] = string(r.Result)
 		}
 	}
-	if got["7"] != `{"roots":[]}` || got["8"] != fmt.Sprint(mcp.INTERNAL_ERROR) {
+	if got["7"] != `{"roots":[]}` || got["8"] != fmt.Sprint(mcp.INTERNAL_ERROR) || got["9"] != fmt.Sprint(mcp.INTERNAL_ERROR) {
 		t.Errorf("the upstream got answers %v", got)
 	}
 }
