@@ -391,3 +391,25 @@ func TestSecretsNeverLogged(t *testing.T) {
 		}
 	})
 }
+
+// TestServeHeapFloor: a serving toolgate raises the collector's
+// percentage while its heap is small (internal/gcfloor), and leaves it to
+// the operator when GOGC is set in its environment. Both read from the Go
+// runtime's own gauge on /metrics.
+func TestServeHeapFloor(t *testing.T) {
+	for _, c := range []struct {
+		gogc string
+		ok   func(float64) bool
+		want string
+	}{
+		{"", func(p float64) bool { return p > 100 }, "over 100: the floor raises it for a small heap"},
+		{"100", func(p float64) bool { return p == 100 }, "100, as GOGC says"},
+		{"150", func(p float64) bool { return p == 150 }, "150, as GOGC says"},
+	} {
+		srv := startServeEnv(t, baseConfig, listenTimeout, []string{"GOGC=" + c.gogc})
+		p, ok := metricValue(scrape(t, srv.URL), "go_gc_gogc_percent", nil)
+		if !ok || !c.ok(p) {
+			t.Errorf("GOGC=%q: go_gc_gogc_percent = %v (present %v), want %s", c.gogc, p, ok, c.want)
+		}
+	}
+}

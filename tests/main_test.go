@@ -132,8 +132,18 @@ func startServe(t *testing.T, yaml string) *server {
 // under -race).
 func startServeWithin(t *testing.T, yaml string, within time.Duration) *server {
 	t.Helper()
+	return startServeEnv(t, yaml, within, nil)
+}
+
+// startServeEnv is startServeWithin with env added to the process's
+// environment (a variable in env replaces the inherited one).
+func startServeEnv(t *testing.T, yaml string, within time.Duration, env []string) *server {
+	t.Helper()
 	s := &server{ConfigPath: writeConfig(t, yaml), exited: make(chan struct{})}
 	s.cmd = exec.Command(toolgateBin, "serve", "--config", s.ConfigPath, "--listen", "127.0.0.1:0", "--log-format", "json")
+	if env != nil {
+		s.cmd.Env = append(os.Environ(), env...)
+	}
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatalf("creating the stderr pipe: %v", err)
