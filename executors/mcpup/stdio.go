@@ -11,6 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/internal/jsonscan"
 )
 
 // stdioTransport is mcp-go's client transport over a stdio upstream's
@@ -116,6 +118,10 @@ type message struct {
 // dispatch hands one message to whoever waits for it. What is not a
 // JSON-RPC object is skipped, as mcp-go's transport skips it.
 func (t *stdioTransport) dispatch(line []byte) {
+	if sid, result, ok := scanResponse(line); ok {
+		t.deliver(mcp.NewRequestId(sid), &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, Result: result})
+		return
+	}
 	var m message
 	if len(line) == 0 || json.Unmarshal(line, &m) != nil {
 		return
@@ -144,15 +150,71 @@ func (t *stdioTransport) dispatch(line []byte) {
 		if json.Unmarshal(m.ID, &id) != nil || (m.Error != nil && json.Unmarshal(m.Error, &e) != nil) {
 			return
 		}
-		key := id.String()
-		t.mu.Lock()
-		ch, ok := t.pending[key]
-		delete(t.pending, key)
-		t.mu.Unlock()
-		if ok {
-			ch <- &transport.JSONRPCResponse{JSONRPC: m.JSONRPC, ID: id, Result: m.Result, Error: e}
-		}
+		t.deliver(id, &transport.JSONRPCResponse{JSONRPC: m.JSONRPC, Result: m.Result, Error: e})
 	}
+}
+
+// deliver hands resp, the response of id, to the call waiting for it, if
+// any.
+func (t *stdioTransport) deliver(id mcp.RequestId, resp *transport.JSONRPCResponse) {
+	resp.ID = id
+	key := id.String()
+	t.mu.Lock()
+	ch, ok := t.pending[key]
+	delete(t.pending, key)
+	t.mu.Unlock()
+	if ok {
+		ch <- resp
+	}
+}
+
+// scanResponse reads the common message, a result of one of toolgate's
+// requests (whose ids are strings), without decoding it: a JSON object
+// whose members are "jsonrpc": "2.0", a string id of printable ASCII
+// without escapes, and a result, each once, and others that a decoding
+// ignores. It returns the id's text and a copy of the result (line is the
+// reader's buffer). ok is false for anything else (an error, a method, a
+// member given twice, another id), which dispatch decodes; line is valid
+// JSON (the lineGuard has checked it).
+func scanResponse(line []byte) (id string, result json.RawMessage, ok bool) {
+	s := jsonscan.New(line)
+	var rawID []byte
+	var version, seenID bool
+	ok = s.Object(func(key []byte) bool {
+		switch {
+		case jsonscan.FoldEq(key, "jsonrpc"):
+			v, ok := s.PlainString()
+			if version || !ok || string(v) != mcp.JSONRPC_VERSION {
+				return false
+			}
+			version = true
+		case jsonscan.FoldEq(key, "id"):
+			v, ok := s.PlainString()
+			if seenID || !ok {
+				return false
+			}
+			rawID, seenID = v, true
+		case jsonscan.FoldEq(key, "result"):
+			if result != nil {
+				return false
+			}
+			s.WS()
+			start := s.Pos()
+			if !s.Value() {
+				return false
+			}
+			result = bytes.Clone(line[start:s.Pos()])
+		case jsonscan.FoldEq(key, "method"), jsonscan.FoldEq(key, "error"):
+			return false
+		default:
+			return s.Value()
+		}
+		return true
+	})
+	if !ok || !s.Done() || !version || !seenID || result == nil {
+		return "", nil, false
+	}
+	return string(rawID), result, true
 }
 
 // handle runs the handler of the upstream's request in a goroutine and

@@ -283,3 +283,75 @@ func TestStdioTransportEndOfStream(t *testing.T) {
 		t.Errorf("SendRequest after the end: %v, want ErrTransportClosed", err)
 	}
 }
+
+// decodeResponse is what dispatch's decoding makes of line when it is a
+// response: ok is false when it is not one.
+func decodeResponse(line []byte) (id mcp.RequestId, m message, ok bool) {
+	if json.Unmarshal(line, &m) != nil || m.Method != "" || len(m.ID) == 0 || string(m.ID) == "null" {
+		return id, m, false
+	}
+	return id, m, json.Unmarshal(m.ID, &id) == nil
+}
+
+func TestScanResponse(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		read bool // scanResponse reads it; otherwise dispatch decodes it
+	}{
+		{`{"jsonrpc":"2.0","id":"toolgate-7","result":{"content":[{"type":"text","text":"hi"}]}}`, true},
+		{` { "result" : null , "ID" : "toolgate-1" , "JsonRpc" : "2.0" , "extra" : [1, {"a": "\"b"}] } `, true},
+		{`{"jsonrpc":"2.0","id":"a b~!","result":"x","_meta":{}}`, true},
+		{`{"jsonrpc":"2.0","id":7,"result":{}}`, false},                            // a number: decoded
+		{`{"jsonrpc":"2.0","id":"t\u002d1","result":{}}`, false},                   // an escape
+		{`{"jsonrpc":"2.0","id":"é","result":{}}`, false},                          // not ASCII
+		{`{"jsonrpc":"2.0","id":"t-1","result":{},"result":{"a":1}}`, false},       // twice: the last wins in a decoding
+		{`{"jsonrpc":"2.0","id":"t-1","Id":"t-2","result":{}}`, false},             // twice, folded
+		{`{"jsonrpc":"2.0","jsonrpc":"2.0","id":"t-1","result":{}}`, false},        // twice
+		{`{"jsonrpc":"2.0","id":"t-1","error":{"code":-1,"message":"no"}}`, false}, // an error
+		{`{"jsonrpc":"2.0","id":"t-1","result":{},"error":null}`, false},           // an error member at all
+		{`{"jsonrpc":"2.0","id":"t-1","method":"ping"}`, false},                    // a request
+		{`{"jsonrpc":"1.0","id":"t-1","result":{}}`, false},                        // another version
+		{`{"id":"t-1","result":{}}`, false},                                        // no version
+		{`{"jsonrpc":"2.0","id":"t-1"}`, false},                                    // no result
+		{`{"jsonrpc":"2.0","id":null,"result":{}}`, false},                         // no id
+		{`["jsonrpc"]`, false},
+	} {
+		sid, result, ok := scanResponse([]byte(c.line))
+		if ok != c.read {
+			t.Errorf("scanResponse(%s) ok = %v, want %v", c.line, ok, c.read)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		id, m, dok := decodeResponse([]byte(c.line))
+		if !dok || id.String() != mcp.NewRequestId(sid).String() || string(result) != string(m.Result) || m.JSONRPC != mcp.JSONRPC_VERSION {
+			t.Errorf("scanResponse(%s) = %q, %s; decoding gives %v %s, %s", c.line, sid, result, dok, id.String(), m.Result)
+		}
+	}
+}
+
+// FuzzScanResponse: whatever scanResponse reads, a decoding reads alike.
+func FuzzScanResponse(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":"toolgate-7","result":{"content":[{"type":"text","text":"hi"}]}}`,
+		`{"RESULT":[1,2],"Id":"x","jsonRPC":"2.0","k":null}`,
+		`{"jsonrpc":"2.0","id":"t","result":{},"result":1}`,
+		`{"jsonrpc":"2.0","id":"t","result":"\u00e9\n"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !json.Valid(line) { // the lineGuard passes nothing else
+			return
+		}
+		sid, result, ok := scanResponse(line)
+		if !ok {
+			return
+		}
+		id, m, dok := decodeResponse(line)
+		if !dok || m.Error != nil || m.JSONRPC != mcp.JSONRPC_VERSION || id.String() != mcp.NewRequestId(sid).String() || string(result) != string(m.Result) {
+			t.Fatalf("%s: read %q %s, decoded %v %+v %s", line, sid, result, dok, m, id.String())
+		}
+	})
+}
