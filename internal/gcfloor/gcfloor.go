@@ -18,8 +18,17 @@
 //
 //	goal = max(4 MiB × p/100, live + (live + stacks + globals) × p/100)
 //
-// is the runtime's own goal; p is the largest value, at least 100, that
-// keeps both terms at or under the floor.
+// is the runtime's own goal (heapMinimum is 4 MiB, or 512 KiB under
+// GOEXPERIMENT=heapminimum512kib); p is the largest value, at least 100,
+// that keeps both terms at or under the floor.
+//
+// The bound holds in a steady state. The runtime sets a cycle's goal when
+// the previous cycle ends, with the percentage in force then, and the
+// floor adjusts it only after that (when the finalizer runs): for one
+// cycle after the live heap grows, the goal is the raised percentage of
+// the grown heap, and a sentinel allocated while a cycle marks survives
+// it, so an adjustment may wait a cycle more. GOMEMLIMIT caps the goal
+// throughout.
 package gcfloor
 
 import (
@@ -28,9 +37,6 @@ import (
 	"runtime/metrics"
 	"sync"
 )
-
-// heapMinimum is the runtime's smallest heap goal at GOGC=100.
-const heapMinimum = 4 << 20
 
 // Floor runs until Stop; at most one runs per process.
 type Floor struct {
