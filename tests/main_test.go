@@ -135,14 +135,14 @@ func startServeWithin(t *testing.T, yaml string, within time.Duration) *server {
 	return startServeEnv(t, yaml, within, nil)
 }
 
-// startServeEnv is startServeWithin with env added to the process's
-// environment (a variable in env replaces the inherited one).
+// startServeEnv is startServeWithin with env changing the process's
+// environment: NAME=VALUE sets a variable, a bare NAME unsets it.
 func startServeEnv(t *testing.T, yaml string, within time.Duration, env []string) *server {
 	t.Helper()
 	s := &server{ConfigPath: writeConfig(t, yaml), exited: make(chan struct{})}
 	s.cmd = exec.Command(toolgateBin, "serve", "--config", s.ConfigPath, "--listen", "127.0.0.1:0", "--log-format", "json")
 	if env != nil {
-		s.cmd.Env = append(os.Environ(), env...)
+		s.cmd.Env = withEnv(os.Environ(), env)
 	}
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
@@ -175,6 +175,28 @@ func startServeEnv(t *testing.T, yaml string, within time.Duration, env []string
 		t.Fatalf("toolgate serve logged no \"listening\" line within %v; stderr:\n%s", within, s.Stderr())
 	}
 	return s
+}
+
+// withEnv is base with the changes of env: NAME=VALUE sets a variable,
+// a bare NAME unsets it.
+func withEnv(base, env []string) []string {
+	names := map[string]bool{}
+	for _, e := range env {
+		name, _, _ := strings.Cut(e, "=")
+		names[name] = true
+	}
+	var out []string
+	for _, e := range base {
+		if name, _, _ := strings.Cut(e, "="); !names[name] {
+			out = append(out, e)
+		}
+	}
+	for _, e := range env {
+		if strings.Contains(e, "=") {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // readStderr keeps every line the process writes to stderr, sends the

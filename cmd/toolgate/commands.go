@@ -331,8 +331,9 @@ func releaseStartup() { debug.FreeOSMemory() }
 const heapFloor = 16 << 20
 
 // gcFloor starts the heap floor for a serving command, unless GOGC is set
-// in the environment: then the operator runs the collector. It returns
-// the floor's stop.
+// to a non-empty value in the environment: then the operator runs the
+// collector (the runtime takes an empty GOGC as its default too). It
+// returns the floor's stop.
 func gcFloor() (stop func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
