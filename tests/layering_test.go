@@ -17,7 +17,7 @@ const module = "github.com/toolgate/toolgate"
 // mcp-go's server only in the MCP front (gateway/internal/mcpfront), its
 // client only in executors/mcpup; gateway itself imports no mcp-go.
 var allowed = map[string][]string{
-	"cmd/toolgate":                  {"config", "gateway", "internal/cli", "registry"},
+	"cmd/toolgate":                  {"config", "gateway", "internal/cli", "internal/gcfloor", "registry"},
 	"cmd/toolgate-agent":            {"agent", "internal/cli"},
 	"internal/cli":                  {"builtin", "config", "gateway"},
 	"agent":                         {"executors", "gateway", "internal/canonjson", "registry", "retry"},
@@ -35,6 +35,7 @@ var allowed = map[string][]string{
 	"internal/principal":            {},
 	"internal/canonjson":            {},
 	"internal/jsonscan":             {},
+	"internal/gcfloor":              {},
 	"internal/auth":                 {"config", "internal/httpheader", "internal/principal"},
 	"retry":                         {},
 	"retry/retrytest":               {},
