@@ -70,8 +70,8 @@ func start(floor uint64, adjusted func(int)) *Floor {
 			{Name: "/gc/scan/globals:bytes"},
 		},
 	}
-	f.orig = debug.SetGCPercent(100)
-	debug.SetGCPercent(f.orig)
+	f.orig = debug.SetGCPercent(100) // reads the percentage in force,
+	debug.SetGCPercent(f.orig)       // which Stop puts back
 	f.adjust()
 	f.arm()
 	return f
@@ -116,7 +116,8 @@ func (f *Floor) adjust() bool {
 
 // percent is the largest GOGC, at least 100, whose heap goal stays at or
 // under floor for a heap of live bytes with roots bytes of stacks and
-// globals. A live heap of zero is taken as the runtime's minimum.
+// globals. A live heap of zero (no cycle yet) is taken as half the
+// runtime's minimum goal, what a heap collected at that goal holds live.
 func percent(floor, live, roots uint64) int {
 	if live == 0 {
 		live = heapMinimum / 2
