@@ -36,8 +36,10 @@
 #      toolgate is then built with -tags pprof, which serves net/http/pprof
 #      on TOOLGATE_PPROF=127.0.0.1:6060, so its RSS figures are not the
 #      default build's; off by default)
-# Output: $WORK/results/<time>/table.md and results.jsonl. Runs in a network
-# namespace with only loopback (unshare -n; root, or user namespaces).
+# Output: $WORK/results/<time>/table.md (ratios and latencies, RSS, and CPU
+# per call of each process and of the machine, from /proc) and
+# results.jsonl. Runs in a network namespace with only loopback (unshare
+# -n; root, or user namespaces).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [[ "${PEERBENCH_IN_NETNS:-}" != 1 ]]; then
@@ -77,16 +79,37 @@ wait_port() {
 rss() { ps -o rss= -p "$1" 2>/dev/null | tr -d ' '; }
 stop() { local p; for p in "$@"; do kill "$p" 2>/dev/null; done; for p in "$@"; do wait "$p" 2>/dev/null; done; }
 
+# ticks PID...: the CPU time (user + system, clock ticks) the processes have used.
+ticks() { local p t=0; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo "$t"; }
+# machine: the machine's busy and idle clock ticks (steal in neither).
+machine() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat; }
+HZ=$(getconf CLK_TCK)
+
 # load KIND ERA C TARGET PID URL TOOL ARGS EXPECT N: one loadgen run, one line of $RES.
+# Beside the load generator's figures it records the CPU per call of the
+# process measured (the direct upstream, or toolgate), of what toolgate
+# calls (its stdio child, the HTTP upstream, restecho), and of the whole
+# machine, and the machine's idle share: at C=16 and 64 the three
+# processes share 2 CPUs, so a ratio is a ratio of CPU per call when the
+# machine is busy.
 load() {
-  local kind=$1 era=$2 c=$3 tgt=$4 pid=$5 url=$6 tool=$7 args=$8 expect=$9 n=${10} proto=() out
+  local kind=$1 era=$2 c=$3 tgt=$4 pid=$5 url=$6 tool=$7 args=$8 expect=$9 n=${10} proto=() out behind=()
+  local warm=$((c > 20 ? c * 2 : 50))
   [[ $era == 2026 ]] && proto=(-protocol auto)
+  if [[ $tgt == toolgate ]]; then
+    case $kind in stdio) mapfile -t behind < <(pgrep -P "$pid");; http) behind=("$UP");; rest) behind=("$RE");; esac
+  fi
+  local t0 b0 m0 i0 t1 b1 m1 i1
+  t0=$(ticks "$pid") b0=$(ticks "${behind[@]}"); read -r m0 i0 < <(machine)
   out=$("$B/loadgen" -json -label "$kind-$tgt" -url "$url" -tool "$tool" -args "$args" -expect "$expect" \
-        -n "$n" -c "$c" -warmup $((c > 20 ? c * 2 : 50)) -max-duration 120s -pid "$pid" "${proto[@]}" 2>>"$OUT/loadgen.err")
+        -n "$n" -c "$c" -warmup "$warm" -max-duration 120s -pid "$pid" "${proto[@]}" 2>>"$OUT/loadgen.err")
+  t1=$(ticks "$pid") b1=$(ticks "${behind[@]}"); read -r m1 i1 < <(machine)
   [[ $out == \{* ]] || out='{"fatal":"'$(tail -c 200 "$OUT/loadgen.err" | tr '"\n' "' ")'"}'
   jq -c --arg k "$kind" --arg e "$era" --argjson c "$c" --arg t "$tgt" --argjson r "$ROUND" \
-    '. + {kind: $k, era: $e, conc: $c, target: $t, round: $r}' <<<"$out" >> "$RES"
-  log "$kind $era c=$c $tgt: $(tail -n1 "$RES" | jq -r '"\(.calls_per_s // 0 | floor) calls/s p50 \(.p50_ms) ms p99 \(.p99_ms) ms errors \(.errors) \(.first_error // .fatal // "")"')"
+    --argjson us "$(( (t1 - t0) * 1000000 / HZ / (n + warm) ))" --argjson bus "$(( (b1 - b0) * 1000000 / HZ / (n + warm) ))" \
+    --argjson mus "$(( (m1 - m0) * 1000000 / HZ / (n + warm) ))" --argjson idle "$(( (i1 - i0) * 100 / (m1 - m0 + i1 - i0 + 1) ))" \
+    '. + {kind: $k, era: $e, conc: $c, target: $t, round: $r, cpu_us: $us, behind_cpu_us: $bus, machine_cpu_us: $mus, idle_pct: $idle}' <<<"$out" >> "$RES"
+  log "$kind $era c=$c $tgt: $(tail -n1 "$RES" | jq -r '"\(.calls_per_s // 0 | floor) calls/s p50 \(.p50_ms) ms p99 \(.p99_ms) ms errors \(.errors) cpu/call \(.cpu_us)+\(.behind_cpu_us) us, machine \(.machine_cpu_us) us, idle \(.idle_pct)% \(.first_error // .fatal // "")"')"
 }
 
 for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
@@ -154,10 +177,17 @@ jq -rs '
   )) as $rows |
   (map(select(.rss == true)) | group_by(.kind) | map(
     "| \(.[0].kind) | \([.[].start_kb] | med / 1024 | f(1)) | \([.[].after10k_kb] | med / 1024 | f(1)) | \([.[].afterN_kb] | med / 1024 | f(1)) (\(.[0].flat_n)) | \(if ([.[].after10k_kb] | med) > 0 then (([.[].afterN_kb] | med) / ([.[].after10k_kb] | med) | f(2)) else "-" end) |")) as $mem |
+  (map(select(.rss != true and .fatal == null)) | group_by([.kind, .era, .conc]) | map(
+    . as $g | ($g[0]) as $h |
+    [$g[] | select(.target == "direct")] as $d | [$g[] | select(.target == "toolgate")] as $t |
+    "| \($h.kind) | \($h.era) | \($h.conc) | \([$d[].cpu_us // 0] | med) | \([$t[].cpu_us // 0] | med) | \([$t[].behind_cpu_us // 0] | med) | \([$d[].machine_cpu_us // 0] | med) | \([$t[].machine_cpu_us // 0] | med) | \([$d[].idle_pct // 0] | med) / \([$t[].idle_pct // 0] | med) |"
+  )) as $cpu |
   (map(select(.fatal != null)) | map("- failed: \(.kind) \(.era) c=\(.conc) \(.target): \(.fatal)")) as $fails |
   (["| kind | era | C | direct calls/s | toolgate calls/s | toolgate/direct | direct p50 ms | toolgate p50 ms | added p50 ms | direct p99 ms | toolgate p99 ms | toolgate errors |",
     "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + $rows +
-   ["", "| kind | toolgate RSS at start MB | after 10k calls MB | after N calls MB (N) | after N / after 10k |", "|---|---:|---:|---:|---:|"] + $mem + [""] + $fails) | .[]
+   ["", "| kind | toolgate RSS at start MB | after 10k calls MB | after N calls MB (N) | after N / after 10k |", "|---|---:|---:|---:|---:|"] + $mem +
+   ["", "CPU per call (µs, from /proc; medians over rounds): the direct upstream; toolgate and what it calls (its stdio child, the HTTP upstream, restecho); the whole machine for each; the machine idle share.", "",
+    "| kind | era | C | direct upstream | toolgate | behind toolgate | machine, direct | machine, toolgate | idle % direct / toolgate |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"] + $cpu + [""] + $fails) | .[]
 ' "$RES" > "$OUT/table.md"
 cat "$OUT/table.md"
 echo "results: $OUT" >&2
