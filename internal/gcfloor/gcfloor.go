@@ -6,11 +6,11 @@
 // Why: a gateway's live heap is a couple of megabytes, and the runtime's
 // smallest heap goal is 4 MiB. Every call allocates some 14 KB (net/http
 // on both sides, JSON), so at 10,000 calls a second the collector ran
-// about 70 times a second: 18–31 µs of collector CPU per call, a fifth of
-// toolgate's, and 3–5 µs with a 16 MiB floor (GODEBUG=gctrace=1, each
-// kind at 16 sessions; docs/benchmarks.md). A bigger GOGC would do it for
-// a small heap but multiply a large one; the floor costs at most its own
-// size in memory, and nothing once the live heap passes half of it.
+// about 70 times a second; with a 16 MiB floor, about 10, and toolgate's
+// CPU per proxied REST call fell by about a fifth (docs/benchmarks.md,
+// §10). A bigger GOGC would do it for a small heap but multiply a large
+// one; the floor costs at most its own size in memory, and nothing once
+// the live heap passes half of it.
 //
 // How: after each collection (a finalizer on a sentinel that each
 // collection frees and the finalizer allocates again) the collector's
