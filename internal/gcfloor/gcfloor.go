@@ -19,8 +19,9 @@
 //	goal = max(4 MiB × p/100, live + (live + stacks + globals) × p/100)
 //
 // is the runtime's own goal (heapMinimum is 4 MiB, or 512 KiB under
-// GOEXPERIMENT=heapminimum512kib); p is the largest value, at least 100,
-// that keeps both terms at or under the floor.
+// GOEXPERIMENT=heapminimum512kib); p is the largest value, at least 100
+// and at least the percentage in force at Start, that keeps both terms at
+// or under the floor.
 //
 // The bound holds in a steady state. The runtime sets a cycle's goal when
 // the previous cycle ends, with the percentage in force then, and the
@@ -107,7 +108,8 @@ func (f *Floor) adjust() bool {
 		return true // GOGC=off: nothing to raise
 	}
 	metrics.Read(f.samples)
-	p := percent(f.floor, f.samples[0].Value.Uint64(), f.samples[1].Value.Uint64()+f.samples[2].Value.Uint64())
+	// Never under the percentage Start found: the floor only raises.
+	p := max(f.orig, percent(f.floor, f.samples[0].Value.Uint64(), f.samples[1].Value.Uint64()+f.samples[2].Value.Uint64()))
 	if p != debug.SetGCPercent(p) && f.adjusted != nil {
 		f.adjusted(p)
 	}

@@ -141,3 +141,18 @@ func TestFloorFollowsTheLiveHeap(t *testing.T) {
 	}
 	runtime.GC() // the finalizer sees the stop and does not arm again
 }
+
+// TestFloorOnlyRaises: a percentage already over what the floor would set
+// is kept.
+func TestFloorOnlyRaises(t *testing.T) {
+	orig := debug.SetGCPercent(5000)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	f := start(16*mib, nil)
+	runtime.GC()
+	runtime.GC()
+	got := debug.SetGCPercent(5000)
+	f.Stop()
+	if got != 5000 {
+		t.Fatalf("with GOGC=5000 before Start, the floor set %d", got)
+	}
+}
