@@ -251,7 +251,10 @@ func (t *stdioTransport) answer(resp *transport.JSONRPCResponse) {
 	if err != nil {
 		b, _ = json.Marshal(transport.NewJSONRPCErrorResponse(resp.ID, mcp.INTERNAL_ERROR, "toolgate could not encode the answer: "+err.Error(), nil))
 	}
-	_ = t.write(append(b, '\n'))
+	// Past the calls' backlog bound too: the upstream waits for it, and it
+	// is sent once. Only an upstream that keeps asking while reading none
+	// of it meets the answers' own bound, twice the calls'.
+	_ = t.write(append(b, '\n'), 2*maxQueuedWrites)
 }
 
 // SendRequest sends request and waits for its response, the end of the
@@ -280,7 +283,7 @@ func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSON
 		}
 		t.mu.Unlock()
 	}
-	if err := t.write(append(b, '\n')); err != nil {
+	if err := t.write(append(b, '\n'), maxQueuedWrites); err != nil {
 		forget()
 		return nil, fmt.Errorf("writing to the upstream's stdin: %w", err)
 	}
@@ -314,7 +317,7 @@ func (t *stdioTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNoti
 	if err != nil {
 		return fmt.Errorf("encoding the notification: %w", err)
 	}
-	if err := t.write(append(b, '\n')); err != nil {
+	if err := t.write(append(b, '\n'), maxQueuedWrites); err != nil {
 		return fmt.Errorf("writing to the upstream's stdin: %w", err)
 	}
 	return nil
@@ -326,15 +329,17 @@ func (t *stdioTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNoti
 // so the stream ends and its call with it. A write the upstream does not
 // read blocks its caller, whatever the call's context, until the upstream
 // reads or Close closes the pipe (as mcp-go's transport does); calls
-// queued behind it wait with their contexts.
-func (t *stdioTransport) write(msg []byte) error {
+// queued behind it wait with their contexts. A message that would take
+// the bytes waiting past limit is refused (errStdinBacklog); the first one
+// waiting is always taken.
+func (t *stdioTransport) write(msg []byte, limit int) error {
 	t.wmu.Lock()
 	switch {
 	case t.closed:
 		t.wmu.Unlock()
 		return transport.ErrTransportClosed
 	case t.writing:
-		if len(t.wbuf) > 0 && len(t.wbuf)+len(msg) > maxQueuedWrites {
+		if len(t.wbuf) > 0 && len(t.wbuf)+len(msg) > limit {
 			t.wmu.Unlock()
 			return errStdinBacklog
 		}

@@ -2,6 +2,7 @@ package mcpup
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,10 +122,11 @@ func TestStdioTransportConcurrentCalls(t *testing.T) {
 }
 
 // An upstream that stops reading its stdin holds one write; what queues
-// behind it is bounded, a call past the bound fails at once, and Close
-// ends the blocked write and the waiting calls.
+// behind it is bounded, a call past the bound fails at once (the answer
+// to the upstream's own request is still queued), and Close ends the
+// blocked write and the waiting calls.
 func TestStdioTransportBacklog(t *testing.T) {
-	tr, _, _ := pipeTransport(t) // nothing reads what the transport writes
+	tr, _, out := pipeTransport(t) // nothing reads what the transport writes
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	send := func(id string, size int) error {
@@ -137,7 +139,7 @@ func TestStdioTransportBacklog(t *testing.T) {
 	results := make(chan error, 3)
 	// Over a pipe's buffer: this write blocks in the kernel.
 	go func() { results <- send("blocked", 1<<20) }()
-	waitFor := func(cond func() bool) {
+	until := func(cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(waitLimit); time.Now().Before(deadline); runtime.Gosched() {
 			if cond() {
@@ -147,13 +149,24 @@ func TestStdioTransportBacklog(t *testing.T) {
 		t.Fatal("condition never held")
 	}
 	writing := func() bool { tr.wmu.Lock(); defer tr.wmu.Unlock(); return tr.writing }
-	waitFor(writing)
+	until(writing)
 	// Queued behind it: returns only with its response (or the end).
-	go func() { results <- send("queued", maxQueuedWrites/2) }()
-	waitFor(func() bool { tr.wmu.Lock(); defer tr.wmu.Unlock(); return len(tr.wbuf) > 0 })
-	if err := send("over", maxQueuedWrites/2+1); !errors.Is(err, errStdinBacklog) {
+	// A queue at the bound: the first message waiting is taken whatever
+	// its size.
+	go func() { results <- send("queued", maxQueuedWrites) }()
+	until(func() bool { tr.wmu.Lock(); defer tr.wmu.Unlock(); return len(tr.wbuf) > 0 })
+	if err := send("over", 1); !errors.Is(err, errStdinBacklog) {
 		t.Fatalf("a call past the backlog bound: %v, want %v", err, errStdinBacklog)
 	}
+	// The answer to the upstream's own request is queued past the bound:
+	// the upstream waits for it, and nothing would send it again.
+	tr.SetRequestHandler(func(_ context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+		return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: json.RawMessage(`{"roots":[]}`)}, nil
+	})
+	if _, err := io.WriteString(out, `{"jsonrpc":"2.0","id":7,"method":"roots/list"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	until(func() bool { tr.wmu.Lock(); defer tr.wmu.Unlock(); return bytes.Contains(tr.wbuf, []byte(`"roots"`)) })
 	if err := tr.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
