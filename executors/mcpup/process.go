@@ -289,8 +289,9 @@ const guardBufferSize = 64 << 10
 // next returns the next line, its newline kept (none on a last line the
 // end of the stream cut short; an oversized line's stand-in may be
 // empty), or io.EOF once the stream has ended (onEnd is called then) or a
-// line of garbage came (onGarbage is). It is called by the transport's
-// read goroutine only.
+// line of garbage came (onGarbage is). Each line is a slice of its own,
+// the caller's to keep. It is called by the transport's read goroutine
+// only.
 func (g *lineGuard) next() ([]byte, error) {
 	if g.ended {
 		if !g.endReported {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -19,9 +18,11 @@ import (
 // pipes, in place of mcp-go's own (transport.NewIO), which is on every
 // proxied call's path (issue 16):
 //
-//   - A message from the upstream is decoded once. mcp-go's reader copies
-//     each line twice more and decodes a response twice (its shape, then
-//     the response).
+//   - A result of toolgate's own request, the message on every call's
+//     path, is scanned, not decoded (scanResponse); other messages are
+//     decoded for their shape, then as what they are. mcp-go's reader
+//     copies each line twice more and decodes a response twice (its
+//     shape, then the response).
 //   - Writes are batched under load: a message sent while another is being
 //     written joins a buffer that one flusher goroutine writes when that
 //     write returns, so concurrent calls share write system calls (and the
@@ -67,7 +68,7 @@ const maxKeptBuffer = 64 << 10
 
 // errStdinBacklog fails a call whose message found maxQueuedWrites
 // waiting; the connection stays up (classifyTransport).
-var errStdinBacklog = errors.New("the upstream is not reading its stdin: over 8 MiB of messages wait to be written")
+var errStdinBacklog = fmt.Errorf("the upstream is not reading its stdin: over %d MiB of messages wait to be written", maxQueuedWrites>>20)
 
 func newStdioTransport(lines *lineGuard, out io.WriteCloser) *stdioTransport {
 	t := &stdioTransport{lines: lines, out: out, pending: make(map[string]chan *transport.JSONRPCResponse), done: make(chan struct{})}
@@ -172,8 +173,8 @@ func (t *stdioTransport) deliver(id mcp.RequestId, resp *transport.JSONRPCRespon
 // requests (whose ids are strings), without decoding it: a JSON object
 // whose members are "jsonrpc": "2.0", a string id of printable ASCII
 // without escapes, and a result, each once, and others that a decoding
-// ignores. It returns the id's text and a copy of the result (line is the
-// reader's buffer). ok is false for anything else (an error, a method, a
+// ignores. It returns the id's text and the result, a slice of line (the
+// lineGuard's lines are the caller's to keep). ok is false for anything else (an error, a method, a
 // member given twice, another id), which dispatch decodes; line is valid
 // JSON (the lineGuard has checked it).
 func scanResponse(line []byte) (id string, result json.RawMessage, ok bool) {
@@ -198,12 +199,11 @@ func scanResponse(line []byte) (id string, result json.RawMessage, ok bool) {
 			if result != nil {
 				return false
 			}
-			s.WS()
-			start := s.Pos()
-			if !s.Value() {
+			v, ok := s.Raw()
+			if !ok {
 				return false
 			}
-			result = bytes.Clone(line[start:s.Pos()])
+			result = v[:len(v):len(v)]
 		case jsonscan.FoldEq(key, "method"), jsonscan.FoldEq(key, "error"):
 			return false
 		default:

@@ -78,7 +78,7 @@ func BenchmarkStdioCallParallel(b *testing.B) {
 	e := m.exec(b, "fs__echo")
 	c := executors.Call{Tool: &registry.Tool{Name: "fs__echo", Kind: registry.MCP}, Raw: json.RawMessage(`{"text":"hello"}`)}
 	b.ReportAllocs()
-	b.SetParallelism(8) // 16 goroutines on 2 CPUs
+	b.SetParallelism(8) // 8×GOMAXPROCS goroutines: 16 on 2 CPUs
 	start := cpuTime()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -151,6 +151,16 @@ func (s *Scanner) PlainString() ([]byte, bool) {
 	return nil, false
 }
 
+// Raw skips one JSON value and returns its bytes, a slice of the input.
+func (s *Scanner) Raw() ([]byte, bool) {
+	s.WS()
+	start := s.i
+	if !s.Value() {
+		return nil, false
+	}
+	return s.b[start:s.i], true
+}
+
 // Value skips one JSON value.
 func (s *Scanner) Value() bool {
 	s.WS()

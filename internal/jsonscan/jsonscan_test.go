@@ -53,3 +53,24 @@ func TestDeepBodyBoundedStack(t *testing.T) {
 		t.Error("4 Mi open brackets read")
 	}
 }
+
+// Raw returns each member's value as it stands, white space around it
+// left out, and refuses a value cut short.
+func TestRaw(t *testing.T) {
+	msg := []byte(`{"a": {"b":[1, "x\"y"]} , "c":null,"d" :"e"}`)
+	s := New(msg)
+	var got []string
+	if !s.Object(func([]byte) bool {
+		v, ok := s.Raw()
+		got = append(got, string(v))
+		return ok
+	}) {
+		t.Fatalf("%s not read", msg)
+	}
+	if want := []string{`{"b":[1, "x\"y"]}`, `null`, `"e"`}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("values %q, want %q", got, want)
+	}
+	if v, ok := New([]byte(` [1, 2`)).Raw(); ok {
+		t.Errorf("a value cut short read as %q", v)
+	}
+}

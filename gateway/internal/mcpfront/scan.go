@@ -18,13 +18,8 @@ func scanCall(msg []byte) (method, name, id []byte, ok bool) {
 			method, ok = s.PlainString()
 			return ok
 		case jsonscan.FoldEq(key, "id"):
-			s.WS()
-			start := s.Pos()
-			if !s.Value() {
-				return false
-			}
-			id = msg[start:s.Pos()]
-			return true
+			id, ok = s.Raw()
+			return ok
 		case jsonscan.FoldEq(key, "params"):
 			if c, more := s.Next(); more && c != '{' {
 				return s.Value()

@@ -70,10 +70,8 @@ func readSessionCall(msg []byte, m *sessionCall) bool {
 	}
 	s := jsonscan.New(msg)
 	span := func() json.RawMessage { // the next value, which is valid JSON
-		s.Next()
-		start := s.Pos()
-		s.Value()
-		return msg[start:s.Pos()]
+		v, _ := s.Raw()
+		return v
 	}
 	str := func() (string, bool) {
 		if c, _ := s.Next(); c != '"' {
