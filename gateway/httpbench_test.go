@@ -61,6 +61,7 @@ func benchSession(b *testing.B, url, tool string) func() {
 // in a row of a session, and a benchmark of identical calls would measure
 // that refusal.
 func checkEcho(b *testing.B, tool string, n int, out []byte) {
+	b.Helper()
 	if !bytes.Contains(out, []byte(`"hello, toolgate `+strconv.Itoa(n)+`"`)) {
 		b.Fatalf("tools/call %s, call %d = %s; want the text echoed", tool, n, out)
 	}

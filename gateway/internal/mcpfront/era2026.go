@@ -210,13 +210,13 @@ func (f *Front) serveModernCall(w http.ResponseWriter, r *http.Request, p *httpP
 		return false
 	}
 	var m modernCall
-	var rid mcp.RequestId
 	if json.Unmarshal(msg, &m) != nil || m.Params.Name != string(name) ||
-		m.JSONRPC != mcp.JSONRPC_VERSION || m.Result != nil || m.Error != nil || json.Unmarshal(id, &rid) != nil {
+		m.JSONRPC != mcp.JSONRPC_VERSION || m.Result != nil || m.Error != nil {
 		return false // mcp-go answers, or refuses, what is not a plain tools/call
 	}
-	if out, err := json.Marshal(rid); err == nil { // as mcp-go writes it back: 1.0 is 1
-		id = out
+	_, id, ok := replyID(id)
+	if !ok {
+		return false
 	}
 	mp := m.Params
 	var version string

@@ -161,11 +161,26 @@ func simpleID(id []byte) (mcp.RequestId, bool) {
 	return mcp.NewRequestId(v), true
 }
 
+// replyID reads a request's id as mcp-go does and returns it with the
+// bytes mcp-go writes back for it (1.0 is 1); ok is false when it is no
+// id. A plain id (simpleID) is taken as it came, without decoding.
+func replyID(id json.RawMessage) (rid mcp.RequestId, out json.RawMessage, ok bool) {
+	if rid, ok := simpleID(id); ok {
+		return rid, id, true
+	}
+	if json.Unmarshal(id, &rid) != nil {
+		return rid, nil, false
+	}
+	if out, err := json.Marshal(rid); err == nil {
+		return rid, out, true
+	}
+	return rid, id, true
+}
+
 // serveSessionCall serves a tools/call of streamable session c on the fast
 // path and reports whether it did; false leaves the request, untouched,
 // to mcp-go.
 func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *httpParts, c *clientSession, msg []byte, id json.RawMessage) bool {
-	idOut := id
 	if r.Header.Get(mcp.HeaderLastEventID) != "" || !hostAccepted(r) || !isJSONContent(r) {
 		return false
 	}
@@ -184,14 +199,9 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 	if m.JSONRPC != mcp.JSONRPC_VERSION || m.Result != nil || m.Error != nil || m.Params.Task != nil {
 		return false // mcp-go answers, or refuses, what is not a plain tools/call
 	}
-	rid, ok := simpleID(id)
+	rid, idOut, ok := replyID(id)
 	if !ok {
-		if json.Unmarshal(id, &rid) != nil {
-			return false
-		}
-		if id, err := json.Marshal(rid); err == nil { // as mcp-go writes it back: 1.0 is 1
-			idOut = id
-		}
+		return false
 	}
 	mp := m.Params
 	tool := f.mcp.GetTool(mp.Name)

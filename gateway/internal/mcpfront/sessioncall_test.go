@@ -223,11 +223,15 @@ func FuzzReadSessionCall(f *testing.F) {
 }
 
 func TestSimpleID(t *testing.T) {
+	plain := map[string]bool{`0`: true, `7`: true, `123456789012345`: true, `"a-1"`: true, `""`: true, `" x~"`: true}
 	for _, id := range []string{`0`, `7`, `123456789012345`, `"a-1"`, `""`, `" x~"`,
 		`1234567890123456`, `12345678901234567891`, `1.0`, `-1`, `01`, `"a<b"`, `"\u0041"`, `"é"`, `null`, `{}`} {
 		var want mcp.RequestId
 		wantErr := json.Unmarshal([]byte(id), &want)
 		got, ok := simpleID([]byte(id))
+		if ok != plain[id] {
+			t.Errorf("simpleID(%s) ok = %v, want %v", id, ok, plain[id])
+		}
 		if !ok {
 			continue
 		}
