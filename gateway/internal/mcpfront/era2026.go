@@ -252,7 +252,7 @@ func (f *Front) serveModernCall(w http.ResponseWriter, r *http.Request, p *httpP
 	req.Header = r.Header
 	ctx := f.mcp.WithContext(r.Context(), &modernSession{ch: make(chan mcp.JSONRPCNotification, 1)})
 	ctx = server.WithRequestProtocolInfo(ctx, info)
-	res, err := callTool(ctx, tool.Handler, req)
+	res, err := tool.Handler(ctx, req)
 	if err == nil && res != nil {
 		if res.GetResultType() == "" {
 			res.SetResultType(mcp.ResultTypeComplete)

@@ -3,8 +3,10 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,7 +191,6 @@ func New(b Backend, o Options) *Front {
 	f.mcp = server.NewMCPServer(o.Name, o.Version,
 		server.WithToolCapabilities(true),
 		server.WithHooks(hooks),
-		server.WithRecovery(),
 		server.WithInstructions(o.Instructions),
 	)
 	// Resources, prompts, completion and logging (surface.go), set up once
@@ -241,7 +242,16 @@ func removedOnly(add []Tool, remove []string) []string {
 // every result: mcp-go turns a handler's error into a JSON-RPC internal
 // error, and tool failures must reach the model as results.
 func (f *Front) handler(call func(context.Context, *Request) *executors.Result) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		// Every path runs a tool through here (mcp-go's and both fast
+		// paths): a panic is logged and answered as mcp-go's WithRecovery
+		// would, -32603. The executors' own panics are the dispatcher's.
+		defer func() {
+			if p := recover(); p != nil {
+				f.logger.Error("tool handler panicked", "tool", req.Params.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, p)
+			}
+		}()
 		r := Request{Args: req.Params.Arguments, Raw: req.Params.RawArguments, Progress: f.progress(ctx, req.Params.Meta)}
 		if m := req.Params.Meta; m != nil {
 			r.Meta = m.AdditionalFields
@@ -263,11 +273,11 @@ func (f *Front) handler(call func(context.Context, *Request) *executors.Result) 
 		if raw != nil && !raw.claimed.CompareAndSwap(false, true) {
 			raw = nil
 		}
-		res := call(ctx, &r)
-		if raw != nil && raw.take(res) {
+		out := call(ctx, &r)
+		if raw != nil && raw.take(out) {
 			return rawTaken, nil
 		}
-		return wireResult(res), nil
+		return wireResult(out), nil
 	}
 }
 

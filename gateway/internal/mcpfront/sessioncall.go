@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"mime"
 	"net"
 	"net/http"
@@ -226,7 +225,7 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 	c.calls.Store(key, call) // a second call of the same ID takes the entry, as in mcp-go
 	defer c.calls.CompareAndDelete(key, call)
 	raw := &rawReply{}
-	res, err := callTool(context.WithValue(ctx, rawReplyKey{}, raw), tool.Handler, req)
+	res, err := tool.Handler(context.WithValue(ctx, rawReplyKey{}, raw), req)
 	var reply []byte
 	if err == nil && res == rawTaken {
 		if reply = rawResponse(idOut, raw.result); reply == nil {
@@ -321,17 +320,6 @@ func callFailure(id json.RawMessage, err error) []byte {
 		msg = err.Error()
 	}
 	return rpcError(id, mcp.INTERNAL_ERROR, msg, nil)
-}
-
-// callTool calls h, recovering a panic as mcp-go's WithRecovery does: the
-// call's answer is then -32603 with this error.
-func callTool(ctx context.Context, h server.ToolHandlerFunc, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, p)
-		}
-	}()
-	return h(ctx, req)
 }
 
 // fastCall is a fast-path call in flight, as its session finds it to

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +24,8 @@ import (
 // same session.
 func TestSessionCallMatchesMCPGo(t *testing.T) {
 	g, _ := newGateway(t, nil)
+	logs := &logLines{}
+	g.logger = slog.New(slog.NewTextHandler(logs, nil))
 	g.addTool(t, "boom", func(context.Context, *Request) *executors.Result { panic("boom") })
 	// pass answers with its arguments as an upstream's result, which the
 	// fast path forwards as it is when it can (rawReply).
@@ -99,6 +103,11 @@ func TestSessionCallMatchesMCPGo(t *testing.T) {
 			t.Errorf("%s: front %d %q, mcp-go %d %q; body diff (-mcp-go +front):\n%s",
 				tc.body, status, hdr.Get("Content-Type"), rec.Code, rec.Header().Get("Content-Type"), diff)
 		}
+	}
+	// boom's panic, on the fast path and on mcp-go's, is logged with its
+	// stack (and answered -32603, as compared above).
+	if got := logs.String(); strings.Count(got, `msg="tool handler panicked" tool=boom panic=boom stack=`) != 2 {
+		t.Errorf("boom's two panics not logged with their stacks; the log:\n%s", got)
 	}
 	// The fast path runs the call in its session: the counter counts on.
 	for want := 1; want <= 2; want++ {
@@ -242,4 +251,22 @@ func TestSimpleID(t *testing.T) {
 			t.Errorf("simpleID(%s) writes back as %s", id, out)
 		}
 	}
+}
+
+// logLines keeps what a logger writes, from any goroutine.
+type logLines struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
