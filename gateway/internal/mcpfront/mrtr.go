@@ -213,8 +213,9 @@ func (m *mrtr) start(ctx, root context.Context, principalName string, bind bindi
 	return c, true
 }
 
-// runRecovered runs run, turning a panic into an error: mcp-go's
-// recovery covers its handler's goroutine, not this one.
+// runRecovered runs run, turning a panic into an error: the tool
+// handler's recovery (Front.handler) covers its own goroutine, not this
+// one.
 func runRecovered(ctx context.Context, c *continuation, run func(context.Context, *continuation) outcome) (out outcome) {
 	defer func() {
 		if p := recover(); p != nil {

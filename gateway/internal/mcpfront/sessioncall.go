@@ -311,9 +311,8 @@ func toolCallRequest(name string, args json.RawMessage, meta map[string]json.Raw
 }
 
 // callFailure is a fast path's answer to a call whose handler failed: a
-// panic (mcp-go's WithRecovery answers one so) or, unreachable with the
-// front's handlers (front.go), which return every failure as a result,
-// an error.
+// panic, which the handler recovers (Front.handler) as mcp-go would
+// answer it, or an error, which the front's handlers never return.
 func callFailure(id json.RawMessage, err error) []byte {
 	msg := "the tool call failed"
 	if err != nil {
