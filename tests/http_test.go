@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -399,19 +400,33 @@ func TestSecretsNeverLogged(t *testing.T) {
 func TestServeHeapFloor(t *testing.T) {
 	raised := func(p float64) bool { return p > 100 }
 	for _, c := range []struct {
-		env  string // GOGC=VALUE, or GOGC unset
+		gogc string // "unset": no GOGC at all
 		ok   func(float64) bool
 		want string
 	}{
-		{"GOGC", raised, "over 100: the floor raises it for a small heap"},
-		{"GOGC=", raised, "over 100: an empty GOGC is the runtime's default"},
-		{"GOGC=100", func(p float64) bool { return p == 100 }, "100, as GOGC says"},
-		{"GOGC=150", func(p float64) bool { return p == 150 }, "150, as GOGC says"},
+		{"unset", raised, "over 100: the floor raises it for a small heap"},
+		{"", raised, "over 100: an empty GOGC is the runtime's default"},
+		{"100", func(p float64) bool { return p == 100 }, "100, as GOGC says"},
+		{"150", func(p float64) bool { return p == 150 }, "150, as GOGC says"},
 	} {
-		srv := startServeEnv(t, baseConfig, listenTimeout, []string{c.env, "GOMEMLIMIT"})
-		p, ok := metricValue(scrape(t, srv.URL), "go_gc_gogc_percent", nil)
-		if !ok || !c.ok(p) {
-			t.Errorf("%s: go_gc_gogc_percent = %v (present %v), want %s", c.env, p, ok, c.want)
-		}
+		t.Run("GOGC="+c.gogc, func(t *testing.T) {
+			// t.Setenv restores both; the child inherits what they leave.
+			t.Setenv("GOGC", c.gogc)
+			t.Setenv("GOMEMLIMIT", "")
+			unset := []string{"GOMEMLIMIT"}
+			if c.gogc == "unset" {
+				unset = append(unset, "GOGC")
+			}
+			for _, name := range unset {
+				if err := os.Unsetenv(name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv := startServe(t, baseConfig)
+			p, ok := metricValue(scrape(t, srv.URL), "go_gc_gogc_percent", nil)
+			if !ok || !c.ok(p) {
+				t.Errorf("go_gc_gogc_percent = %v (present %v), want %s", p, ok, c.want)
+			}
+		})
 	}
 }

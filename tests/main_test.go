@@ -132,18 +132,8 @@ func startServe(t *testing.T, yaml string) *server {
 // under -race).
 func startServeWithin(t *testing.T, yaml string, within time.Duration) *server {
 	t.Helper()
-	return startServeEnv(t, yaml, within, nil)
-}
-
-// startServeEnv is startServeWithin with env changing the process's
-// environment: NAME=VALUE sets a variable, a bare NAME unsets it.
-func startServeEnv(t *testing.T, yaml string, within time.Duration, env []string) *server {
-	t.Helper()
 	s := &server{ConfigPath: writeConfig(t, yaml), exited: make(chan struct{})}
 	s.cmd = exec.Command(toolgateBin, "serve", "--config", s.ConfigPath, "--listen", "127.0.0.1:0", "--log-format", "json")
-	if env != nil {
-		s.cmd.Env = withEnv(os.Environ(), env)
-	}
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatalf("creating the stderr pipe: %v", err)
@@ -175,28 +165,6 @@ func startServeEnv(t *testing.T, yaml string, within time.Duration, env []string
 		t.Fatalf("toolgate serve logged no \"listening\" line within %v; stderr:\n%s", within, s.Stderr())
 	}
 	return s
-}
-
-// withEnv is base with the changes of env: NAME=VALUE sets a variable,
-// a bare NAME unsets it.
-func withEnv(base, env []string) []string {
-	names := map[string]bool{}
-	for _, e := range env {
-		name, _, _ := strings.Cut(e, "=")
-		names[name] = true
-	}
-	var out []string
-	for _, e := range base {
-		if name, _, _ := strings.Cut(e, "="); !names[name] {
-			out = append(out, e)
-		}
-	}
-	for _, e := range env {
-		if strings.Contains(e, "=") {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // readStderr keeps every line the process writes to stderr, sends the

@@ -590,9 +590,6 @@ func waitProcs(t *testing.T, m procMarker, n int) {
 	})
 }
 
-// serveUpstreams is startServe for a config whose stdio upstreams carry m.
-// Once the test's clients are closed, it stops the server and checks that
-// no process carrying m remains (toolgate reaps its children on SIGTERM).
 // everythingUpstream is the upstreams: entry of ev, server-everything over
 // stdio, its processes marked by m.
 func everythingUpstream(t *testing.T, m procMarker) string {
@@ -601,6 +598,9 @@ func everythingUpstream(t *testing.T, m procMarker) string {
 		npmEntry(t, "server-everything"), m.yaml())
 }
 
+// serveUpstreams is startServe for a config whose stdio upstreams carry m.
+// Once the test's clients are closed, it stops the server and checks that
+// no process carrying m remains (toolgate reaps its children on SIGTERM).
 func serveUpstreams(t *testing.T, m procMarker, yaml string) *server {
 	t.Helper()
 	// The tests poll with identical calls: no loop guard.
