@@ -105,10 +105,13 @@ load() {
         -n "$n" -c "$c" -warmup "$warm" -max-duration 120s -pid "$pid" "${proto[@]}" 2>>"$OUT/loadgen.err")
   t1=$(ticks "$pid") b1=$(ticks "${behind[@]}"); read -r m1 i1 < <(machine)
   [[ $out == \{* ]] || out='{"fatal":"'$(tail -c 200 "$OUT/loadgen.err" | tr '"\n' "' ")'"}'
+  # Per call made: a run the load generator cut short (-max-duration)
+  # made fewer than n.
   jq -c --arg k "$kind" --arg e "$era" --argjson c "$c" --arg t "$tgt" --argjson r "$ROUND" \
-    --argjson us "$(( (t1 - t0) * 1000000 / HZ / (n + warm) ))" --argjson bus "$(( (b1 - b0) * 1000000 / HZ / (n + warm) ))" \
-    --argjson mus "$(( (m1 - m0) * 1000000 / HZ / (n + warm) ))" --argjson idle "$(( (i1 - i0) * 100 / (m1 - m0 + i1 - i0 + 1) ))" \
-    '. + {kind: $k, era: $e, conc: $c, target: $t, round: $r, cpu_us: $us, behind_cpu_us: $bus, machine_cpu_us: $mus, idle_pct: $idle}' <<<"$out" >> "$RES"
+    --argjson tt "$((t1 - t0))" --argjson bt "$((b1 - b0))" --argjson mt "$((m1 - m0))" --argjson hz "$HZ" --argjson warm "$warm" \
+    --argjson idle "$(( (i1 - i0) * 100 / (m1 - m0 + i1 - i0 + 1) ))" \
+    '((.ok // 0) + (.errors // 0) + $warm) as $calls | def us(x): if $calls > 0 then (x * 1000000 / $hz / $calls | floor) else 0 end;
+     . + {kind: $k, era: $e, conc: $c, target: $t, round: $r, cpu_us: us($tt), behind_cpu_us: us($bt), machine_cpu_us: us($mt), idle_pct: $idle}' <<<"$out" >> "$RES"
   log "$kind $era c=$c $tgt: $(tail -n1 "$RES" | jq -r '"\(.calls_per_s // 0 | floor) calls/s p50 \(.p50_ms) ms p99 \(.p99_ms) ms errors \(.errors) cpu/call \(.cpu_us)+\(.behind_cpu_us) us, machine \(.machine_cpu_us) us, idle \(.idle_pct)% \(.first_error // .fatal // "")"')"
 }
 
