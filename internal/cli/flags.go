@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // Common holds the flags every command takes.
@@ -37,13 +38,18 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// FirstLine returns the first line of s, cut to max bytes with "…".
+// FirstLine returns the first line of s, cut with "…" before max bytes
+// and never inside a character.
 func FirstLine(s string, max int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
 	if len(s) > max {
-		s = s[:max-1] + "…"
+		cut := max - 1
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
 	return s
 }
