@@ -191,13 +191,7 @@ func (o *agentOutput) toolResult(r agent.ToolResult) {
 }
 
 // shorten returns s on one line, cut to n bytes with "…".
-func shorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	return cli.FirstLine(s, n)
-}
+func shorten(s string, n int) string { return cli.FirstLine(oneLine(s), n) }
 
 // oneLine joins the lines of s.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -24,6 +24,7 @@
 // worth testing on its own: main only calls run(ctx, args, stdin, stdout,
 // stderr), which the tests drive directly, and the rest lives in the
 // packages it wires together. Of toolgate's packages it imports config,
-// gateway, internal/cli (what it shares with toolgate-agent) and registry;
-// nothing imports it.
+// gateway, internal/cli (what it shares with toolgate-agent),
+// internal/gcfloor (the collector's heap floor for serve and stdio) and
+// registry; nothing imports it.
 package main

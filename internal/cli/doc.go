@@ -6,6 +6,6 @@
 // It exists so that the agent loop can ship as its own binary
 // (cmd/toolgate-agent): Go runs the init of every linked package whatever
 // the subcommand, and the model providers' SDKs that package agent links
-// would cost every `toolgate serve` about 10 MB of RSS. Only the two mains
+// would cost every `toolgate serve` about 9 MiB of RSS. Only the two mains
 // import it.
 package cli
