@@ -358,7 +358,11 @@ func (f *Front) Close() {
 	if p != nil {
 		p.close()
 	}
-	f.cats.drainer.Wait() // ends with f.root, which mrtr.close has cancelled
+	// The drainer ends with f.root, which mrtr.close has cancelled; one
+	// that forgetSession starts, it starts under subMu with f.root alive.
+	f.cats.subMu.Lock()
+	f.cats.subMu.Unlock() //nolint:staticcheck // SA2001: an empty section, a barrier
+	f.cats.drainer.Wait()
 }
 
 // libLogger is the logger handed to mcp-go.

@@ -451,15 +451,18 @@ func (f *Front) forgetSession(id string) {
 			start, c.draining = start || !c.draining, true
 		}
 	}
+	if start {
+		// At most one runs; it ends when nothing is pending or the front
+		// closes (f.root), each source call bounded by unsubscribeTimeout.
+		// Started under subMu, which Close takes after ending f.root and
+		// before it waits: a drainer is either counted before that wait or
+		// never started.
+		c.drainer.Go(f.drainSubscriptions)
+	}
 	c.subMu.Unlock()
 	c.levelMu.Lock()
 	delete(c.levels, id)
 	c.levelMu.Unlock()
-	if start {
-		// At most one runs; it ends when nothing is pending or the front
-		// closes (f.root), each source call bounded by unsubscribeTimeout.
-		f.cats.drainer.Go(f.drainSubscriptions)
-	}
 }
 
 // drainSubscriptions brings the sources of the pending URIs up to date
