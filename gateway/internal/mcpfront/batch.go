@@ -287,6 +287,9 @@ func (f *Front) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *httpPa
 			}
 			return p.postElement(ctx, r, e)
 		}
+		if e.id == nil {
+			c.cancelCall(e.msg) // a fast-path call's notifications/cancelled
+		}
 		return f.handleInSession(ctx, e)
 	})
 	if reply == nil {
@@ -486,11 +489,6 @@ func (f *Front) serveSSEBatch(w http.ResponseWriter, p *httpParts, s *sseStream,
 // handleInSession hands a message to mcp-go in the session that ctx
 // carries, as its SSE and stdio transports do.
 func (f *Front) handleInSession(ctx context.Context, e batchElem) []byte {
-	if e.id == nil {
-		if s := server.ClientSessionFromContext(ctx); s != nil {
-			f.liveClient(s.SessionID()).cancelCall(e.msg) // a fast-path call's cancellation
-		}
-	}
 	resp := f.mcp.HandleMessage(ctx, e.msg)
 	if resp == nil {
 		return nil
