@@ -15,7 +15,7 @@ func TestFirstLine(t *testing.T) {
 		{"two\nlines", 10, "two"},
 		{"abcdefghij", 5, "abcd…"},
 		{"ééééé", 5, "éé…"}, // 10 bytes: cut at 4, a character boundary
-		{"aéééé", 5, "aé…"},  // cut at 4 would split the second é: back to 3
+		{"aéééé", 5, "aé…"}, // cut at 4 would split the second é: back to 3
 	} {
 		got := FirstLine(tc.s, tc.max)
 		if got != tc.want || !utf8.ValidString(got) {
