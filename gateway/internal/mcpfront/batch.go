@@ -285,6 +285,10 @@ func (f *Front) serveHTTPBatch(w http.ResponseWriter, r *http.Request, p *httpPa
 				// would take it for a request and start a forwarder.
 				return nil
 			}
+			if isAskID(e.id) {
+				c.answer(e.id, e.msg) // to a request of the front's (ask.go); late ones are dropped
+				return nil
+			}
 			return p.postElement(ctx, r, e)
 		}
 		if e.id == nil {

@@ -190,6 +190,11 @@ func (s *callStream) notify(method string, params any) bool {
 	if err != nil {
 		return false
 	}
+	return s.send(msg)
+}
+
+// send queues msg, one JSON-RPC message, as notify does.
+func (s *callStream) send(msg []byte) bool {
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
 	if s.closed {
@@ -207,6 +212,13 @@ func (s *callStream) notify(method string, params any) bool {
 	default:
 		return false
 	}
+}
+
+// closing reports whether end has begun: nothing more is sent.
+func (s *callStream) closing() bool {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	return s.closed
 }
 
 // write writes the queued notifications until end closes the queue.

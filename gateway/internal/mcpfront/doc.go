@@ -109,9 +109,14 @@
 //     resources/read to a listed URI's handler, else to the first template
 //     that matches it (TestSurface).
 //  24. A session's RequestSampling, RequestElicitation and ListRoots reach
-//     its client during one of its requests, over streamable HTTP on the
-//     request's stream or the session's GET stream (TestRelay,
-//     TestConformanceThroughToolgate); relay.go calls them for upstreams.
+//     its client during one of its requests; over streamable HTTP,
+//     sampling and roots only on the session's GET stream, which a client
+//     need not open, and which can lose a request queued as it attaches
+//     (with an event store the listening pump starts before the GET's
+//     connection attaches, and a request it takes then is only recorded).
+//     So relay.go and the front's elicit send a request over streamable
+//     HTTP on the request's own stream instead (ask.go; TestRelay,
+//     TestAskOnCallStream), and call these for SSE and stdio sessions.
 //     Its session-wide GET stream and a call's POST stream both take the
 //     session's notifications, so a call's last progress notification can
 //     reach the client after the call's result (MCPGO.md, pitfall 1);

@@ -149,7 +149,8 @@ type Front struct {
 
 	cats catalogs // the sources' resources, prompts, subscriptions and log levels (surface.go)
 
-	mrtr *mrtr // 2026-07-28 calls waiting for their clients' answers (mrtr.go)
+	mrtr   *mrtr         // 2026-07-28 calls waiting for their clients' answers (mrtr.go)
+	askSeq atomic.Uint64 // numbers the requests the front asks clients on a call's stream (ask.go)
 
 	mu        sync.Mutex // guards httpParts and closed
 	httpParts *httpParts // built by Mount; closed by Close
@@ -307,7 +308,22 @@ func (f *Front) elicit(s server.ClientSession) func(context.Context, string, map
 		return nil
 	}
 	return func(ctx context.Context, message string, schema map[string]any) (string, map[string]any, error) {
-		res, err := f.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: message, RequestedSchema: schema}})
+		params := mcp.ElicitationParams{Message: message, RequestedSchema: schema}
+		if err := params.Validate(); err != nil {
+			return "", nil, err
+		}
+		if raw, ok, err := f.ask(ctx, ctx, s, string(mcp.MethodElicitationCreate), params); ok {
+			if err != nil {
+				return "", nil, err
+			}
+			var res mcp.ElicitationResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return "", nil, fmt.Errorf("elicitation/create: reading the client's answer: %w", err)
+			}
+			content, _ := res.Content.(map[string]any)
+			return string(res.Action), content, nil
+		}
+		res, err := f.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: params})
 		if err != nil {
 			return "", nil, err
 		}

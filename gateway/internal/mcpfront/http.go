@@ -367,6 +367,21 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 			return
 		}
 		defer c.end()
+		if len(method) == 0 && idMember {
+			// The client's answer to a request a call of the front's
+			// asked (ask.go): the call takes it, mcp-go never sees it.
+			if id := readID(msg); isAskID(id) {
+				switch {
+				case p.postRefused(w, r, "a response"):
+				case c.answer(id, msg):
+					w.WriteHeader(http.StatusAccepted)
+				default: // as mcp-go answers a response nothing waits for
+					writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
+						"no request of this session waits for an answer with id "+string(id)+": it was answered already, or the call that asked has ended"))
+				}
+				return
+			}
+		}
 		if c != nil {
 			var reply []byte
 			if reply, msg = f.preflight(msg, c.identity(r.Context())); reply != nil {

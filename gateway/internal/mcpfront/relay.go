@@ -93,6 +93,9 @@ func (p peer) Request(ctx context.Context, method string, params json.RawMessage
 		if err := json.Unmarshal(params, &req.CreateMessageParams); err != nil {
 			return nil, badParams(err)
 		}
+		if raw, ok, err := p.f.ask(ctx, p.ctx, p.s, method, params); ok {
+			return raw, err
+		}
 		req.Method = method
 		res, err = s.RequestSampling(ctx, req)
 	case string(mcp.MethodElicitationCreate):
@@ -104,12 +107,18 @@ func (p peer) Request(ctx context.Context, method string, params json.RawMessage
 		if err := json.Unmarshal(params, &req.Params); err != nil {
 			return nil, badParams(err)
 		}
+		if raw, ok, err := p.f.ask(ctx, p.ctx, p.s, method, params); ok {
+			return raw, err
+		}
 		req.Method = method
 		res, err = s.RequestElicitation(ctx, req)
 	case string(mcp.MethodListRoots):
 		s, ok := p.s.(server.SessionWithRoots)
 		if caps.Roots == nil || !ok {
 			return nil, undeclared("roots")
+		}
+		if raw, ok, err := p.f.ask(ctx, p.ctx, p.s, method, rawParams(params)); ok {
+			return raw, err
 		}
 		res, err = s.ListRoots(ctx, mcp.ListRootsRequest{Request: mcp.Request{Method: method}})
 	default:

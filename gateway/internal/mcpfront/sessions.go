@@ -50,6 +50,9 @@ type clientSession struct {
 	// calls are its tools/calls in flight on the fast path, by request ID
 	// (mcp.RequestId.String()): *fastCall (sessioncall.go).
 	calls sync.Map
+	// asks are the front's requests to the client waiting for its
+	// answer, by request ID: chan []byte (ask.go).
+	asks sync.Map
 }
 
 // identity is who sends a request of session c: the identity the

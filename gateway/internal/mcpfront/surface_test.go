@@ -61,7 +61,18 @@ func (s *fakeSource) got() []string {
 // GET stream open for notifications.
 func surfaceClient(t *testing.T, url string, opts ...client.ClientOption) *client.Client {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP(url+"/mcp", transport.WithContinuousListening())
+	return newSurfaceClient(t, url, true, opts...)
+}
+
+// newSurfaceClient connects an mcp-go client over streamable HTTP, with
+// the GET stream open when listen is set.
+func newSurfaceClient(t *testing.T, url string, listen bool, opts ...client.ClientOption) *client.Client {
+	t.Helper()
+	var trOpts []transport.StreamableHTTPCOption
+	if listen {
+		trOpts = append(trOpts, transport.WithContinuousListening())
+	}
+	tr, err := transport.NewStreamableHTTP(url+"/mcp", trOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,13 +261,25 @@ func (samplingAnswer) CreateMessage(context.Context, mcp.CreateMessageRequest) (
 	return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("sampled")}, Model: "m"}, nil
 }
 
-// TestRelay: a source's sampling request during a client's request
-// reaches that client and its answer comes back; a client that declared
-// no sampling gets nothing and the source gets -32601.
+type rootsAnswer struct{}
+
+func (rootsAnswer) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return &mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///work", Name: "work"}}}, nil
+}
+
+// TestRelay: a source's sampling/createMessage or roots/list during a
+// client's request reaches that client and its answer comes back, whether
+// or not the client has its GET stream open (a request is sent on the
+// request's own stream: ask.go); a client that declared no such
+// capability gets nothing and the source gets -32601.
 func TestRelay(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	src := &fakeSource{answer: func(ctx context.Context, peer Peer, _ string, _ any) (json.RawMessage, error) {
-		res, err := peer.Request(ctx, "sampling/createMessage", json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}`))
+	src := &fakeSource{answer: func(ctx context.Context, peer Peer, _ string, params any) (json.RawMessage, error) {
+		method, ask := "sampling/createMessage", json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}`)
+		if p, _ := params.(map[string]any); p["uri"] == "test://roots" {
+			method, ask = "roots/list", nil
+		}
+		res, err := peer.Request(ctx, method, ask)
 		if err != nil {
 			var rpc interface{ RPCCode() int }
 			if errors.As(err, &rpc) {
@@ -265,27 +288,46 @@ func TestRelay(t *testing.T) {
 			return nil, err
 		}
 		var r struct {
-			Content struct{ Text string } `json:"content"`
+			Content struct{ Text string }  `json:"content"`
+			Roots   []struct{ URI string } `json:"roots"`
 		}
 		_ = json.Unmarshal(res, &r)
-		return json.RawMessage(`{"contents":[{"uri":"test://r","text":"` + r.Content.Text + `"}]}`), nil
+		text := r.Content.Text
+		if len(r.Roots) > 0 {
+			text = r.Roots[0].URI
+		}
+		return json.RawMessage(`{"contents":[{"uri":"test://r","text":"` + text + `"}]}`), nil
 	}}
-	g.SetCatalog("upstream:s", &Catalog{Resources: []json.RawMessage{json.RawMessage(`{"uri":"test://r","name":"r"}`)}, Forward: src.forward})
+	g.SetCatalog("upstream:s", &Catalog{Resources: []json.RawMessage{
+		json.RawMessage(`{"uri":"test://r","name":"r"}`), json.RawMessage(`{"uri":"test://roots","name":"roots"}`),
+	}, Forward: src.forward})
 	url := serveHTTP(t, g).URL
-	read := func(c *client.Client) string {
+	read := func(t *testing.T, c *client.Client, uri string) string {
+		// mcp-go alone sends a request only on the GET stream, where the
+		// client may never see it: the read then waits for ever.
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
 		req := mcp.ReadResourceRequest{}
-		req.Params.URI = "test://r"
-		res, err := c.ReadResource(t.Context(), req)
+		req.Params.URI = uri
+		res, err := c.ReadResource(ctx, req)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("reading %s: %v", uri, err)
 		}
 		return res.Contents[0].(mcp.TextResourceContents).Text
 	}
-	if got := read(surfaceClient(t, url, client.WithSamplingHandler(samplingAnswer{}))); got != "sampled" {
-		t.Errorf("with sampling: %q, want the client's answer", got)
-	}
-	if got := read(surfaceClient(t, url)); got != "code -32601" {
-		t.Errorf("without sampling: %q, want the source to get -32601", got)
+	for _, listen := range []bool{true, false} {
+		t.Run(fmt.Sprintf("GET stream %v", listen), func(t *testing.T) {
+			c := newSurfaceClient(t, url, listen, client.WithSamplingHandler(samplingAnswer{}), client.WithRootsHandler(rootsAnswer{}))
+			if got := read(t, c, "test://r"); got != "sampled" {
+				t.Errorf("with sampling: %q, want the client's answer", got)
+			}
+			if got := read(t, c, "test://roots"); got != "file:///work" {
+				t.Errorf("with roots: %q, want the client's root", got)
+			}
+			if got := read(t, newSurfaceClient(t, url, listen), "test://r"); got != "code -32601" {
+				t.Errorf("without sampling: %q, want the source to get -32601", got)
+			}
+		})
 	}
 }
 
