@@ -125,7 +125,9 @@ func TestAskOnCallStream(t *testing.T) {
 	url := serveHTTP(t, g).URL + "/mcp"
 	ctx, cancel := context.WithTimeout(t.Context(), batchWait)
 	defer cancel()
-	read := func(uri string) string { return `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"` + uri + `"}}` }
+	read := func(uri string) string {
+		return `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"` + uri + `"}}`
+	}
 	resultText := func(m wireMsg) string {
 		var r struct{ Contents []struct{ Text string } }
 		if json.Unmarshal(m.Result, &r) != nil || len(r.Contents) != 1 {
