@@ -50,6 +50,9 @@ type clientSession struct {
 	// calls are its tools/calls in flight on the fast path, by request ID
 	// (mcp.RequestId.String()): *fastCall (sessioncall.go).
 	calls sync.Map
+	// streamMu keeps a DELETE of the session out while a GET starts its
+	// stream (serveStream).
+	streamMu sync.Mutex
 	// asks are the front's requests to the client waiting for its
 	// answer, by request ID: chan []byte (ask.go).
 	asks sync.Map
@@ -224,8 +227,51 @@ func (f *Front) serveStream(w http.ResponseWriter, r *http.Request, p *httpParts
 		return
 	}
 	defer c.end()
+	if c != nil && (r.Method == http.MethodGet || r.Method == http.MethodDelete) {
+		// mcp-go starts a GET's listening stream in steps a concurrent
+		// DELETE can run between: the stream's pump then outlived the
+		// session, and its GET stayed open, or the GET made the deleted
+		// session anew. A DELETE waits until a GET has its stream (mcp-go
+		// sends the stream's header once it has), and a GET that waited
+		// for a DELETE finds its session gone.
+		c.streamMu.Lock()
+		unlock := sync.OnceFunc(c.streamMu.Unlock)
+		defer unlock()
+		if f.liveClient(sid) != c {
+			writeUnknownSession(w)
+			return
+		}
+		if r.Method == http.MethodGet {
+			w = &headerHook{ResponseWriter: w, hook: unlock}
+		}
+	}
 	p.streamable.ServeHTTP(w, r)
 }
+
+// headerHook calls hook, once, before the response's header goes out.
+type headerHook struct {
+	http.ResponseWriter
+	hook func()
+}
+
+func (h *headerHook) WriteHeader(code int) {
+	h.hook()
+	h.ResponseWriter.WriteHeader(code)
+}
+
+func (h *headerHook) Write(b []byte) (int, error) {
+	h.hook()
+	return h.ResponseWriter.Write(b)
+}
+
+func (h *headerHook) Flush() {
+	h.hook()
+	if f, ok := h.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (h *headerHook) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
 // maxSessionIDLen bounds the Mcp-Session-Id a request may carry. The IDs
 // toolgate's transports issue are far shorter (streamable HTTP:

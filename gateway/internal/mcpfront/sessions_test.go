@@ -2,8 +2,10 @@ package mcpfront
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -303,3 +305,55 @@ func TestPanickingStreamEnds(t *testing.T) {
 type panicFlusher struct{ *httptest.ResponseRecorder }
 
 func (panicFlusher) Flush() { panic(http.ErrAbortHandler) }
+
+// A session's GET stream and its DELETE, sent at once, leave no listening
+// stream behind: mcp-go starts the stream's pump and stores its stop
+// between two steps a concurrent DELETE can run between, and the pump then
+// outlived the session, or the GET made the session anew after the
+// DELETE. The front lets a DELETE in only once a GET has its stream.
+func TestStreamAndDeleteRace(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	srv := serveHTTP(t, g)
+	url := srv.URL + "/mcp"
+	ctx, cancel := context.WithTimeout(t.Context(), batchWait)
+	defer cancel()
+	send := func(method, sid string) {
+		req, _ := http.NewRequestWithContext(ctx, method, url, nil)
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return // the GET's stream ended with the server's close
+		}
+		_, _ = io.Copy(io.Discard, resp.Body) // a GET: until the DELETE ends its stream
+		resp.Body.Close()
+	}
+	for range 300 {
+		s := newVersionedSession(t, url, "2025-11-25", true)
+		var wg sync.WaitGroup
+		wg.Go(func() { send(http.MethodGet, s.id) })
+		wg.Go(func() { send(http.MethodDelete, s.id) })
+		wg.Wait()
+	}
+	live := 0
+	g.clients.Range(func(any, any) bool { live++; return true })
+	if n := live; n != 0 {
+		t.Errorf("%d sessions live after every one was deleted", n)
+	}
+	// A pump that outlived its session never ends; one that did not ends
+	// soon after its DELETE.
+	deadline := time.Now().Add(5 * time.Second)
+	for n := pumps(); n != 0; n = pumps() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d listening stream pumps outlived their sessions", n)
+		}
+		runtime.Gosched()
+	}
+}
+
+// pumps counts mcp-go's listening stream pumps running.
+func pumps() int {
+	buf := make([]byte, 1<<22)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "startListeningPump.func1(")
+}
