@@ -1,16 +1,20 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -371,5 +375,70 @@ func copyFile(t *testing.T, src, dst string) {
 	}
 	if err := os.WriteFile(dst, data, 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAgentSecondInterrupt: the first SIGINT cancels the run and the agent
+// closes its tools; a second one ends it at once, before it has waited
+// for a stdio server that ignores its stdin closing. The server here is
+// toolgate stdio in a shell that then stays, ignoring SIGTERM and noting
+// it: mcp-go's client closes a server with stdin, then SIGTERM after 2 s,
+// then SIGKILL. An agent that swallowed the second signal sent SIGTERM.
+func TestAgentSecondInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, baseConfig)
+	terms, pidFile := filepath.Join(dir, "terms"), filepath.Join(dir, "pid")
+	script := `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$TERMS"' TERM; "$TOOLGATE" stdio --config "$CONFIG"; while :; do sleep 1; done`
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+
+	asked, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then net/http watches the connection
+		asked <- struct{}{}
+		<-r.Context().Done() // the model thinks until the agent gives up
+		cancelled <- struct{}{}
+	}))
+	t.Cleanup(model.Close)
+
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, toolgateAgentBin, "--provider", "anthropic", "--model", "test-model", "--base-url", model.URL,
+		"remember Lisbon", "--", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=test-key", "PIDFILE="+pidFile, "TERMS="+terms, "TOOLGATE="+toolgateBin, "CONFIG="+cfg)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-asked:
+	case <-ctx.Done():
+		t.Fatalf("the model was never asked:\n%s", stderr.String())
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-cancelled: // the run is cancelled: the agent is closing its tools
+	case <-ctx.Done():
+		t.Fatalf("the first SIGINT did not cancel the model's request:\n%s", stderr.String())
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the agent did not exit after two SIGINTs:\n%s", stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || err == nil {
+		t.Errorf("exit code %d after a second SIGINT, want 130", code)
+	}
+	if b, _ := os.ReadFile(terms); len(b) > 0 {
+		t.Errorf("the agent sent its stdio server SIGTERM after the second SIGINT: it waited for the server to close")
+	}
+	if !strings.Contains(stderr.String(), "second signal") {
+		t.Errorf("stderr does not say that a second signal stopped the agent:\n%s", stderr.String())
 	}
 }

@@ -7,9 +7,16 @@ import (
 )
 
 func main() {
-	// The first SIGINT or SIGTERM cancels the run (exit 130); the agent has
-	// no graceful shutdown for a second one to cut short.
-	ctx, _, stop := cli.NotifySignals()
+	// The first SIGINT or SIGTERM cancels the run (exit 130), and the
+	// agent closes its tools: a stdio MCP server that ignores its stdin
+	// closing is waited for up to 5 s, an in-process gateway's upstreams
+	// up to 4 s each. A second signal ends the agent at once.
+	ctx, again, stop := cli.NotifySignals()
+	go func() {
+		if sig, ok := <-again; ok {
+			cli.Exit(cli.SignalExit(sig, "the tools were not closed"))
+		}
+	}()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	cli.Exit(err)

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -133,14 +132,9 @@ func loopbackListen(addr string) bool {
 const resultWait = time.Second
 
 // aborted is the error of a command whose graceful shutdown a second
-// signal ended: the exit code is 128 plus the signal's number, as a shell
-// reports a process the signal killed.
+// signal ended.
 func aborted(sig os.Signal) error {
-	code := 1
-	if s, ok := sig.(syscall.Signal); ok {
-		code = 128 + int(s)
-	}
-	return cli.ExitError{Code: code, Msg: fmt.Sprintf("second signal (%v) during shutdown: calls in flight were cancelled", sig)}
+	return cli.SignalExit(sig, "calls in flight were cancelled")
 }
 
 func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) error {

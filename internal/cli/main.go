@@ -35,6 +35,18 @@ func Exit(err error) {
 	os.Exit(code)
 }
 
+// SignalExit is the error of a program a second signal ended before its
+// shutdown was done, saying what was left undone: the exit code is 128
+// plus the signal's number, as a shell reports a process the signal
+// killed.
+func SignalExit(sig os.Signal, undone string) ExitError {
+	code := 1
+	if s, ok := sig.(syscall.Signal); ok {
+		code = 128 + int(s)
+	}
+	return ExitError{Code: code, Msg: fmt.Sprintf("second signal (%v) during shutdown: %s", sig, undone)}
+}
+
 // NotifySignals returns a context that the first SIGINT or SIGTERM
 // cancels, which starts a graceful shutdown, and a channel that receives
 // the signals after it, each of which asks to stop at once. stop restores
