@@ -404,12 +404,13 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 }
 
 // serveRequest hands a POSTed message to mcp-go. A request that can cause
-// notifications of its own (tools/call, prompts/get, resources/read:
-// progress, an upstream's log messages) gets them on its own response
-// stream (callstream.go).
+// notifications or requests of its own (tools/call, prompts/get,
+// resources/read, completion/complete: progress, an upstream's log
+// messages, an upstream's sampling) gets them on its own response stream
+// (callstream.go, ask.go).
 func serveRequest(h http.Handler, w http.ResponseWriter, r *http.Request, method []byte, request bool) {
 	switch string(method) {
-	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet), string(mcp.MethodResourcesRead):
+	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet), string(mcp.MethodResourcesRead), string(mcp.MethodCompletionComplete):
 		if request {
 			cs, cw, cr := withCallStream(w, r)
 			if cs != nil {

@@ -274,7 +274,7 @@ func (rootsAnswer) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRo
 // capability gets nothing and the source gets -32601.
 func TestRelay(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	src := &fakeSource{answer: func(ctx context.Context, peer Peer, _ string, params any) (json.RawMessage, error) {
+	src := &fakeSource{answer: func(ctx context.Context, peer Peer, srcMethod string, params any) (json.RawMessage, error) {
 		method, ask := "sampling/createMessage", json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}`)
 		if p, _ := params.(map[string]any); p["uri"] == "test://roots" {
 			method, ask = "roots/list", nil
@@ -296,11 +296,18 @@ func TestRelay(t *testing.T) {
 		if len(r.Roots) > 0 {
 			text = r.Roots[0].URI
 		}
+		switch srcMethod {
+		case "completion/complete":
+			return json.RawMessage(`{"completion":{"values":["` + text + `"]}}`), nil
+		case "prompts/get":
+			return json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"` + text + `"}}]}`), nil
+		}
 		return json.RawMessage(`{"contents":[{"uri":"test://r","text":"` + text + `"}]}`), nil
 	}}
 	g.SetCatalog("upstream:s", &Catalog{Resources: []json.RawMessage{
 		json.RawMessage(`{"uri":"test://r","name":"r"}`), json.RawMessage(`{"uri":"test://roots","name":"roots"}`),
-	}, Forward: src.forward})
+	}, Prompts: []CatalogPrompt{{Name: "s__p", Orig: "p", Raw: json.RawMessage(`{"name":"p","arguments":[{"name":"city"}]}`)}},
+		Completions: true, Forward: src.forward})
 	url := serveHTTP(t, g).URL
 	read := func(t *testing.T, c *client.Client, uri string) string {
 		// mcp-go alone sends a request only on the GET stream, where the
@@ -323,6 +330,19 @@ func TestRelay(t *testing.T) {
 			}
 			if got := read(t, c, "test://roots"); got != "file:///work" {
 				t.Errorf("with roots: %q, want the client's root", got)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			get := mcp.GetPromptRequest{}
+			get.Params.Name = "s__p"
+			if res, err := c.GetPrompt(ctx, get); err != nil || len(res.Messages) != 1 || res.Messages[0].Content.(mcp.TextContent).Text != "sampled" {
+				t.Errorf("prompts/get = %+v, %v; want the client's answer", res, err)
+			}
+			comp := mcp.CompleteRequest{}
+			comp.Params.Ref = mcp.PromptReference{Type: "ref/prompt", Name: "s__p"}
+			comp.Params.Argument = mcp.CompleteArgument{Name: "city", Value: "par"}
+			if res, err := c.Complete(ctx, comp); err != nil || !slices.Equal(res.Completion.Values, []string{"sampled"}) {
+				t.Errorf("completion/complete = %+v, %v; want the client's answer", res, err)
 			}
 			if got := read(t, newSurfaceClient(t, url, listen), "test://r"); got != "code -32601" {
 				t.Errorf("without sampling: %q, want the source to get -32601", got)
