@@ -45,9 +45,8 @@ import (
 // callStream is the response of one POSTed request, as mcp-go and the
 // front both write it.
 type callStream struct {
-	w  http.ResponseWriter
-	f  http.Flusher
-	rc *http.ResponseController
+	w http.ResponseWriter
+	f http.Flusher
 	// hdr is the header mcp-go sets, on its handler's goroutine; it is
 	// copied to w's when mcp-go's status goes out. The writer goroutine
 	// touches only w's, under mu.
@@ -80,16 +79,16 @@ const callStreamWriteTimeout = 10 * time.Second
 
 type callStreamKey struct{}
 
-// withCallStream returns w wrapped as a [callStream] and r with it in its
-// context, or w and r as they are when w cannot stream. The caller must
-// call end once the handler has returned (deferred: also on a panic).
-func withCallStream(w http.ResponseWriter, r *http.Request) (*callStream, http.ResponseWriter, *http.Request) {
+// withCallStream returns w wrapped as a [callStream] and ctx with it, or
+// w and ctx as they are when w cannot stream. The caller must call end
+// once the handler has returned (deferred: also on a panic).
+func withCallStream(ctx context.Context, w http.ResponseWriter) (*callStream, http.ResponseWriter, context.Context) {
 	f, ok := w.(http.Flusher)
 	if !ok {
-		return nil, w, r
+		return nil, w, ctx
 	}
-	s := &callStream{w: w, f: f, rc: http.NewResponseController(w), hdr: http.Header{}}
-	return s, s, r.WithContext(context.WithValue(r.Context(), callStreamKey{}, s))
+	s := &callStream{w: w, f: f, hdr: http.Header{}}
+	return s, s, context.WithValue(ctx, callStreamKey{}, s)
 }
 
 // callStreamOf returns the stream of the request ctx belongs to, or nil.
@@ -224,18 +223,19 @@ func (s *callStream) closing() bool {
 // write writes the queued notifications until end closes the queue.
 func (s *callStream) write(queue <-chan []byte) {
 	defer close(s.writer)
+	rc := http.NewResponseController(s.w)
 	for msg := range queue {
 		s.mu.Lock()
 		if !s.started {
 			s.startEvents()
 		}
 		if s.events && !s.broken { // not when mcp-go's JSON answer went out first
-			_ = s.rc.SetWriteDeadline(time.Now().Add(callStreamWriteTimeout))
+			_ = rc.SetWriteDeadline(time.Now().Add(callStreamWriteTimeout))
 			err := writeEvent(s.w, msg)
 			if err == nil {
-				err = s.rc.Flush()
+				err = rc.Flush()
 			}
-			_ = s.rc.SetWriteDeadline(time.Time{})
+			_ = rc.SetWriteDeadline(time.Time{})
 			s.broken = err != nil
 		}
 		s.mu.Unlock()

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -213,8 +212,7 @@ func (w *recordingWriter) Write(p []byte) (int, error) {
 // last, after every notification queued before it.
 func TestCallStreamEventsWhole(t *testing.T) {
 	rw := &recordingWriter{hdr: http.Header{}}
-	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
-	cs, w, _ := withCallStream(rw, r)
+	cs, w, _ := withCallStream(t.Context(), rw)
 	if !cs.notify("notifications/progress", map[string]any{"progress": 1}) {
 		t.Fatal("notify refused")
 	}

@@ -412,11 +412,12 @@ func serveRequest(h http.Handler, w http.ResponseWriter, r *http.Request, method
 	switch string(method) {
 	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet), string(mcp.MethodResourcesRead), string(mcp.MethodCompletionComplete):
 		if request {
-			cs, cw, cr := withCallStream(w, r)
+			cs, cw, ctx := withCallStream(r.Context(), w)
 			if cs != nil {
 				defer cs.end()
+				r = r.WithContext(ctx)
 			}
-			h.ServeHTTP(cw, cr)
+			h.ServeHTTP(cw, r)
 			return
 		}
 	}

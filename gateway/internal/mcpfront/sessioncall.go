@@ -213,13 +213,13 @@ func (f *Front) serveSessionCall(w http.ResponseWriter, r *http.Request, p *http
 	}
 	req.Header = r.Header
 	p.fastCalls.Add(1)
-	cs, cw, cr := withCallStream(w, r)
+	cs, cw, sctx := withCallStream(r.Context(), w)
 	if cs != nil {
 		defer cs.end()
 	}
 	// notifications/cancelled of this request cancels ctx, as mcp-go's
 	// HandleMessage would have it (c.cancelCall).
-	ctx, cancel := context.WithCancel(f.mcp.WithContext(cr.Context(), c.session))
+	ctx, cancel := context.WithCancel(f.mcp.WithContext(sctx, c.session))
 	defer cancel()
 	key, call := rid.String(), &fastCall{cancel: cancel}
 	c.calls.Store(key, call) // a second call of the same ID takes the entry, as in mcp-go
