@@ -177,8 +177,8 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 	res, err := target.peer.Request(wait, req.Method, params)
 	if err != nil {
 		code := mcp.INTERNAL_ERROR
-		if e, ok := err.(interface{ RPCCode() int }); ok {
-			code = e.RPCCode()
+		if e, ok := errors.AsType[rpcError](err); ok {
+			code = e.RPCCode() // the client's own, through the front's wrapping
 		}
 		return transport.NewJSONRPCErrorResponse(req.ID, code, c.u.redact(err.Error()), nil), nil
 	}
@@ -186,6 +186,13 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 		res = fillDefaults(params, res)
 	}
 	return transport.NewJSONRPCResultResponse(req.ID, res), nil
+}
+
+// rpcError is an error that carries a JSON-RPC code (mcpfront.RPCError:
+// the client's error, or why the front could not ask it).
+type rpcError interface {
+	error
+	RPCCode() int
 }
 
 // fillDefaults applies the defaults of an elicitation's form (SEP-1034) to

@@ -3,6 +3,8 @@ package mcpup
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -299,5 +301,44 @@ func TestFillDefaults(t *testing.T) {
 				t.Errorf("fillDefaults(%s,\n%s) = %s, want %s", tc.params, tc.answer, got, tc.want)
 			}
 		})
+	}
+}
+
+// codeError is a client's JSON-RPC error as the front reports it.
+type codeError struct{ code int }
+
+func (e codeError) Error() string { return "the user declined" }
+func (e codeError) RPCCode() int  { return e.code }
+
+// errPeer is a client that answers every request with err.
+type errPeer struct{ err error }
+
+func (p errPeer) Session() string { return "s1" }
+func (p errPeer) Request(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, p.err
+}
+func (p errPeer) Notify(string, map[string]any) {}
+
+// The client's JSON-RPC error code reaches the upstream, also when the
+// peer's error wraps it (the front says which request the client
+// answered); any other error is -32603.
+func TestRelayKeepsTheClientsCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{codeError{-1}, -1},
+		{fmt.Errorf("sampling/createMessage: the client answered: %w", codeError{-1}), -1},
+		{errors.New("no"), mcp.INTERNAL_ERROR},
+	} {
+		c := newTestConn(bareUpstream(t))
+		call := WithPeer(t.Context(), errPeer{err: tc.err})
+		done := c.trackPeer(call, "toolgate-1")
+		req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(7)), Method: string(mcp.MethodSamplingCreateMessage), Params: map[string]any{}}
+		resp, err := c.onRequest(call, req)
+		done()
+		if err != nil || resp.Error == nil || resp.Error.Code != tc.want {
+			t.Errorf("a peer's %q: the upstream gets %+v, %v; want code %d", tc.err, resp, err, tc.want)
+		}
 	}
 }
