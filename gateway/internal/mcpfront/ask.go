@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -42,7 +43,7 @@ const askPrefix = "toolgate-"
 // call that call is the context of, and returns the result the client
 // answered, waiting no longer than ctx. ok is false when that call has no
 // stream of its own (the caller then asks through mcp-go): not a
-// streamable HTTP call, or one whose answer has begun.
+// streamable HTTP call, or one whose answer has begun (a stray request).
 func (f *Front) ask(ctx, call context.Context, s server.ClientSession, method string, params any) (result json.RawMessage, ok bool, err error) {
 	if call == nil || s == nil {
 		return nil, false, nil
@@ -68,11 +69,10 @@ func (f *Front) ask(ctx, call context.Context, s server.ClientSession, method st
 	answer := make(chan []byte, 1)
 	c.asks.Store(id, answer)
 	defer c.asks.Delete(id)
-	if !cs.send(msg) {
-		if cs.closing() {
-			return nil, false, nil
-		}
-		return nil, true, fmt.Errorf("%s: the client is not reading its call's stream: %d messages wait for it", method, callStreamQueue)
+	if err := cs.send(msg); errors.Is(err, errStreamEnded) {
+		return nil, false, nil // a request after the call's answer: through mcp-go
+	} else if err != nil {
+		return nil, true, fmt.Errorf("%s: %w", method, err)
 	}
 	select {
 	case m := <-answer:
@@ -81,7 +81,7 @@ func (f *Front) ask(ctx, call context.Context, s server.ClientSession, method st
 		// The spec's way to say the answer is no longer wanted; best
 		// effort, as the call's stream may be ending.
 		cs.notify(string(mcp.MethodNotificationCancelled), map[string]any{"requestId": id, "reason": "the request that asked ended: " + context.Cause(ctx).Error()})
-		return nil, true, ctx.Err()
+		return nil, true, fmt.Errorf("%s: no answer from the client: %w", method, ctx.Err())
 	}
 }
 

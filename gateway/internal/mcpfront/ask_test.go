@@ -154,6 +154,11 @@ func TestAskOnCallStream(t *testing.T) {
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "no request of this session waits") {
 			t.Errorf("a second answer: HTTP %d: %s; want 400 saying nothing waits for it", status, body)
 		}
+		gone := *c.versionedSession
+		gone.id = "mcp-session-gone"
+		if status, body, _ := gone.post(ctx, answer); status != http.StatusNotFound {
+			t.Errorf("an answer in no session: HTTP %d: %s; want 404, which tells the client to start a new session", status, body)
+		}
 	})
 
 	t.Run("answered in a batch", func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -55,6 +57,11 @@ type callStream struct {
 	// wantEvents is set by the first notification queued: the response
 	// is an event stream, whoever starts it.
 	wantEvents atomic.Bool
+	// plain is set when mcp-go's answer starts as JSON: nothing the front
+	// queues from then on is written. (A message queued as it starts is
+	// dropped by the writer: sent after the call's handler returned, its
+	// sender's context, the request's, ends with the response.)
+	plain atomic.Bool
 
 	qmu    sync.Mutex
 	queue  chan []byte   // guarded by qmu; the front's events for the writer; nil until the first
@@ -124,6 +131,7 @@ func (s *callStream) start(code int) {
 	}
 	s.started = true
 	s.events = isEventStream(h)
+	s.plain.Store(!s.events)
 	s.w.WriteHeader(code)
 }
 
@@ -177,9 +185,9 @@ func (s *callStream) startEvents() {
 }
 
 // notify queues a notification of method with params for the client,
-// and reports whether it did: not once end has begun (the notification
-// would follow the result), nor when the client is reading too slowly to
-// take more (the queue is full).
+// and reports whether it did: not once the call's answer has begun (the
+// notification would follow the result), nor when the client is reading
+// too slowly to take more (the queue is full).
 func (s *callStream) notify(method string, params any) bool {
 	msg, err := json.Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`
@@ -189,35 +197,41 @@ func (s *callStream) notify(method string, params any) bool {
 	if err != nil {
 		return false
 	}
-	return s.send(msg)
+	return s.send(msg) == nil
 }
 
-// send queues msg, one JSON-RPC message, as notify does.
-func (s *callStream) send(msg []byte) bool {
+var (
+	// errStreamEnded: the call's answer has begun (mcp-go's JSON answer
+	// went out, or end has begun); nothing more is sent on its stream.
+	errStreamEnded = errors.New("the call's answer has begun")
+	// errStreamFull: callStreamQueue messages wait for the client.
+	errStreamFull = fmt.Errorf("the client is not reading its call's stream: %d messages wait for it", callStreamQueue)
+)
+
+// send queues msg, one JSON-RPC message, for the client: errStreamEnded
+// once the call's answer has begun, errStreamFull when the client reads
+// too slowly to take more.
+func (s *callStream) send(msg []byte) error {
+	if s.plain.Load() {
+		return errStreamEnded
+	}
+	s.wantEvents.Store(true)
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
 	if s.closed {
-		return false
+		return errStreamEnded
 	}
 	if s.queue == nil {
 		s.queue = make(chan []byte, callStreamQueue)
 		s.writer = make(chan struct{})
-		s.wantEvents.Store(true)
 		go s.write(s.queue)
 	}
 	select {
 	case s.queue <- msg:
-		return true
+		return nil
 	default:
-		return false
+		return errStreamFull
 	}
-}
-
-// closing reports whether end has begun: nothing more is sent.
-func (s *callStream) closing() bool {
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	return s.closed
 }
 
 // write writes the queued notifications until end closes the queue.

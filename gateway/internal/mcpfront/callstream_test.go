@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -233,5 +234,25 @@ func TestCallStreamEventsWhole(t *testing.T) {
 	}
 	if ct := rw.hdr.Get("Content-Type"); ct != "text/event-stream" {
 		t.Errorf("Content-Type %q", ct)
+	}
+}
+
+// Once mcp-go's answer has started as JSON nothing more is queued: a
+// notification is dropped, and a request (ask.go) is told so and goes
+// through mcp-go instead of waiting for an answer its client never sees.
+func TestCallStreamRefusesAfterJSON(t *testing.T) {
+	rw := &recordingWriter{hdr: http.Header{}}
+	cs, w, _ := withCallStream(t.Context(), rw)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	if err := cs.send([]byte(`{"jsonrpc":"2.0","id":"toolgate-1","method":"roots/list"}`)); !errors.Is(err, errStreamEnded) {
+		t.Errorf("send after the JSON answer began = %v, want errStreamEnded", err)
+	}
+	if cs.notify("notifications/progress", map[string]any{"progress": 1}) {
+		t.Error("a notification was queued after the JSON answer began")
+	}
+	cs.end()
+	if got := rw.out.String(); got != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Errorf("the response: %s", got)
 	}
 }

@@ -116,7 +116,8 @@
 //     connection attaches, and a request it takes then is only recorded).
 //     So relay.go and the front's elicit send a request over streamable
 //     HTTP on the request's own stream instead (ask.go; TestRelay,
-//     TestAskOnCallStream), and call these for SSE and stdio sessions.
+//     TestAskOnCallStream), and call these for SSE and stdio sessions
+//     and for a request of a batch, which has no stream of its own.
 //     Its session-wide GET stream and a call's POST stream both take the
 //     session's notifications, so a call's last progress notification can
 //     reach the client after the call's result (MCPGO.md, pitfall 1);
