@@ -329,7 +329,25 @@ func TestStreamAndDeleteRace(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body) // a GET: until the DELETE ends its stream
 		resp.Body.Close()
 	}
-	for range 300 {
+	// The count below finds mcp-go's pump by its name: one must be found
+	// while a GET stream is open, or an mcp-go upgrade renamed it.
+	s := newVersionedSession(t, url, "2025-11-25", true)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req.Header.Set("Mcp-Session-Id", s.id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := pumps(); n != 1 {
+		t.Fatalf("%d listening stream pumps found with one GET stream open, want 1: has mcp-go renamed startListeningPump?", n)
+	}
+	send(http.MethodDelete, s.id)
+	_, _ = io.Copy(io.Discard, resp.Body) // the DELETE ends the stream
+	resp.Body.Close()
+
+	for range 500 {
 		s := newVersionedSession(t, url, "2025-11-25", true)
 		var wg sync.WaitGroup
 		wg.Go(func() { send(http.MethodGet, s.id) })
