@@ -316,12 +316,7 @@ func (f *Front) elicit(s server.ClientSession) func(context.Context, string, map
 			if err != nil {
 				return "", nil, err
 			}
-			var res mcp.ElicitationResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return "", nil, fmt.Errorf("elicitation/create: reading the client's answer: %w", err)
-			}
-			content, _ := res.Content.(map[string]any)
-			return string(res.Action), content, nil
+			return elicitationAnswer(raw)
 		}
 		res, err := f.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: params})
 		if err != nil {
@@ -330,6 +325,17 @@ func (f *Front) elicit(s server.ClientSession) func(context.Context, string, map
 		content, _ := res.Content.(map[string]any)
 		return string(res.Action), content, nil
 	}
+}
+
+// elicitationAnswer reads a client's elicitation/create result: the
+// user's action and, for accept, the form's content.
+func elicitationAnswer(raw json.RawMessage) (action string, content map[string]any, err error) {
+	var res mcp.ElicitationResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return "", nil, fmt.Errorf("reading the elicitation answer: %w", err)
+	}
+	content, _ = res.Content.(map[string]any)
+	return string(res.Action), content, nil
 }
 
 // progress returns the function that reports a call's progress to its

@@ -394,12 +394,7 @@ func (c *continuation) elicit(ctx context.Context, message string, schema map[st
 	if err != nil {
 		return "", nil, err
 	}
-	var res mcp.ElicitationResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return "", nil, fmt.Errorf("reading the elicitation answer: %w", err)
-	}
-	content, _ := res.Content.(map[string]any)
-	return string(res.Action), content, nil
+	return elicitationAnswer(raw)
 }
 
 // register counts c against the bounds, or says why not.
