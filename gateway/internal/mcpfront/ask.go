@@ -56,7 +56,7 @@ func (f *Front) ask(ctx, call context.Context, s server.ClientSession, method st
 	if c == nil || c.streamableVersion() == "" {
 		return nil, false, nil
 	}
-	id := askPrefix + strconv.FormatUint(f.askSeq.Add(1), 10)
+	id := askPrefix + strconv.FormatUint(c.askSeq.Add(1), 10)
 	msg, err := json.Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`
 		ID      string `json:"id"`

@@ -165,6 +165,9 @@ func TestAskOnCallStream(t *testing.T) {
 		c := newAskClient(t, url, "2025-03-26") // the last version with batches
 		events := c.stream(ctx, read("test://r"))
 		ask := next(t, ctx, events)
+		if string(ask.ID) != `"toolgate-1"` {
+			t.Errorf("the first request in a session has ID %s, want \"toolgate-1\": IDs count per session, telling a client nothing of others", ask.ID)
+		}
 		answer := `[{"jsonrpc":"2.0","id":` + string(ask.ID) + `,"result":{"role":"assistant","content":{"type":"text","text":"sampled"},"model":"m"}}]`
 		if status, body, _ := c.post(ctx, answer); status != http.StatusAccepted {
 			t.Fatalf("answer: HTTP %d: %s", status, body)

@@ -149,8 +149,7 @@ type Front struct {
 
 	cats catalogs // the sources' resources, prompts, subscriptions and log levels (surface.go)
 
-	mrtr   *mrtr         // 2026-07-28 calls waiting for their clients' answers (mrtr.go)
-	askSeq atomic.Uint64 // numbers the requests the front asks clients on a call's stream (ask.go)
+	mrtr *mrtr // 2026-07-28 calls waiting for their clients' answers (mrtr.go)
 
 	mu        sync.Mutex // guards httpParts and closed
 	httpParts *httpParts // built by Mount; closed by Close

@@ -54,8 +54,10 @@ type clientSession struct {
 	// stream (serveStream).
 	streamMu sync.Mutex
 	// asks are the front's requests to the client waiting for its
-	// answer, by request ID: chan []byte (ask.go).
-	asks sync.Map
+	// answer, by request ID: chan []byte (ask.go); askSeq numbers them
+	// per session, so an ID tells a client nothing of other sessions.
+	asks   sync.Map
+	askSeq atomic.Uint64
 }
 
 // identity is who sends a request of session c: the identity the
