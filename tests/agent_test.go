@@ -352,6 +352,28 @@ func TestAgentLauncher(t *testing.T) {
 			t.Errorf("want toolgate-agent's exit 2 and stderr %q:\n%s", want, res)
 		}
 	})
+	t.Run("another program's", func(t *testing.T) {
+		// A toolgate-agent that is some other module's program: toolgate
+		// says so, and runs it all the same.
+		src, pathDir := t.TempDir(), t.TempDir()
+		for name, text := range map[string]string{
+			"go.mod":  "module example.com/otheragent\n\ngo 1.26\n",
+			"main.go": "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"other agent\") }\n",
+		} {
+			if err := os.WriteFile(filepath.Join(src, name), []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		build := exec.Command("go", "build", "-o", filepath.Join(pathDir, "toolgate-agent"), ".")
+		build.Dir = src
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building the other program: %v\n%s", err, out)
+		}
+		res := runProgram(t, bin, []string{"PATH=" + pathDir + string(os.PathListSeparator) + os.Getenv("PATH")}, "agent", "task")
+		if want := `toolgate: warning: toolgate-agent at ` + filepath.Join(pathDir, "toolgate-agent") + ` is not toolgate's (its module is "example.com/otheragent")`; res.code != 0 || res.stdout != "other agent\n" || !strings.HasPrefix(res.stderr, want) {
+			t.Errorf("want the other program run and stderr beginning %q:\n%s", want, res)
+		}
+	})
 	t.Run("not found", func(t *testing.T) {
 		res := runProgram(t, bin, []string{"PATH=" + t.TempDir()}, "agent", "--provider", "openai", "--model", "m", "task")
 		real, err := filepath.EvalSymlinks(bin)

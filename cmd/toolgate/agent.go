@@ -1,10 +1,12 @@
 package main
 
 import (
+	"debug/buildinfo"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/toolgate/toolgate/internal/cli"
 )
@@ -24,7 +26,49 @@ func cmdAgent(args []string) error {
 	if err != nil {
 		return err
 	}
+	if self, ok := debug.ReadBuildInfo(); ok {
+		if agent, err := buildinfo.ReadFile(path); err == nil {
+			if w := agentMismatch(self, agent); w != "" {
+				fmt.Fprintf(os.Stderr, "toolgate: warning: %s at %s %s; its flags and messages may differ from this toolgate's docs: install both from one version (make build, or go install github.com/toolgate/toolgate/cmd/...@VERSION)\n", agentBinary, path, w)
+			}
+		}
+	}
 	return execAgent(path, args)
+}
+
+// agentMismatch says how the agent build differs from self (toolgate's
+// own): another module, or another version; "" when they match or either
+// build cannot tell (no version and no VCS revision recorded).
+func agentMismatch(self, agent *debug.BuildInfo) string {
+	if agent.Main.Path != self.Main.Path {
+		return fmt.Sprintf("is not toolgate's (its module is %q)", agent.Main.Path)
+	}
+	sv, av := buildVersion(self), buildVersion(agent)
+	if sv == "" || av == "" || sv == av {
+		return ""
+	}
+	return fmt.Sprintf("is version %s, this toolgate %s", av, sv)
+}
+
+// buildVersion is a build's module version, else the VCS revision it was
+// built from ("+dirty" when the tree had changes), else "".
+func buildVersion(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev != "" && modified == "true" {
+		rev += "+dirty"
+	}
+	return rev
 }
 
 // findAgent returns the path of toolgate-agent: next to this executable
