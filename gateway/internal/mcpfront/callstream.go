@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -54,14 +53,14 @@ type callStream struct {
 	// touches only w's, under mu.
 	hdr http.Header
 
-	// wantEvents is set by the first notification queued: the response
-	// is an event stream, whoever starts it.
-	wantEvents atomic.Bool
-	// plain is set when mcp-go's answer starts as JSON: nothing the front
-	// queues from then on is written. (A message queued as it starts is
-	// dropped by the writer: sent after the call's handler returned, its
-	// sender's context, the request's, ends with the response.)
-	plain atomic.Bool
+	// wantEvents is set by the first message queued: the response is an
+	// event stream, whoever starts it. plain is set when mcp-go's answer
+	// starts as JSON instead: nothing is queued from then on. start
+	// decides between them under qmu, where send checks plain and sets
+	// wantEvents, so a message is either queued for an event stream or
+	// refused.
+	wantEvents bool // guarded by qmu
+	plain      bool // guarded by qmu
 
 	qmu    sync.Mutex
 	queue  chan []byte   // guarded by qmu; the front's events for the writer; nil until the first
@@ -125,13 +124,16 @@ func (s *callStream) start(code int) {
 	for k, v := range s.hdr {
 		h[k] = v
 	}
-	if s.wantEvents.Load() {
+	s.qmu.Lock()
+	events := s.wantEvents
+	s.plain = !events && !isEventStream(h)
+	s.qmu.Unlock()
+	if events {
 		s.startEvents()
 		return
 	}
 	s.started = true
 	s.events = isEventStream(h)
-	s.plain.Store(!s.events)
 	s.w.WriteHeader(code)
 }
 
@@ -212,15 +214,12 @@ var (
 // once the call's answer has begun, errStreamFull when the client reads
 // too slowly to take more.
 func (s *callStream) send(msg []byte) error {
-	if s.plain.Load() {
-		return errStreamEnded
-	}
-	s.wantEvents.Store(true)
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
-	if s.closed {
+	if s.closed || s.plain {
 		return errStreamEnded
 	}
+	s.wantEvents = true
 	if s.queue == nil {
 		s.queue = make(chan []byte, callStreamQueue)
 		s.writer = make(chan struct{})

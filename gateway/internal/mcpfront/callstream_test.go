@@ -256,3 +256,27 @@ func TestCallStreamRefusesAfterJSON(t *testing.T) {
 		t.Errorf("the response: %s", got)
 	}
 }
+
+// A message sent while mcp-go's JSON answer starts is either refused or
+// written, never accepted and then dropped: start and send decide under
+// one lock (a request accepted and dropped waited for an answer its
+// client never saw).
+func TestCallStreamSendRacesJSON(t *testing.T) {
+	lost := 0
+	for range 5000 {
+		rw := &recordingWriter{hdr: http.Header{}}
+		cs, w, _ := withCallStream(t.Context(), rw)
+		var err error
+		var wg sync.WaitGroup
+		wg.Go(func() { err = cs.send([]byte(`{"jsonrpc":"2.0","method":"x"}`)) })
+		wg.Go(func() { _, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)) })
+		wg.Wait()
+		cs.end()
+		if err == nil && !strings.Contains(rw.out.String(), `"method":"x"`) {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of 5000 messages were accepted and never written", lost)
+	}
+}
