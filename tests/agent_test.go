@@ -366,6 +366,7 @@ func TestAgentLauncher(t *testing.T) {
 		}
 		build := exec.Command("go", "build", "-o", filepath.Join(pathDir, "toolgate-agent"), ".")
 		build.Dir = src
+		build.Env = append(os.Environ(), "GOWORK=off") // a module of its own, whatever workspace is set
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("building the other program: %v\n%s", err, out)
 		}

@@ -165,15 +165,29 @@ func TestAskOnCallStream(t *testing.T) {
 		c := newAskClient(t, url, "2025-03-26") // the last version with batches
 		events := c.stream(ctx, read("test://r"))
 		ask := next(t, ctx, events)
-		if string(ask.ID) != `"toolgate-1"` {
-			t.Errorf("the first request in a session has ID %s, want \"toolgate-1\": IDs count per session, telling a client nothing of others", ask.ID)
-		}
 		answer := `[{"jsonrpc":"2.0","id":` + string(ask.ID) + `,"result":{"role":"assistant","content":{"type":"text","text":"sampled"},"model":"m"}}]`
 		if status, body, _ := c.post(ctx, answer); status != http.StatusAccepted {
 			t.Fatalf("answer: HTTP %d: %s", status, body)
 		}
 		if got := resultText(next(t, ctx, events)); got != `{"role":"assistant","content":{"type":"text","text":"sampled"},"model":"m"}` {
 			t.Errorf("the source got %q, want the client's result as it sent it", got)
+		}
+	})
+
+	t.Run("IDs per session", func(t *testing.T) {
+		// Two sessions asked in turn: each one's first request is
+		// toolgate-1, so an ID tells a client nothing of other sessions.
+		for i := range 2 {
+			c := newAskClient(t, url, "2025-11-25")
+			events := c.stream(ctx, read("test://r"))
+			ask := next(t, ctx, events)
+			if string(ask.ID) != `"toolgate-1"` {
+				t.Errorf("session %d's first request has ID %s, want \"toolgate-1\"", i+1, ask.ID)
+			}
+			if status, body, _ := c.post(ctx, `{"jsonrpc":"2.0","id":`+string(ask.ID)+`,"error":{"code":-1,"message":"no"}}`); status != http.StatusAccepted {
+				t.Fatalf("answer: HTTP %d: %s", status, body)
+			}
+			next(t, ctx, events)
 		}
 	})
 

@@ -372,9 +372,9 @@ func (f *Front) streamableHandler(p *httpParts) http.Handler {
 			// asked (ask.go): the call takes it, mcp-go never sees it.
 			if id := readID(msg); isAskID(id) {
 				switch {
+				case p.postRefused(w, r, "a response"):
 				case c == nil: // as mcp-go answers a response in no session
 					writeUnknownSession(w)
-				case p.postRefused(w, r, "a response"):
 				case c.answer(id, msg):
 					w.WriteHeader(http.StatusAccepted)
 				default: // as mcp-go answers a response nothing waits for
