@@ -34,7 +34,8 @@ import (
 // sees it (answer) and hands it to the waiting call. Only the session's
 // owner can POST in it (ownedBy), so no other client can answer.
 // Requests made outside a streamable HTTP call (over SSE or stdio, whose
-// one stream mcp-go uses) go through mcp-go as before.
+// one stream mcp-go uses, or during a call in a batch, whose reply is one
+// JSON array) go through mcp-go as before.
 
 // askPrefix begins the ID of every request the front asks a client.
 const askPrefix = "toolgate-"
