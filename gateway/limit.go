@@ -33,7 +33,14 @@ type limiter struct {
 	waiting    int                 // calls waiting for a global slot; guarded by mu
 	keyWaiting int                 // calls waiting for their key's slot, all keys together; guarded by mu
 	keys       map[string]*keySlot // guarded by mu
+	// free are slots whose key had no call left, kept for the next new
+	// key (a session's slot is dropped after each of its calls, so
+	// without them every call would make one); at most maxFreeSlots.
+	free []*keySlot // guarded by mu
 }
+
+// maxFreeSlots bounds limiter.free.
+const maxFreeSlots = 64
 
 // keySlot is one key's semaphore; refs counts the calls holding or
 // waiting for it, so that it is dropped with the last one.
@@ -57,7 +64,11 @@ func (l *limiter) acquire(ctx context.Context, key string) (ks *keySlot, waited 
 	if key != "" {
 		ks = l.keys[key]
 		if ks == nil {
-			ks = &keySlot{sem: make(chan struct{}, l.perKey)}
+			if n := len(l.free); n > 0 {
+				ks, l.free = l.free[n-1], l.free[:n-1]
+			} else {
+				ks = &keySlot{sem: make(chan struct{}, l.perKey)}
+			}
 			l.keys[key] = ks
 		}
 		ks.refs++
@@ -183,7 +194,11 @@ func (l *limiter) drop(key string, ks *keySlot) {
 	defer l.mu.Unlock()
 	ks.refs--
 	if ks.refs == 0 {
+		// No call holds or waits for it: its semaphore is empty.
 		delete(l.keys, key)
+		if len(l.free) < maxFreeSlots {
+			l.free = append(l.free, ks)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -328,4 +329,49 @@ func TestShutdownDrainsQueue(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A key's slot dropped with its last call serves the next new key, empty
+// and with the whole per-key bound; at most maxFreeSlots are kept.
+func TestLimiterReusesSlots(t *testing.T) {
+	l := newLimiter(100, 2, 10)
+	ctx := t.Context()
+	a, _, err := l.acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.release("a", a)
+	b1, _, err := l.acquire(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b1 != a {
+		t.Error("a new key made a slot while a dropped one was free")
+	}
+	b2, _, err := l.acquire(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case b1.sem <- struct{}{}:
+		t.Error("the reused slot takes a third call of its key; the bound is 2")
+	default:
+	}
+	l.release("b", b1)
+	l.release("b", b2)
+
+	var held []*keySlot
+	for i := range maxFreeSlots + 10 {
+		ks, _, err := l.acquire(ctx, "k"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, ks)
+	}
+	for i, ks := range held {
+		l.release("k"+strconv.Itoa(i), ks)
+	}
+	if n := len(l.free); n != maxFreeSlots || len(l.keys) != 0 {
+		t.Errorf("%d free slots and %d keys after every call ended, want %d and 0", n, len(l.keys), maxFreeSlots)
+	}
 }
