@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/syncbuf"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -438,7 +439,7 @@ func TestAuthSSESessionBoundToPrincipal(t *testing.T) {
 }
 
 func TestAuthPrincipalLogged(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	cfg := testConfig(t)
 	cfg.Auth.Tokens = []config.AuthToken{{Name: "bob", Token: bobToken, Allow: []string{"*"}}}
 	g, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))

@@ -1,16 +1,15 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/syncbuf"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -137,7 +136,7 @@ func (panicJSON) MarshalJSON() ([]byte, error) { panic("encoding blew up") }
 // has returned by then, and only toolgate_batch encodes it.
 func TestBatchToolCallPanics(t *testing.T) {
 	g, _ := newGateway(t, func(c *config.Config) { c.BatchTool = true })
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	g.logger = slog.New(slog.NewTextHandler(&logs, nil))
 	err := g.RegisterStateless(registry.Tool{Name: "bad"}, func(context.Context, map[string]any) (executors.Result, error) {
 		return executors.Result{Content: []executors.Content{{Type: executors.TextContent, Text: "x"}}, Structured: panicJSON{}}, nil
@@ -161,22 +160,4 @@ func TestBatchToolCallPanics(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, "batch call panicked") || !strings.Contains(l, "encoding blew up") || !strings.Contains(l, "runtime/debug.Stack") {
 		t.Errorf("log = %q, want the panic logged with its stack", l)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

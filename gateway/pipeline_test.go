@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/internal/syncbuf"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -287,7 +288,7 @@ func TestCallDecodesPassthrough(t *testing.T) {
 // names its tool and the size of its arguments, never their values.
 func TestDispatchLogsNoArguments(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	g.logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	const value = "hunter2-arg-value"
 	args := json.RawMessage(`{"text":"` + value + `"}`)

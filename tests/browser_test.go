@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"sync"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/syncbuf"
 )
 
 // browser is headless Chromium driven through the DevTools protocol over
@@ -22,10 +24,10 @@ import (
 type browser struct {
 	t          *testing.T
 	cmd        *exec.Cmd
-	in         *os.File      // Chromium's fd 3
-	stderr     *lockedBuffer // Chromium's stderr, for failures
-	session    string        // the page's DevTools session
-	readerDone chan struct{} // closed once Chromium's fd 4 is closed (it exited)
+	in         *os.File        // Chromium's fd 3
+	stderr     *syncbuf.Buffer // Chromium's stderr, for failures
+	session    string          // the page's DevTools session
+	readerDone chan struct{}   // closed once Chromium's fd 4 is closed (it exited)
 
 	mu      sync.Mutex              // guards next, pending, loaded
 	next    int                     // guarded by mu
@@ -56,7 +58,7 @@ func newBrowser(t *testing.T) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &browser{t: t, in: inW, stderr: &lockedBuffer{}, pending: map[int]chan cdpMessage{}, readerDone: make(chan struct{})}
+	b := &browser{t: t, in: inW, stderr: &syncbuf.Buffer{}, pending: map[int]chan cdpMessage{}, readerDone: make(chan struct{})}
 	b.cmd = exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--user-data-dir="+t.TempDir(), "--remote-debugging-pipe", "about:blank")
 	b.cmd.ExtraFiles = []*os.File{inR, outW}

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/syncbuf"
 )
 
 // conformanceTimeout bounds one run of the whole server suite (it takes a
@@ -314,7 +316,7 @@ func startConformanceFixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the conformance fixture: %v", err)

@@ -36,6 +36,7 @@ var allowed = map[string][]string{
 	"internal/canonjson":            {},
 	"internal/jsonscan":             {},
 	"internal/gcfloor":              {},
+	"internal/syncbuf":              {},
 	"internal/auth":                 {"config", "internal/httpheader", "internal/principal"},
 	"retry":                         {},
 	"retry/retrytest":               {},

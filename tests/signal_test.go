@@ -10,10 +10,11 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/syncbuf"
 )
 
 // exitMargin is how much longer than server.shutdown_grace a process may
@@ -27,22 +28,10 @@ type signalStdio struct {
 	stdin  *os.File // the client's end; closed by the cleanup only
 	lines  chan string
 	exited chan struct{} // closed once the process has been reaped
-
-	mu     sync.Mutex
-	stderr strings.Builder // guarded by mu
+	stderr syncbuf.Buffer
 }
 
-func (s *signalStdio) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stderr.Write(b)
-}
-
-func (s *signalStdio) Stderr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stderr.String()
-}
+func (s *signalStdio) Stderr() string { return s.stderr.String() }
 
 // startSignalStdio starts `toolgate stdio` with yaml as its configuration
 // and debug logs, on pipes the test owns, so that stdout can be read to its
@@ -60,7 +49,7 @@ func startSignalStdio(t *testing.T, yaml string) *signalStdio {
 	}
 	s.stdin = inW
 	s.cmd = exec.Command(toolgateBin, "stdio", "--config", writeConfig(t, yaml), "--log-level", "debug")
-	s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = inR, outW, s
+	s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = inR, outW, &s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("starting toolgate stdio: %v", err)
 	}

@@ -34,6 +34,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/internal/syncbuf"
 )
 
 // Bounds of the upstream tests.
@@ -896,24 +898,6 @@ func decodeJSON(t *testing.T, raw json.RawMessage) any {
 	return v
 }
 
-// lockedBuffer collects a process's output for failure messages.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startEverythingHTTP starts server-everything in its streamable HTTP mode
 // on a free port of 127.0.0.1, waits for the port to accept connections,
 // and returns the MCP endpoint. The process is killed in t.Cleanup (which,
@@ -927,7 +911,7 @@ func startEverythingHTTP(t *testing.T, entry string) string {
 	addr := l.Addr().String()
 	_, port, _ := net.SplitHostPort(addr)
 	l.Close()
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	cmd := exec.Command("node", entry, "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT="+port)
 	cmd.Stderr = &stderr

@@ -14,13 +14,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/syncbuf"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/threadctx"
@@ -755,25 +755,6 @@ func TestThreadPoolErrors(t *testing.T) {
 	wantClass(t, err, retry.Cancelled)
 }
 
-// lockedBuffer is a bytes.Buffer safe for the concurrent writes of a
-// slog handler.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer // guarded by mu
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestStderrRedacted pins down that a stdio upstream's stderr lines are
 // logged with its secrets hidden, raw, escaped or in base64.
 func TestStderrRedacted(t *testing.T) {
@@ -781,7 +762,7 @@ func TestStderrRedacted(t *testing.T) {
 	b64 := base64.StdEncoding.EncodeToString([]byte(secret))
 	line := "token=" + secret + " escaped=" + url.QueryEscape(secret) + " basic=" + b64
 	logs := newLogCapture()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	logger := slog.New(slog.NewMultiHandler(logs, slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	up := stdioUpstream("-stderr", line)
 	up.Secrets = []string{secret}

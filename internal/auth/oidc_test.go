@@ -29,6 +29,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/syncbuf"
 )
 
 const (
@@ -211,27 +212,9 @@ func oauthAuth(t *testing.T, is *issuer, o config.OAuth) (*Authenticator, *fakeC
 	return a, clk
 }
 
-// logBuffer collects an authenticator's log lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // captureLogs makes a log at debug level into the returned buffer.
-func captureLogs(a *Authenticator) *logBuffer {
-	l := &logBuffer{}
+func captureLogs(a *Authenticator) *syncbuf.Buffer {
+	l := &syncbuf.Buffer{}
 	a.logger = slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return l
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/syncbuf"
 )
 
 // TestSessionCallMatchesMCPGo: a session's tools/call on the fast path
@@ -24,7 +24,7 @@ import (
 // same session.
 func TestSessionCallMatchesMCPGo(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	logs := &logLines{}
+	logs := &syncbuf.Buffer{}
 	g.logger = slog.New(slog.NewTextHandler(logs, nil))
 	g.addTool(t, "boom", func(context.Context, *Request) *executors.Result { panic("boom") })
 	// pass answers with its arguments as an upstream's result, which the
@@ -251,22 +251,4 @@ func TestSimpleID(t *testing.T) {
 			t.Errorf("simpleID(%s) writes back as %s", id, out)
 		}
 	}
-}
-
-// logLines keeps what a logger writes, from any goroutine.
-type logLines struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
