@@ -9,14 +9,10 @@ import (
 func main() {
 	// The first SIGINT or SIGTERM cancels the run (exit 130), and the
 	// agent closes its tools: a stdio MCP server that ignores its stdin
-	// closing is waited for up to 5 s, an in-process gateway's upstreams
-	// up to 4 s each. A second signal ends the agent at once.
+	// closing is waited for up to 5 s, an in-process gateway's upstreams,
+	// closed together, up to 4 s. A second signal ends the agent at once.
 	ctx, again, stop := cli.NotifySignals()
-	go func() {
-		if sig, ok := <-again; ok {
-			cli.Exit(cli.SignalExit(sig, "the tools were not closed"))
-		}
-	}()
+	go func() { cli.Exit(cli.SignalExit(<-again, "the tools were not closed")) }()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	cli.Exit(err)

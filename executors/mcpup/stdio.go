@@ -174,9 +174,9 @@ func (t *stdioTransport) deliver(id mcp.RequestId, resp *transport.JSONRPCRespon
 // whose members are "jsonrpc": "2.0", a string id of printable ASCII
 // without escapes, and a result, each once, and others that a decoding
 // ignores. It returns the id's text and the result, a slice of line (the
-// lineGuard's lines are the caller's to keep). ok is false for anything else (an error, a method, a
-// member given twice, another id), which dispatch decodes; line is valid
-// JSON (the lineGuard has checked it).
+// lineGuard's lines are the caller's to keep). ok is false for anything
+// else (an error, a method, a member given twice, another id), which
+// dispatch decodes; line is valid JSON (the lineGuard has checked it).
 func scanResponse(line []byte) (id string, result json.RawMessage, ok bool) {
 	s := jsonscan.New(line)
 	var rawID []byte
