@@ -348,6 +348,19 @@ func (g *Gateway) drain(ctx context.Context) error {
 	return err
 }
 
+// KillUpstreams sends SIGKILL to every stdio upstream process the gateway
+// runs (each with its process group), and to any it starts from now on,
+// without waiting for them to exit. Close asks a process to exit by
+// closing its stdin, then SIGTERM, and waits up to 4 s for that; a program
+// that must stop at once (a second signal during shutdown) calls
+// KillUpstreams before Close, or before exiting without Close, so that no
+// upstream outlives it.
+func (g *Gateway) KillUpstreams() {
+	if g.up != nil {
+		g.up.Kill()
+	}
+}
+
 // Close stops the gateway at once: calls in flight are cancelled, sessions
 // and thread instances are closed, background goroutines stop. It is safe
 // to call more than once.

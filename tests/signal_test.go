@@ -3,11 +3,14 @@ package tests
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -248,4 +251,136 @@ func TestServeSIGTERMWithHalfSentBody(t *testing.T) {
 		t.Errorf("toolgate serve exited with code %d after SIGTERM, want 0", code)
 	}
 	t.Logf("exited %v after SIGTERM", time.Since(start))
+}
+
+// stubbornUpstream is the configuration of a stdio upstream that does not
+// exit when its stdin closes, nor on SIGTERM: `toolgate stdio` in a shell
+// that then loops, noting each SIGTERM in terms. The shell writes its pid
+// to pidFile as it starts.
+func stubbornUpstream(t *testing.T) (yaml, pidFile, terms string) {
+	t.Helper()
+	dir := t.TempDir()
+	pidFile, terms = filepath.Join(dir, "pid"), filepath.Join(dir, "terms")
+	script := `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$TERMS"' TERM; "$TOOLGATE" stdio --config "$CONFIG"; while :; do sleep 1; done`
+	yaml = fmt.Sprintf(`upstreams:
+  - name: stub
+    transport: stdio
+    command: sh
+    args: ["-c", %q]
+    env: {PIDFILE: %q, TERMS: %q, TOOLGATE: %q, CONFIG: %q}
+`, strings.ReplaceAll(script, "$", "$$"), pidFile, terms, toolgateBin, writeConfig(t, baseConfig))
+	t.Cleanup(func() {
+		if pid, err := readPid(pidFile); err == nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL) // the upstream's own process group
+		}
+	})
+	return yaml, pidFile, terms
+}
+
+// readPid reads the pid a process wrote to path.
+func readPid(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// waitPid waits until a process has written its pid to path, failing at
+// once if exited is closed first.
+func waitPid(t *testing.T, path, what string, exited <-chan struct{}) int {
+	t.Helper()
+	var pid int
+	pollUntil(t, callTimeout, what+" to start", func() (bool, string) {
+		var err error
+		if pid, err = readPid(path); err == nil {
+			return true, ""
+		}
+		select {
+		case <-exited:
+			t.Fatalf("toolgate exited before %s started", what)
+		default:
+		}
+		return false, fmt.Sprintf("no pid in %s: %v", path, err)
+	})
+	return pid
+}
+
+// waitDead waits until the process pid has exited: it is gone, or a zombie
+// nobody has reaped yet.
+func waitDead(t *testing.T, pid int, what string) {
+	t.Helper()
+	pollUntil(t, pollTimeout, what+" to be dead", func() (bool, string) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if errors.Is(err, fs.ErrNotExist) {
+			return true, ""
+		}
+		stat := string(b)
+		state := ""
+		if i := strings.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
+			state = stat[i+2 : i+3]
+		}
+		return state == "Z", fmt.Sprintf("process %d is still running (state %q)", pid, state)
+	})
+}
+
+// TestSecondSignalKillsUpstreams: a second signal during shutdown stops
+// serve and stdio at once, and kills a stdio upstream that closing would
+// have waited for (its stdin closed, then SIGTERM after 2 s, then SIGKILL
+// after 2 s more) rather than leave it running: the upstream runs in a
+// process group of its own, which a terminal's Ctrl-C does not reach.
+func TestSecondSignalKillsUpstreams(t *testing.T) {
+	for _, command := range []string{"serve", "stdio"} {
+		t.Run(command, func(t *testing.T) {
+			yaml, pidFile, terms := stubbornUpstream(t)
+			// A grace of 60 s: exiting within a few seconds is the second
+			// signal's doing.
+			args := []string{command, "--config", writeConfig(t, "server:\n  shutdown_grace: 60s\n"+yaml)}
+			if command == "serve" {
+				args = append(args, "--listen", "127.0.0.1:0")
+			}
+			cmd := exec.Command(toolgateBin, args...)
+			// stdio's client keeps stdin open until the test ends.
+			inR, inW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inW.Close()
+			var stderr syncbuf.Buffer
+			cmd.Stdin, cmd.Stderr = inR, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			inR.Close()
+			exited := make(chan struct{})
+			go func() {
+				_ = cmd.Wait()
+				close(exited)
+			}()
+			defer func() {
+				_ = cmd.Process.Kill()
+				<-exited
+				if t.Failed() {
+					t.Logf("toolgate %s stderr:\n%s", command, stderr.String())
+				}
+			}()
+
+			pid := waitPid(t, pidFile, "the upstream", exited)
+			signalProcess(t, "toolgate "+command, cmd, syscall.SIGTERM)
+			pollUntil(t, pollTimeout, "toolgate to start shutting down", func() (bool, string) {
+				return strings.Contains(stderr.String(), "shutting down"), "no \"shutting down\" log line yet"
+			})
+			signalProcess(t, "toolgate "+command, cmd, syscall.SIGINT)
+			if code := waitExit(t, "toolgate "+command, cmd, exited, exitMargin); code != 128+int(syscall.SIGINT) {
+				t.Errorf("toolgate %s exited with code %d after a second signal, want %d", command, code, 128+int(syscall.SIGINT))
+			}
+			waitDead(t, pid, "the upstream")
+			if b, _ := os.ReadFile(terms); len(b) > 0 {
+				t.Errorf("toolgate %s sent its upstream SIGTERM: it waited for the upstream to close after the second signal", command)
+			}
+			if !strings.Contains(stderr.String(), "toolgate: second signal") {
+				t.Errorf("stderr does not say that a second signal stopped toolgate")
+			}
+		})
+	}
 }

@@ -103,6 +103,7 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	}
 	if sig != nil {
 		logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
+		g.KillUpstreams()
 		g.Close()
 		timer := time.NewTimer(resultWait)
 		defer timer.Stop()
@@ -163,6 +164,7 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 		case err = <-served:
 		case sig := <-again:
 			logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
+			g.KillUpstreams()
 			g.Close()
 			timer := time.NewTimer(resultWait)
 			defer timer.Stop()
@@ -173,10 +175,36 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 			return aborted(sig)
 		}
 	}
+	// Closing waits for the upstreams' processes to exit (up to 4 s for
+	// one that ignores its stdin closing and SIGTERM); a second signal
+	// kills them instead.
+	if sig := closeOrKill(g, again); sig != nil {
+		logger.Warn("signal during shutdown; killing the upstreams' processes and stopping now", "signal", sig.String())
+		return aborted(sig)
+	}
 	if err != nil {
 		return fmt.Errorf("serving stdio: %w", err)
 	}
 	return nil
+}
+
+// closeOrKill closes g; a signal on again before Close has returned kills
+// g's upstream processes, which Close would otherwise wait for, and is
+// returned once Close has.
+func closeOrKill(g *gateway.Gateway, again <-chan os.Signal) os.Signal {
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		g.Close()
+	}()
+	select {
+	case <-closed:
+		return nil
+	case sig := <-again:
+		g.KillUpstreams()
+		<-closed
+		return sig
+	}
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/toolgate/toolgate/executors"
@@ -202,6 +203,8 @@ type Manager struct {
 	mu      sync.Mutex
 	closed  bool
 	threads map[*threadInstance]struct{} // live thread-isolated instances
+	procs   map[*process]struct{}        // stdio processes from start until their shutdown has ended
+	killed  bool                         // Kill was called: a process started later is killed at once
 }
 
 // New validates ups and returns a Manager for them; it starts nothing (see
@@ -528,6 +531,47 @@ func (m *Manager) Close() error {
 		}
 	})
 	return nil
+}
+
+// Kill sends SIGKILL to the process group of every stdio upstream
+// process m has started and not yet shut down, and returns how many it
+// signalled; it does not wait for them to exit. It is for a program about
+// to exit without closing m (a second signal during shutdown), and to cut
+// short a [Manager.Close] that waits for processes to exit: each process
+// runs in a process group of its own, which a terminal's Ctrl-C does not
+// reach, so one that ignores its stdin closing and SIGTERM would outlive
+// the program, or hold Close for its whole grace. A process m starts
+// after Kill (a restart of one it killed) is killed as it starts.
+func (m *Manager) Kill() int {
+	m.mu.Lock()
+	m.killed = true
+	procs := slices.Collect(maps.Keys(m.procs))
+	m.mu.Unlock()
+	for _, p := range procs {
+		// A group's number is not reused while any member lives, so
+		// after the leader's exit this reaches only what is left of it.
+		p.signal(syscall.SIGKILL)
+	}
+	return len(procs)
+}
+
+func (m *Manager) addProcess(p *process) {
+	m.mu.Lock()
+	if m.procs == nil {
+		m.procs = make(map[*process]struct{})
+	}
+	m.procs[p] = struct{}{}
+	killed := m.killed
+	m.mu.Unlock()
+	if killed {
+		p.signal(syscall.SIGKILL)
+	}
+}
+
+func (m *Manager) removeProcess(p *process) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.procs, p)
 }
 
 func (m *Manager) isClosed() bool {

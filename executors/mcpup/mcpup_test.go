@@ -603,6 +603,76 @@ func TestCloseReapsAll(t *testing.T) {
 	}
 }
 
+// Kill ends every stdio process at once, before any Close, and a process
+// started after it (the restart of one it killed) too; Close then has
+// nothing to wait for.
+func TestKill(t *testing.T) {
+	pool := threadctx.NewPool(nil)
+	t.Cleanup(func() { _ = pool.Close() })
+	shared := stdioUpstream()
+	thread := stdioUpstream()
+	thread.Name, thread.Isolation = "th", IsolationThread
+	rec := newRecorder()
+	opts := rec.options(t, &Options{Pool: pool})
+	// Restarts and states of the shared upstream only.
+	onRestart, onState := opts.OnRestart, opts.OnState
+	opts.OnRestart = func(name string) {
+		if name == shared.Name {
+			onRestart(name)
+		}
+	}
+	opts.OnState = func(name string, up bool) {
+		if name == shared.Name {
+			onState(name, up)
+		}
+	}
+	m := start(t, opts, shared, thread)
+	rec.waitTools(t)
+	rec.waitTools(t)
+	pids := []int{pidOf(t, m, "x")}
+	pid, err := strconv.Atoi(text(t, mustCall(t, m, "x", "th__pid", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids = append(pids, pid)
+	for len(rec.states) > 0 { // the ups of the start
+		<-rec.states
+	}
+
+	if n := m.Kill(); n != 2 {
+		t.Errorf("Kill() = %d, want 2 processes signalled", n)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for _, pid := range pids {
+		for alive(pid) { // reaped by the exit watcher once killed
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d still alive %v after Kill", pid, waitLimit)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// The shared upstream's supervisor restarts it. Each new process is
+	// killed as it starts, so the upstream never comes up and the
+	// supervisor tries again: two attempts, and no up in between.
+	timeout := time.After(waitLimit)
+	for attempts := 0; attempts < 2; {
+		select {
+		case <-rec.restarts:
+			attempts++
+		case up := <-rec.states:
+			if up {
+				t.Fatal("the upstream came up again after Kill: a restarted process was left running")
+			}
+		case <-timeout:
+			t.Fatalf("%d restart attempts within %v of Kill, want 2", attempts, waitLimit)
+		}
+	}
+	_ = m.Close()
+	if kids := fakeChildren(t); len(kids) != 0 {
+		t.Errorf("fake upstream children left after Kill and Close: %v", kids)
+	}
+}
+
 // Each process gets a private directory of its own, named in its
 // environment and substituted into Args and Env, and removed with it.
 func TestInstanceDir(t *testing.T) {

@@ -65,7 +65,8 @@ var errGarbage = errors.New("the upstream wrote a line that is not JSON to stdou
 // stdout under the transport's reader before the last reply is read.
 type process struct {
 	cmd         *exec.Cmd
-	dir         string // the process's own directory, removed by shutdown
+	m           *Manager // whose Kill reaches the process until shutdown has ended
+	dir         string   // the process's own directory, removed by shutdown
 	pgid        int
 	stdin       *os.File      // our end; closing it asks the upstream to exit
 	stdout      *lineGuard    // what the transport reads
@@ -142,6 +143,7 @@ func startProcess(u *upstream, thread string, c *conn) (*process, error) {
 
 	p := &process{
 		cmd:         cmd,
+		m:           u.m,
 		dir:         dir,
 		pgid:        cmd.Process.Pid,
 		stdin:       inW,
@@ -175,6 +177,7 @@ func startProcess(u *upstream, thread string, c *conn) (*process, error) {
 		onEnd: func() { c.markDead(errors.New("the upstream closed its stdout")) },
 		done:  make(chan struct{}),
 	}
+	u.m.addProcess(p)
 	go func() {
 		defer close(p.watcherDone)
 		p.waitErr = cmd.Wait()
@@ -245,6 +248,7 @@ func (p *process) shutdown() {
 		// Descendants that left the group may still write here; what
 		// they leave behind is theirs, and RemoveAll's error is ignored.
 		_ = os.RemoveAll(p.dir)
+		p.m.removeProcess(p)
 	})
 }
 
