@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
 	"sync/atomic"
 
@@ -119,7 +121,8 @@ type MCPOptions struct {
 // tools keep their state for the toolset's life. Close it when done.
 type MCPToolset struct {
 	c      *client.Client
-	nextID atomic.Uint64 // the IDs of agent's own requests
+	nextID atomic.Uint64            // the IDs of agent's own requests
+	cmd    atomic.Pointer[exec.Cmd] // a stdio server's process, for Kill
 }
 
 var _ Toolset = (*MCPToolset)(nil)
@@ -127,6 +130,7 @@ var _ Toolset = (*MCPToolset)(nil)
 // NewMCPToolset connects to the endpoint o names and initializes the
 // session; ctx bounds the connection, not the toolset's life.
 func NewMCPToolset(ctx context.Context, o MCPOptions) (*MCPToolset, error) {
+	ts := &MCPToolset{}
 	var c *client.Client
 	var err error
 	switch {
@@ -139,14 +143,21 @@ func NewMCPToolset(ctx context.Context, o MCPOptions) (*MCPToolset, error) {
 		}
 		c, err = client.NewStreamableHttpClient(o.URL, opts...)
 	case len(o.Command) > 0:
-		c, err = client.NewStdioMCPClient(o.Command[0], o.Env, o.Command[1:]...)
+		// The command as mcp-go makes it, kept for Kill.
+		spawn := func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+			cmd := exec.CommandContext(ctx, command, args...)
+			cmd.Env = append(os.Environ(), env...)
+			ts.cmd.Store(cmd)
+			return cmd, nil
+		}
+		c, err = client.NewStdioMCPClientWithOptions(o.Command[0], o.Env, o.Command[1:], transport.WithCommandFunc(spawn))
 	default:
 		return nil, errors.New("mcp: no endpoint: give a URL or a command")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("mcp: connecting: %w", err)
 	}
-	ts := &MCPToolset{c: c}
+	ts.c = c
 	if err := c.Start(ctx); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("mcp: starting: %w", err)
@@ -163,6 +174,18 @@ func NewMCPToolset(ctx context.Context, o MCPOptions) (*MCPToolset, error) {
 
 // Close ends the session (and a stdio server's process).
 func (t *MCPToolset) Close() error { return t.c.Close() }
+
+// Kill ends a stdio server's process at once (SIGKILL on Unix) and
+// returns without waiting for it; it does nothing for a server at a URL.
+// Close asks the server to exit by closing its stdin, then SIGTERM, and
+// waits up to 5 s for that; a program that must stop at once (a second
+// signal during shutdown) calls Kill before exiting, so that a server that
+// ignores both does not outlive it. Call Close after Kill to reap it.
+func (t *MCPToolset) Kill() {
+	if cmd := t.cmd.Load(); cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Kill()
+	}
+}
 
 // Tools implements [Toolset]: the server's tools/list, every page, each
 // tool with its input schema exactly as the server sent it. mcp-go's

@@ -403,10 +403,11 @@ func copyFile(t *testing.T, src, dst string) {
 
 // TestAgentSecondInterrupt: the first SIGINT cancels the run and the agent
 // closes its tools; a second one ends it at once, before it has waited
-// for a stdio server that ignores its stdin closing. The server here is
-// toolgate stdio in a shell that then stays, ignoring SIGTERM and noting
-// it: mcp-go's client closes a server with stdin, then SIGTERM after 2 s,
-// then SIGKILL. An agent that swallowed the second signal sent SIGTERM.
+// for a stdio server that ignores its stdin closing, and kills that
+// server rather than leave it running. The server here is toolgate stdio
+// in a shell that then stays, ignoring SIGTERM and noting it: mcp-go's
+// client closes a server with stdin, then SIGTERM after 2 s, then SIGKILL.
+// An agent that swallowed the second signal sent SIGTERM.
 func TestAgentSecondInterrupt(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, baseConfig)
@@ -464,4 +465,10 @@ func TestAgentSecondInterrupt(t *testing.T) {
 	if !strings.Contains(stderr.String(), "second signal") {
 		t.Errorf("stderr does not say that a second signal stopped the agent:\n%s", stderr.String())
 	}
+	// Nor is the server left running: the agent killed it.
+	pid, err := readPid(pidFile)
+	if err != nil {
+		t.Fatalf("the server's pid: %v", err)
+	}
+	waitDead(t, pid, "the stdio server")
 }

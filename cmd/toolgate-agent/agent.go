@@ -98,6 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return cli.ExitError{Code: 1, Msg: oneLine(err.Error())}
 		}
 		defer ts.Close()
+		abort.add(ts.Kill)
 		tools = ts
 	} else {
 		if c.LogLevel == "" {
@@ -108,6 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer g.Close()
+		abort.add(g.KillUpstreams)
 		cli.WaitUpstreams(g, stderr)
 		tools = &agent.GatewayToolset{Gateway: g, Thread: fmt.Sprintf("agent-%d", os.Getpid())}
 	}
