@@ -14,11 +14,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/internal/principal"
+	"github.com/toolgate/toolgate/internal/textcut"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -395,11 +395,7 @@ func errorMessage(res *Result, err error) string {
 		s = res.decoded().Text()
 	}
 	if len(s) > maxEventMessage {
-		i := maxEventMessage
-		for i > 0 && !utf8.RuneStart(s[i]) {
-			i--
-		}
-		s = s[:i] + "…"
+		s = textcut.Prefix(s, maxEventMessage) + "…"
 	}
 	return s
 }

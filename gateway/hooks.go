@@ -13,12 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/internal/textcut"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -461,12 +461,9 @@ func truncateResult(res *Result, limit int) *Result {
 			left -= len(s)
 			return s
 		}
-		k := left
-		for k > 0 && !utf8.RuneStart(s[k]) {
-			k--
-		}
+		cut := textcut.Prefix(s, left)
 		left = 0
-		return s[:k]
+		return cut
 	}
 	notice := fmt.Sprintf("[truncated: the result text is %d bytes; only the first %d are shown]", total, limit)
 	out, err := editResult(res, cut, keepStructured, notice)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/textcut"
 )
 
 const (
@@ -105,11 +107,7 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
+	return textcut.Prefix(s, n) + "…"
 }
 
 // normalize returns the key names are repaired by: ASCII lower case, '-'

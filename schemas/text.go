@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/textcut"
 )
 
 // maxQuoted is how many bytes of a value a message shows.
@@ -18,11 +20,7 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
+	return textcut.Prefix(s, n) + "…"
 }
 
 // quote returns s double-quoted, cut to maxQuoted bytes first.

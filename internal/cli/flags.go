@@ -5,7 +5,8 @@ import (
 	"flag"
 	"io"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/textcut"
 )
 
 // Common holds the flags every command takes.
@@ -45,11 +46,7 @@ func FirstLine(s string, max int) string {
 		s = s[:i]
 	}
 	if len(s) > max {
-		cut := max - 1
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
+		s = textcut.Prefix(s, max-1) + "…"
 	}
 	return s
 }

@@ -19,11 +19,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/toolgate/toolgate/executors/rest"
+	"github.com/toolgate/toolgate/internal/textcut"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -388,11 +388,7 @@ func oapiSummary(op *openapi3.Operation, method, p string) string {
 		return method + " " + p
 	}
 	if len(s) > maxSummary {
-		cut := maxSummary - len("…")
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
+		s = textcut.Prefix(s, maxSummary-len("…")) + "…"
 	}
 	return s
 }
