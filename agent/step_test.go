@@ -23,15 +23,22 @@ func TestStepStartsToolsWhileStreaming(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			f := newFakeProvider(t, kind, script(t, kind, "parallel_tools"))
 			started := f.barrier("A started")
-			osloDone := make(chan struct{})
+			// Paris finishes once Oslo's result has been reported (a
+			// result is reported after its tool returns, on the call's own
+			// goroutine, so "after Oslo's tool returned" would race the
+			// report). Were results reported in call order, Paris would
+			// wait in vain, give up, and be reported first.
+			osloReported := make(chan struct{})
 			tools := &fakeTools{fns: map[string]func(agent.ToolCall) (string, error){
 				"lookup": func(c agent.ToolCall) (string, error) {
 					if strings.Contains(c.Arguments, "Paris") {
 						close(started)
-						<-osloDone // finish after Oslo
+						select {
+						case <-osloReported:
+						case <-time.After(10 * time.Second):
+						}
 						return "Paris: sunny", nil
 					}
-					defer close(osloDone)
 					return "Oslo: snow", nil
 				},
 			}}
@@ -42,6 +49,9 @@ func TestStepStartsToolsWhileStreaming(t *testing.T) {
 					mu.Lock()
 					finished = append(finished, r.Text())
 					mu.Unlock()
+					if r.Text() == "Oslo: snow" {
+						close(osloReported)
+					}
 				},
 			})
 			if err != nil {
