@@ -203,7 +203,7 @@ type Manager struct {
 	mu      sync.Mutex
 	closed  bool
 	threads map[*threadInstance]struct{} // live thread-isolated instances
-	procs   map[*process]struct{}        // stdio processes from start until their shutdown has ended
+	procs   map[*process]struct{}        // stdio processes from start until shutdown has killed their group
 	killed  bool                         // Kill was called: a process started later is killed at once
 }
 
@@ -549,7 +549,10 @@ func (m *Manager) Kill() int {
 	m.mu.Unlock()
 	for _, p := range procs {
 		// A group's number is not reused while any member lives, so
-		// after the leader's exit this reaches only what is left of it.
+		// after the leader's exit this reaches what is left of it. A
+		// group emptied before shutdown (the leader exited and nothing
+		// was left) keeps its entry until then; its number comes round
+		// again only after the whole PID space has.
 		p.signal(syscall.SIGKILL)
 	}
 	return len(procs)

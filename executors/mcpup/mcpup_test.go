@@ -635,12 +635,12 @@ func TestKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	pids = append(pids, pid)
-	for len(rec.states) > 0 { // the ups of the start
-		<-rec.states
-	}
+	rec.waitState(t, true) // the shared upstream's up of the start, reported after its tools
 
-	if n := m.Kill(); n != 2 {
-		t.Errorf("Kill() = %d, want 2 processes signalled", n)
+	// At least the two processes above; the thread-isolated upstream's
+	// listing process may not have finished its shutdown yet.
+	if n := m.Kill(); n < 2 {
+		t.Errorf("Kill() = %d, want at least 2 processes signalled", n)
 	}
 	deadline := time.Now().Add(waitLimit)
 	for _, pid := range pids {

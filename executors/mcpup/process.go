@@ -65,7 +65,7 @@ var errGarbage = errors.New("the upstream wrote a line that is not JSON to stdou
 // stdout under the transport's reader before the last reply is read.
 type process struct {
 	cmd         *exec.Cmd
-	m           *Manager // whose Kill reaches the process until shutdown has ended
+	m           *Manager // whose Kill reaches the process until shutdown has killed its group
 	dir         string   // the process's own directory, removed by shutdown
 	pgid        int
 	stdin       *os.File      // our end; closing it asks the upstream to exit
@@ -236,6 +236,9 @@ func (p *process) shutdown() {
 			}
 		}
 		p.signal(syscall.SIGKILL) // descendants still in the group
+		// Nothing of the group is left to Kill: once it is empty, its
+		// number may be reused.
+		p.m.removeProcess(p)
 		// The connection is closing: replies still unread are of no use.
 		// Closing our end unblocks the transport's reader, if it still reads.
 		_ = p.outR.Close()
@@ -248,7 +251,6 @@ func (p *process) shutdown() {
 		// Descendants that left the group may still write here; what
 		// they leave behind is theirs, and RemoveAll's error is ignored.
 		_ = os.RemoveAll(p.dir)
-		p.m.removeProcess(p)
 	})
 }
 
