@@ -2,12 +2,15 @@ package tests
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +19,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/internal/syncbuf"
 )
@@ -380,6 +386,80 @@ func TestSecondSignalKillsUpstreams(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), "toolgate: second signal") {
 				t.Errorf("stderr does not say that a second signal stopped toolgate")
+			}
+		})
+	}
+}
+
+// TestSecondSignalStopsWaitingForAnUpstream: after a second signal, serve
+// and stdio wait for their gateway's Close at most a moment, not for as
+// long as Close waits for an HTTP upstream that does not answer its
+// session's DELETE (mcp-go's client gives it 5 s).
+func TestSecondSignalStopsWaitingForAnUpstream(t *testing.T) {
+	for _, command := range []string{"serve", "stdio"} {
+		t.Run(command, func(t *testing.T) {
+			deleting := make(chan struct{}, 1)
+			s := mcpserver.NewMCPServer("slow-delete-upstream", "1", mcpserver.WithToolCapabilities(false))
+			s.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("ok"), nil
+			})
+			h := mcpserver.NewStreamableHTTPServer(s)
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodDelete {
+					select {
+					case deleting <- struct{}{}:
+					default:
+					}
+					<-r.Context().Done() // never answered: toolgate gives up or goes
+					return
+				}
+				h.ServeHTTP(w, r)
+			}))
+			defer up.Close()
+
+			args := []string{command, "--config", writeConfig(t, fmt.Sprintf("server:\n  shutdown_grace: 60s\nupstreams:\n  - name: slow\n    transport: streamable-http\n    url: %q\n", up.URL+"/mcp"))}
+			if command == "serve" {
+				args = append(args, "--listen", "127.0.0.1:0")
+			}
+			cmd := exec.Command(toolgateBin, append(args, "--log-level", "debug")...)
+			inR, inW, err := os.Pipe() // stdio's client keeps stdin open
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inW.Close()
+			var stderr syncbuf.Buffer
+			cmd.Stdin, cmd.Stderr = inR, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			inR.Close()
+			exited := make(chan struct{})
+			go func() {
+				_ = cmd.Wait()
+				close(exited)
+			}()
+			defer func() {
+				_ = cmd.Process.Kill()
+				<-exited
+				if t.Failed() {
+					t.Logf("toolgate %s stderr:\n%s", command, stderr.String())
+				}
+			}()
+
+			pollUntil(t, callTimeout, "the upstream to be up", func() (bool, string) {
+				return strings.Contains(stderr.String(), "upstream up"), "no \"upstream up\" log line yet"
+			})
+			signalProcess(t, "toolgate "+command, cmd, syscall.SIGTERM)
+			select {
+			case <-deleting: // Close is waiting for the upstream
+			case <-time.After(callTimeout):
+				t.Fatal("toolgate never ended its upstream session after SIGTERM")
+			}
+			signalProcess(t, "toolgate "+command, cmd, syscall.SIGINT)
+			// resultWait (1 s) is the most it waits; mcp-go's DELETE would
+			// hold it 5 s.
+			if code := waitExit(t, "toolgate "+command, cmd, exited, exitMargin); code != 128+int(syscall.SIGINT) {
+				t.Errorf("toolgate %s exited with code %d after a second signal, want %d", command, code, 128+int(syscall.SIGINT))
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -32,7 +33,8 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	if err != nil {
 		return err
 	}
-	defer g.Close()
+	gc := newCloser(g)
+	defer gc.close()
 	addr := cfg.Server.Listen
 	if *listen != "" {
 		addr = *listen
@@ -103,13 +105,20 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	}
 	if sig != nil {
 		logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
-		g.KillUpstreams()
-		g.Close()
+		gc.abort()
+		var closed <-chan struct{} = gc.closed
 		timer := time.NewTimer(resultWait)
 		defer timer.Stop()
-		select {
-		case <-httpDone:
-		case <-timer.C:
+	wait:
+		for closed != nil || httpDone != nil {
+			select {
+			case <-closed:
+				closed = nil
+			case <-httpDone:
+				httpDone = nil
+			case <-timer.C:
+				break wait
+			}
 		}
 	}
 	_ = srv.Close()
@@ -147,7 +156,8 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 	if err != nil {
 		return err
 	}
-	defer g.Close()
+	gc := newCloser(g)
+	defer gc.close()
 	g.StartUpstreams()
 	logger.Info("serving stdio", "config", cfg.Source, "tools", len(g.Tools()))
 	releaseStartup()
@@ -164,13 +174,20 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 		case err = <-served:
 		case sig := <-again:
 			logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
-			g.KillUpstreams()
-			g.Close()
+			gc.abort()
+			var closed <-chan struct{} = gc.closed
 			timer := time.NewTimer(resultWait)
 			defer timer.Stop()
-			select {
-			case <-served:
-			case <-timer.C:
+		wait:
+			for closed != nil || served != nil {
+				select {
+				case <-closed:
+					closed = nil
+				case <-served:
+					served = nil
+				case <-timer.C:
+					break wait
+				}
 			}
 			return aborted(sig)
 		}
@@ -178,8 +195,18 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 	// Closing waits for the upstreams' processes to exit (up to 4 s for
 	// one that ignores its stdin closing and SIGTERM); a second signal
 	// kills them instead.
-	if sig := closeOrKill(g, again); sig != nil {
+	gc.start()
+	select {
+	case <-gc.closed:
+	case sig := <-again:
 		logger.Warn("signal during shutdown; killing the upstreams' processes and stopping now", "signal", sig.String())
+		gc.abort()
+		timer := time.NewTimer(resultWait)
+		defer timer.Stop()
+		select {
+		case <-gc.closed:
+		case <-timer.C:
+		}
 		return aborted(sig)
 	}
 	if err != nil {
@@ -188,23 +215,46 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 	return nil
 }
 
-// closeOrKill closes g; a signal on again before Close has returned kills
-// g's upstream processes, which Close would otherwise wait for, and is
-// returned once Close has.
-func closeOrKill(g *gateway.Gateway, again <-chan os.Signal) os.Signal {
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		g.Close()
-	}()
-	select {
-	case <-closed:
-		return nil
-	case sig := <-again:
-		g.KillUpstreams()
-		<-closed
-		return sig
+// closer closes a serving command's gateway, once, in the background, so
+// that the command can wait for it, or, after a second signal, kill the
+// upstreams' processes and stop waiting after resultWait: Close may still
+// be waiting then for an HTTP upstream to answer its DELETE (mcp-go gives
+// it 5 s).
+type closer struct {
+	g       *gateway.Gateway
+	start   func()        // begins Close, once
+	closed  chan struct{} // closed when Close has returned
+	aborted bool          // abort was called; the command's goroutine only
+}
+
+func newCloser(g *gateway.Gateway) *closer {
+	c := &closer{g: g, closed: make(chan struct{})}
+	c.start = sync.OnceFunc(func() {
+		go func() {
+			defer close(c.closed)
+			g.Close()
+		}()
+	})
+	return c
+}
+
+// close closes the gateway and waits for it, unless abort was called: the
+// command's deferred close.
+func (c *closer) close() {
+	if c.aborted {
+		return
 	}
+	c.start()
+	<-c.closed
+}
+
+// abort kills the gateway's upstream processes (and any it would start)
+// and begins closing it; the caller waits on c.closed for at most
+// resultWait.
+func (c *closer) abort() {
+	c.aborted = true
+	c.g.KillUpstreams()
+	c.start()
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
