@@ -112,6 +112,13 @@ type MCPOptions struct {
 	Env []string
 	// Headers are sent with every HTTP request (e.g. Authorization).
 	Headers map[string]string
+	// OnStart, when not nil, is called once a stdio server's process has
+	// started, before its session is initialized, with a function that
+	// kills the server at once, as [MCPToolset.Kill] does. A program that
+	// must be able to stop at once keeps it: while NewMCPToolset is still
+	// initializing the session, or closing a server that failed to, there
+	// is no toolset to Kill yet.
+	OnStart func(kill func())
 }
 
 // MCPToolset is a [Toolset] over any MCP endpoint, through mcp-go's
@@ -121,8 +128,11 @@ type MCPOptions struct {
 // tools keep their state for the toolset's life. Close it when done.
 type MCPToolset struct {
 	c      *client.Client
-	nextID atomic.Uint64            // the IDs of agent's own requests
-	cmd    atomic.Pointer[exec.Cmd] // a stdio server's process, for Kill
+	nextID atomic.Uint64 // the IDs of agent's own requests
+	// proc is a stdio server's process, on Unix the leader of a process
+	// group of its own (so that a kill reaches what it started: npx's
+	// node, a shell's children); nil for a URL.
+	proc *os.Process
 }
 
 var _ Toolset = (*MCPToolset)(nil)
@@ -143,14 +153,22 @@ func NewMCPToolset(ctx context.Context, o MCPOptions) (*MCPToolset, error) {
 		}
 		c, err = client.NewStreamableHttpClient(o.URL, opts...)
 	case len(o.Command) > 0:
-		// The command as mcp-go makes it, kept for Kill.
+		// The command as mcp-go makes it, in a process group of its own,
+		// kept for Kill. mcp-go starts it before the constructor returns.
+		var cmd *exec.Cmd
 		spawn := func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
-			cmd := exec.CommandContext(ctx, command, args...)
+			cmd = exec.CommandContext(ctx, command, args...)
 			cmd.Env = append(os.Environ(), env...)
-			ts.cmd.Store(cmd)
+			cmd.SysProcAttr = serverProcAttr()
 			return cmd, nil
 		}
 		c, err = client.NewStdioMCPClientWithOptions(o.Command[0], o.Env, o.Command[1:], transport.WithCommandFunc(spawn))
+		if err == nil && cmd != nil && cmd.Process != nil {
+			ts.proc = cmd.Process
+			if o.OnStart != nil {
+				o.OnStart(ts.Kill)
+			}
+		}
 	default:
 		return nil, errors.New("mcp: no endpoint: give a URL or a command")
 	}
@@ -172,18 +190,27 @@ func NewMCPToolset(ctx context.Context, o MCPOptions) (*MCPToolset, error) {
 	return ts, nil
 }
 
-// Close ends the session (and a stdio server's process).
-func (t *MCPToolset) Close() error { return t.c.Close() }
+// Close ends the session. A stdio server is asked to exit by closing its
+// stdin, then SIGTERM after 2 s, then killed after 3 s more (mcp-go's
+// client does this, for the server's own process); then whatever is left
+// of its process group is killed.
+func (t *MCPToolset) Close() error {
+	err := t.c.Close()
+	if t.proc != nil {
+		killServer(t.proc)
+	}
+	return err
+}
 
-// Kill ends a stdio server's process at once (SIGKILL on Unix) and
-// returns without waiting for it; it does nothing for a server at a URL.
-// Close asks the server to exit by closing its stdin, then SIGTERM, and
-// waits up to 5 s for that; a program that must stop at once (a second
-// signal during shutdown) calls Kill before exiting, so that a server that
-// ignores both does not outlive it. Call Close after Kill to reap it.
+// Kill ends a stdio server at once, with whatever it started (SIGKILL to
+// its process group, on Unix), and returns without waiting; it does
+// nothing for a server at a URL. A program that must stop at once (a
+// second signal during shutdown) calls Kill before exiting, instead of
+// waiting for Close, so that a server that ignores its stdin closing and
+// SIGTERM does not outlive it. Close still reaps it.
 func (t *MCPToolset) Kill() {
-	if cmd := t.cmd.Load(); cmd != nil && cmd.Process != nil {
-		_ = cmd.Process.Kill()
+	if t.proc != nil {
+		killServer(t.proc)
 	}
 }
 

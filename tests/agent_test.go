@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -411,11 +410,15 @@ func copyFile(t *testing.T, src, dst string) {
 func TestAgentSecondInterrupt(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, baseConfig)
-	terms, pidFile := filepath.Join(dir, "terms"), filepath.Join(dir, "pid")
-	script := `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$TERMS"' TERM; "$TOOLGATE" stdio --config "$CONFIG"; while :; do sleep 1; done`
+	terms, pidFile, childPidFile := filepath.Join(dir, "terms"), filepath.Join(dir, "pid"), filepath.Join(dir, "childpid")
+	// The server also leaves a child of its own running, which ignores
+	// SIGTERM: killing the server alone would leave it behind.
+	script := `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$TERMS"' TERM; ` +
+		`sh -c 'echo $$ > "$CHILDPIDFILE"; trap "" TERM; while :; do sleep 1; done' </dev/null & ` +
+		`"$TOOLGATE" stdio --config "$CONFIG"; while :; do sleep 1; done`
 	t.Cleanup(func() {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+		for _, f := range []string{pidFile, childPidFile} {
+			if pid, err := readPid(f); err == nil {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
@@ -434,7 +437,7 @@ func TestAgentSecondInterrupt(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, toolgateAgentBin, "--provider", "anthropic", "--model", "test-model", "--base-url", model.URL,
 		"remember Lisbon", "--", "sh", "-c", script)
-	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=test-key", "PIDFILE="+pidFile, "TERMS="+terms, "TOOLGATE="+toolgateBin, "CONFIG="+cfg)
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=test-key", "PIDFILE="+pidFile, "CHILDPIDFILE="+childPidFile, "TERMS="+terms, "TOOLGATE="+toolgateBin, "CONFIG="+cfg)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -465,10 +468,64 @@ func TestAgentSecondInterrupt(t *testing.T) {
 	if !strings.Contains(stderr.String(), "second signal") {
 		t.Errorf("stderr does not say that a second signal stopped the agent:\n%s", stderr.String())
 	}
-	// Nor is the server left running: the agent killed it.
-	pid, err := readPid(pidFile)
-	if err != nil {
-		t.Fatalf("the server's pid: %v", err)
+	// Nor is the server left running, or what it started: the agent
+	// killed the server's process group.
+	for what, f := range map[string]string{"the stdio server": pidFile, "the stdio server's child": childPidFile} {
+		pid, err := readPid(f)
+		if err != nil {
+			t.Fatalf("%s's pid: %v", what, err)
+		}
+		waitDead(t, pid, what)
+	}
+}
+
+// TestAgentSecondInterruptWhileConnecting: a second signal kills a stdio
+// server the agent is still connecting to. The server here never answers
+// initialize and ignores SIGTERM: after the first SIGINT the agent gives
+// up the connection and closes the server, which mcp-go's client does by
+// closing stdin, then SIGTERM after 2 s, then SIGKILL after 3 s more; a
+// second SIGINT must not leave it running.
+func TestAgentSecondInterruptWhileConnecting(t *testing.T) {
+	dir := t.TempDir()
+	pidFile, eofFile := filepath.Join(dir, "pid"), filepath.Join(dir, "eof")
+	// The server reads its stdin to the end, notes that, and stays.
+	script := `echo $$ > "$PIDFILE"; trap '' TERM; cat > /dev/null; echo eof > "$EOFFILE"; while :; do sleep 1; done`
+	t.Cleanup(func() {
+		if pid, err := readPid(pidFile); err == nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, toolgateAgentBin, "--provider", "anthropic", "--model", "test-model", "--base-url", "http://127.0.0.1:1",
+		"task", "--", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=test-key", "PIDFILE="+pidFile, "EOFFILE="+eofFile)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	pid := waitPid(t, pidFile, "the stdio server", exited)
+	_ = cmd.Process.Signal(os.Interrupt)
+	// The agent gave up the connection and is closing the server: its
+	// stdin is closed, and mcp-go's client waits before SIGTERM.
+	pollUntil(t, callTimeout, "the server's stdin to close", func() (bool, string) {
+		_, err := os.Stat(eofFile)
+		return err == nil, "the server has not seen its stdin end"
+	})
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		t.Fatalf("the agent did not exit after two SIGINTs:\n%s", stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit code %d after a second SIGINT, want 130:\n%s", code, stderr.String())
 	}
 	waitDead(t, pid, "the stdio server")
 }

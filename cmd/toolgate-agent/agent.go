@@ -92,13 +92,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var tools agent.Toolset
 	if *mcpURL != "" || command != nil {
-		o := agent.MCPOptions{URL: *mcpURL, Headers: headers, Command: command}
+		// A stdio server is killed on a second signal from its start on,
+		// also while the session is still being initialized.
+		o := agent.MCPOptions{URL: *mcpURL, Headers: headers, Command: command, OnStart: abort.add}
 		ts, err := agent.NewMCPToolset(ctx, o)
 		if err != nil {
 			return cli.ExitError{Code: 1, Msg: oneLine(err.Error())}
 		}
 		defer ts.Close()
-		abort.add(ts.Kill)
 		tools = ts
 	} else {
 		if c.LogLevel == "" {
