@@ -177,14 +177,14 @@ func NewMCPToolset(ctx context.Context, o MCPOptions) (*MCPToolset, error) {
 	}
 	ts.c = c
 	if err := c.Start(ctx); err != nil {
-		_ = c.Close()
+		_ = ts.Close()
 		return nil, fmt.Errorf("mcp: starting: %w", err)
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 	init.Params.ClientInfo = mcp.Implementation{Name: "toolgate-agent", Version: gateway.Version}
 	if _, err := c.Initialize(ctx, init); err != nil {
-		_ = c.Close()
+		_ = ts.Close()
 		return nil, fmt.Errorf("mcp: initializing: %w", err)
 	}
 	return ts, nil
