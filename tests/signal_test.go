@@ -345,31 +345,8 @@ func TestSecondSignalKillsUpstreams(t *testing.T) {
 			if command == "serve" {
 				args = append(args, "--listen", "127.0.0.1:0")
 			}
-			cmd := exec.Command(toolgateBin, args...)
-			// stdio's client keeps stdin open until the test ends.
-			inR, inW, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer inW.Close()
-			var stderr syncbuf.Buffer
-			cmd.Stdin, cmd.Stderr = inR, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			inR.Close()
-			exited := make(chan struct{})
-			go func() {
-				_ = cmd.Wait()
-				close(exited)
-			}()
-			defer func() {
-				_ = cmd.Process.Kill()
-				<-exited
-				if t.Failed() {
-					t.Logf("toolgate %s stderr:\n%s", command, stderr.String())
-				}
-			}()
+			p := startToolgate(t, args...)
+			cmd, exited, stderr := p.cmd, p.exited, &p.stderr
 
 			pid := waitPid(t, pidFile, "the upstream", exited)
 			signalProcess(t, "toolgate "+command, cmd, syscall.SIGTERM)
@@ -421,30 +398,8 @@ func TestSecondSignalStopsWaitingForAnUpstream(t *testing.T) {
 			if command == "serve" {
 				args = append(args, "--listen", "127.0.0.1:0")
 			}
-			cmd := exec.Command(toolgateBin, append(args, "--log-level", "debug")...)
-			inR, inW, err := os.Pipe() // stdio's client keeps stdin open
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer inW.Close()
-			var stderr syncbuf.Buffer
-			cmd.Stdin, cmd.Stderr = inR, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			inR.Close()
-			exited := make(chan struct{})
-			go func() {
-				_ = cmd.Wait()
-				close(exited)
-			}()
-			defer func() {
-				_ = cmd.Process.Kill()
-				<-exited
-				if t.Failed() {
-					t.Logf("toolgate %s stderr:\n%s", command, stderr.String())
-				}
-			}()
+			p := startToolgate(t, append(args, "--log-level", "debug")...)
+			cmd, exited, stderr := p.cmd, p.exited, &p.stderr
 
 			pollUntil(t, callTimeout, "the upstream to be up", func() (bool, string) {
 				return strings.Contains(stderr.String(), "upstream up"), "no \"upstream up\" log line yet"
@@ -461,6 +416,111 @@ func TestSecondSignalStopsWaitingForAnUpstream(t *testing.T) {
 			if code := waitExit(t, "toolgate "+command, cmd, exited, exitMargin); code != 128+int(syscall.SIGINT) {
 				t.Errorf("toolgate %s exited with code %d after a second signal, want %d", command, code, 128+int(syscall.SIGINT))
 			}
+		})
+	}
+}
+
+// toolgateProc is a toolgate command started by [startToolgate].
+type toolgateProc struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process has been reaped
+	stderr syncbuf.Buffer
+}
+
+// startToolgate runs toolgate with args, its stdin a pipe the test keeps
+// open (as a stdio client does), its stderr kept; it is killed, and its
+// stderr shown if t failed, when t ends.
+func startToolgate(t *testing.T, args ...string) *toolgateProc {
+	t.Helper()
+	p := &toolgateProc{cmd: exec.Command(toolgateBin, args...), exited: make(chan struct{})}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stdin, p.cmd.Stderr = inR, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		inW.Close()
+		if t.Failed() {
+			t.Logf("toolgate %s stderr:\n%s", args[0], p.stderr.String())
+		}
+	})
+	return p
+}
+
+// TestToolsAndCallStopOnSignals: `toolgate tools` and `toolgate call` wait
+// up to 30 s for the upstreams to come up. A first signal ends the wait:
+// the command closes its gateway and exits 130 ("interrupted"); a second,
+// while the close waits for an upstream that ignores its stdin closing,
+// kills the upstream and exits at once. Both signals were ignored until
+// the wait had run out.
+func TestToolsAndCallStopOnSignals(t *testing.T) {
+	for _, command := range [][]string{{"tools"}, {"call", "stub__anything", "{}"}} {
+		t.Run(command[0], func(t *testing.T) {
+			dir := t.TempDir()
+			pidFile, eofFile, terms := filepath.Join(dir, "pid"), filepath.Join(dir, "eof"), filepath.Join(dir, "terms")
+			// Never answers initialize; notes its stdin's end and stays.
+			script := `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$TERMS"' TERM; cat > /dev/null; echo eof > "$EOFFILE"; while :; do sleep 1; done`
+			cfg := writeConfig(t, fmt.Sprintf(`upstreams:
+  - name: stub
+    transport: stdio
+    command: sh
+    args: ["-c", %q]
+    env: {PIDFILE: %q, EOFFILE: %q, TERMS: %q}
+`, strings.ReplaceAll(script, "$", "$$"), pidFile, eofFile, terms))
+			t.Cleanup(func() {
+				if pid, err := readPid(pidFile); err == nil {
+					_ = syscall.Kill(-pid, syscall.SIGKILL)
+				}
+			})
+			args := append([]string{command[0], "--config", cfg}, command[1:]...)
+
+			t.Run("one signal", func(t *testing.T) {
+				_ = os.Remove(pidFile)
+				p := startToolgate(t, args...)
+				waitPid(t, pidFile, "the upstream", p.exited)
+				signalProcess(t, "toolgate "+command[0], p.cmd, syscall.SIGINT)
+				// Closing the upstream takes 4 s (stdin, SIGTERM, SIGKILL);
+				// the wait it ends would have run for 30.
+				if code := waitExit(t, "toolgate "+command[0], p.cmd, p.exited, 15*time.Second); code != 130 {
+					t.Errorf("exit code %d after SIGINT, want 130", code)
+				}
+				if !strings.Contains(p.stderr.String(), "toolgate: interrupted") {
+					t.Errorf("stderr does not say the command was interrupted")
+				}
+			})
+			t.Run("two signals", func(t *testing.T) {
+				for _, f := range []string{pidFile, eofFile, terms} {
+					_ = os.Remove(f)
+				}
+				p := startToolgate(t, args...)
+				pid := waitPid(t, pidFile, "the upstream", p.exited)
+				signalProcess(t, "toolgate "+command[0], p.cmd, syscall.SIGINT)
+				pollUntil(t, callTimeout, "the upstream's stdin to close", func() (bool, string) {
+					_, err := os.Stat(eofFile)
+					return err == nil, "the upstream has not seen its stdin end"
+				})
+				signalProcess(t, "toolgate "+command[0], p.cmd, syscall.SIGINT)
+				if code := waitExit(t, "toolgate "+command[0], p.cmd, p.exited, exitMargin); code != 130 {
+					t.Errorf("exit code %d after a second SIGINT, want 130", code)
+				}
+				waitDead(t, pid, "the upstream")
+				if b, _ := os.ReadFile(terms); len(b) > 0 {
+					t.Errorf("the upstream was sent SIGTERM: the command waited for it to close after the second signal")
+				}
+				if !strings.Contains(p.stderr.String(), "toolgate: second signal") {
+					t.Errorf("stderr does not say that a second signal stopped toolgate")
+				}
+			})
 		})
 	}
 }

@@ -111,7 +111,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer g.Close()
 		abort.add(g.KillUpstreams)
-		cli.WaitUpstreams(g, stderr)
+		if err := cli.WaitUpstreams(ctx, g, stderr); err != nil {
+			return err
+		}
 		tools = &agent.GatewayToolset{Gateway: g, Thread: fmt.Sprintf("agent-%d", os.Getpid())}
 	}
 

@@ -22,7 +22,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
-func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr io.Writer) error {
+func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr io.Writer) (err error) {
 	fs, c := cli.NewFlags("serve", stderr)
 	listen := fs.String("listen", "", "listen `address` host:port, overriding server.listen (port 0 picks a free port)")
 	insecure := fs.Bool("insecure-no-auth", false, "listen beyond loopback without authentication (no auth section): any client that reaches the port may call every tool")
@@ -33,8 +33,8 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	if err != nil {
 		return err
 	}
-	gc := newCloser(g)
-	defer gc.close()
+	gc := newCloser(g, again)
+	defer gc.closeInto(&err)
 	addr := cfg.Server.Listen
 	if *listen != "" {
 		addr = *listen
@@ -147,7 +147,7 @@ func aborted(sig os.Signal) error {
 	return cli.SignalExit(sig, "calls in flight were cancelled")
 }
 
-func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	fs, c := cli.NewFlags("stdio", stderr)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -156,8 +156,8 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 	if err != nil {
 		return err
 	}
-	gc := newCloser(g)
-	defer gc.close()
+	gc := newCloser(g, again)
+	defer gc.closeInto(&err)
 	g.StartUpstreams()
 	logger.Info("serving stdio", "config", cfg.Source, "tools", len(g.Tools()))
 	releaseStartup()
@@ -192,21 +192,10 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 			return aborted(sig)
 		}
 	}
-	// Closing waits for the upstreams' processes to exit (up to 4 s for
-	// one that ignores its stdin closing and SIGTERM); a second signal
+	// Closing waits for the upstreams' processes to exit; a second signal
 	// kills them instead.
-	gc.start()
-	select {
-	case <-gc.closed:
-	case sig := <-again:
+	if sig := gc.close(); sig != nil {
 		logger.Warn("signal during shutdown; killing the upstreams' processes and stopping now", "signal", sig.String())
-		gc.abort()
-		timer := time.NewTimer(resultWait)
-		defer timer.Stop()
-		select {
-		case <-gc.closed:
-		case <-timer.C:
-		}
 		return aborted(sig)
 	}
 	if err != nil {
@@ -215,20 +204,21 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 	return nil
 }
 
-// closer closes a serving command's gateway, once, in the background, so
-// that the command can wait for it, or, after a second signal, kill the
-// upstreams' processes and stop waiting after resultWait: Close may still
-// be waiting then for an HTTP upstream to answer its DELETE (mcp-go gives
-// it 5 s).
+// closer closes a command's gateway, once, in the background, so that the
+// command can wait for it, or, after a second signal, kill the upstreams'
+// processes and stop waiting after resultWait: Close waits up to 4 s for a
+// stdio upstream that ignores its stdin closing and SIGTERM, and up to 5 s
+// for an HTTP upstream to answer its session's DELETE (mcp-go's timeout).
 type closer struct {
 	g       *gateway.Gateway
-	start   func()        // begins Close, once
-	closed  chan struct{} // closed when Close has returned
-	aborted bool          // abort was called; the command's goroutine only
+	again   <-chan os.Signal // the signals after the first
+	start   func()           // begins Close, once
+	closed  chan struct{}    // closed when Close has returned
+	aborted bool             // abort was called; the command's goroutine only
 }
 
-func newCloser(g *gateway.Gateway) *closer {
-	c := &closer{g: g, closed: make(chan struct{})}
+func newCloser(g *gateway.Gateway, again <-chan os.Signal) *closer {
+	c := &closer{g: g, again: again, closed: make(chan struct{})}
 	c.start = sync.OnceFunc(func() {
 		go func() {
 			defer close(c.closed)
@@ -238,14 +228,34 @@ func newCloser(g *gateway.Gateway) *closer {
 	return c
 }
 
-// close closes the gateway and waits for it, unless abort was called: the
-// command's deferred close.
-func (c *closer) close() {
+// close closes the gateway and waits for it, unless abort was called. A
+// second signal meanwhile aborts, and is returned.
+func (c *closer) close() os.Signal {
 	if c.aborted {
-		return
+		return nil
 	}
 	c.start()
-	<-c.closed
+	select {
+	case <-c.closed:
+		return nil
+	case sig := <-c.again:
+		c.abort()
+		timer := time.NewTimer(resultWait)
+		defer timer.Stop()
+		select {
+		case <-c.closed:
+		case <-timer.C:
+		}
+		return sig
+	}
+}
+
+// closeInto is a command's deferred close: a second signal during it
+// makes *errp the signal's exit.
+func (c *closer) closeInto(errp *error) {
+	if sig := c.close(); sig != nil {
+		*errp = cli.SignalExit(sig, "the upstreams' processes were killed")
+	}
 }
 
 // abort kills the gateway's upstream processes (and any it would start)
@@ -276,7 +286,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func cmdTools(args []string, stdout, stderr io.Writer) error {
+func cmdTools(ctx context.Context, again <-chan os.Signal, args []string, stdout, stderr io.Writer) (err error) {
 	fs, c := cli.NewFlags("tools", stderr)
 	asJSON := fs.Bool("json", false, "print the tools as JSON")
 	skipped := fs.Bool("skipped", false, "list the OpenAPI operations that made no tool, with the reason, instead of the tools")
@@ -287,11 +297,13 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer g.Close()
+	defer newCloser(g, again).closeInto(&err)
 	if *skipped {
 		return printSkipped(g.SkippedOperations(), *asJSON, stdout)
 	}
-	cli.WaitUpstreams(g, stderr)
+	if err := cli.WaitUpstreams(ctx, g, stderr); err != nil {
+		return err
+	}
 	tools := g.Tools()
 	if *asJSON {
 		type row struct {
@@ -343,7 +355,7 @@ func printSkipped(ops []gateway.SkippedOperation, asJSON bool, stdout io.Writer)
 	return tw.Flush()
 }
 
-func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdCall(ctx context.Context, again <-chan os.Signal, args []string, stdout, stderr io.Writer) (err error) {
 	fs, c := cli.NewFlags("call", stderr)
 	thread := fs.String("thread", "", "run the call in this named `thread`")
 	fs.Usage = func() {
@@ -368,8 +380,10 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	defer g.Close()
-	cli.WaitUpstreams(g, stderr)
+	defer newCloser(g, again).closeInto(&err)
+	if err := cli.WaitUpstreams(ctx, g, stderr); err != nil {
+		return err
+	}
 	var meta map[string]any
 	if *thread != "" {
 		meta = map[string]any{gateway.ThreadMetaKey: *thread}

@@ -37,8 +37,9 @@ run 'toolgate COMMAND --help' for a command's own flags.
 `
 
 // run runs the command args name. ctx ends at the first SIGINT or SIGTERM;
-// again receives the later ones, which end serve's and stdio's graceful
-// shutdown at once.
+// again receives the later ones, which end a command's graceful shutdown
+// at once (serve, stdio, tools and call: the gateway's upstream processes
+// are killed rather than waited for).
 func run(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -53,9 +54,9 @@ func run(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Re
 	case "validate":
 		return cmdValidate(rest, stdout, stderr)
 	case "tools":
-		return cmdTools(rest, stdout, stderr)
+		return cmdTools(ctx, again, rest, stdout, stderr)
 	case "call":
-		return cmdCall(ctx, rest, stdout, stderr)
+		return cmdCall(ctx, again, rest, stdout, stderr)
 	case "agent":
 		return cmdAgent(rest)
 	case "version", "--version", "-v":

@@ -75,15 +75,25 @@ func Build(c *Common, stderr io.Writer) (*config.Config, *slog.Logger, *gateway.
 // servers to connect.
 const upstreamWait = 30 * time.Second
 
+// ErrInterrupted is the error of a command a first SIGINT or SIGTERM
+// stopped before it was done.
+var ErrInterrupted = ExitError{Code: 130, Msg: "interrupted"}
+
 // WaitUpstreams starts the upstream MCP servers and waits (bounded) until
 // they are connected, so that their tools are listed; a server that does
-// not come up is reported and left out. `tools`, `call` and the agent's
-// in-process gateway use it.
-func WaitUpstreams(g *gateway.Gateway, stderr io.Writer) {
+// not come up is reported and left out. It returns [ErrInterrupted] when
+// ctx ends first (a signal: the command should stop), else nil. `tools`,
+// `call` and the agent's in-process gateway use it.
+func WaitUpstreams(ctx context.Context, g *gateway.Gateway, stderr io.Writer) error {
 	g.StartUpstreams()
-	ctx, cancel := context.WithTimeout(context.Background(), upstreamWait)
+	wctx, cancel := context.WithTimeout(ctx, upstreamWait)
 	defer cancel()
-	if err := g.WaitUpstreams(ctx); err != nil {
+	err := g.WaitUpstreams(wctx)
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "toolgate: not every upstream MCP server came up within %s; their tools are missing\n", upstreamWait)
 	}
+	return nil
 }
