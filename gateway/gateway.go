@@ -325,10 +325,15 @@ func (g *Gateway) Tools() []*registry.Tool { return g.reg.List() }
 // Shutdown stops the gateway gracefully: new calls are refused with class
 // unavailable, calls in flight may finish until ctx is done, after which
 // they are cancelled (their clients get a cancelled result); then sessions
-// are closed and every thread instance is closed. It returns ctx's error if
-// the grace period ran out.
+// are closed and every thread instance and upstream is closed. A stdio
+// upstream is asked to exit (its stdin closed, then SIGTERM) within what
+// is left of ctx; one still running when ctx is done is killed
+// ([Gateway.KillUpstreams]). It returns ctx's error if the grace period
+// ran out.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	err := g.drain(ctx)
+	stop := context.AfterFunc(ctx, g.KillUpstreams)
+	defer stop()
 	g.Close()
 	return err
 }

@@ -524,3 +524,33 @@ func TestToolsAndCallStopOnSignals(t *testing.T) {
 		})
 	}
 }
+
+// TestGraceBoundsUpstreamClose: after SIGTERM, serve and stdio exit by
+// the end of server.shutdown_grace even when a stdio upstream ignores its
+// stdin closing and SIGTERM (closing it politely takes 4 s): what is still
+// running at the grace's end is killed.
+func TestGraceBoundsUpstreamClose(t *testing.T) {
+	const grace = time.Second
+	// The race detector's runtime sleeps 1 s as a -race binary exits; not
+	// here, where the exit's time is what is measured.
+	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	for _, command := range []string{"serve", "stdio"} {
+		t.Run(command, func(t *testing.T) {
+			yaml, pidFile, _ := stubbornUpstream(t)
+			args := []string{command, "--config", writeConfig(t, "server:\n  shutdown_grace: 1s\n"+yaml)}
+			if command == "serve" {
+				args = append(args, "--listen", "127.0.0.1:0")
+			}
+			p := startToolgate(t, args...)
+			pid := waitPid(t, pidFile, "the upstream", p.exited)
+			start := time.Now()
+			signalProcess(t, "toolgate "+command, p.cmd, syscall.SIGTERM)
+			// A polite close would end 4 s after SIGTERM.
+			if code := waitExit(t, "toolgate "+command, p.cmd, p.exited, grace+2*time.Second); code != 0 {
+				t.Errorf("toolgate %s exited with code %d after SIGTERM, want 0", command, code)
+			}
+			t.Logf("exited %v after SIGTERM", time.Since(start))
+			waitDead(t, pid, "the upstream")
+		})
+	}
+}

@@ -166,9 +166,11 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 	// keeps stdin open (its reader is then left behind; the process exits).
 	served := make(chan error, 1)
 	go func() { served <- g.ServeStdio(ctx, stdin, stdout) }()
+	var deadline time.Time // the grace's end, after a signal
 	select {
 	case err = <-served:
 	case <-ctx.Done():
+		deadline = time.Now().Add(cfg.Server.ShutdownGrace.D())
 		logger.Info("shutting down", "grace", cfg.Server.ShutdownGrace.D().String())
 		select {
 		case err = <-served:
@@ -192,8 +194,14 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 			return aborted(sig)
 		}
 	}
-	// Closing waits for the upstreams' processes to exit; a second signal
-	// kills them instead.
+	// Closing waits for the upstreams' processes to exit; those still
+	// running at the grace's end are killed, as serve's Shutdown does, and
+	// a second signal kills them at once.
+	if !deadline.IsZero() {
+		dctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		defer context.AfterFunc(dctx, g.KillUpstreams)()
+	}
 	if sig := gc.close(); sig != nil {
 		logger.Warn("signal during shutdown; killing the upstreams' processes and stopping now", "signal", sig.String())
 		return aborted(sig)
