@@ -328,8 +328,10 @@ func (g *Gateway) Tools() []*registry.Tool { return g.reg.List() }
 // are closed and every thread instance and upstream is closed. A stdio
 // upstream is asked to exit (its stdin closed, then SIGTERM) within what
 // is left of ctx; one still running when ctx is done is killed
-// ([Gateway.KillUpstreams]). It returns ctx's error if the grace period
-// ran out.
+// ([Gateway.KillUpstreams]), so a ctx that is already done cancels the
+// calls and kills the upstreams at once. Shutdown still waits for Close,
+// which may wait up to 5 s for an HTTP upstream to answer its session's
+// DELETE. It returns ctx's error if the grace period ran out.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	err := g.drain(ctx)
 	stop := context.AfterFunc(ctx, g.KillUpstreams)
@@ -337,6 +339,13 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.Close()
 	return err
 }
+
+// Drain is Shutdown's first half, for a program that closes the gateway
+// on its own terms: new calls are refused with class unavailable, calls in
+// flight may finish until ctx is done, after which they are cancelled and
+// given a moment to return their results. Close the gateway after it. It
+// returns ctx's error if the grace period ran out.
+func (g *Gateway) Drain(ctx context.Context) error { return g.drain(ctx) }
 
 // drain refuses new calls and waits for the calls in flight until ctx is
 // done; then it cancels them and waits briefly for their results to go
@@ -359,8 +368,12 @@ func (g *Gateway) drain(ctx context.Context) error {
 // closing its stdin, then SIGTERM, and waits up to 4 s for that; a program
 // that must stop at once (a second signal during shutdown) calls
 // KillUpstreams before Close, or before exiting without Close, so that no
-// upstream outlives it.
+// upstream outlives it. It stops the gateway taking calls and cancels the
+// calls in flight first, as Close does, so that they end as cancelled,
+// not as the lost connection the kill would make of them.
 func (g *Gateway) KillUpstreams() {
+	g.calls.startDraining()
+	g.calls.cancelAll(errShutdown)
 	if g.up != nil {
 		g.up.Kill()
 	}
