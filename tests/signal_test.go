@@ -368,6 +368,33 @@ func TestSecondSignalKillsUpstreams(t *testing.T) {
 	}
 }
 
+// slowDeleteUpstream starts an MCP server (mcp-go, streamable HTTP on
+// 127.0.0.1) that never answers a DELETE, and returns the configuration of
+// an upstream "slow" on it and a channel that receives once a DELETE has
+// arrived. mcp-go's client gives a session's DELETE 5 s.
+func slowDeleteUpstream(t *testing.T) (yaml string, deleting <-chan struct{}) {
+	t.Helper()
+	ch := make(chan struct{}, 1)
+	s := mcpserver.NewMCPServer("slow-delete-upstream", "1", mcpserver.WithToolCapabilities(false))
+	s.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	})
+	h := mcpserver.NewStreamableHTTPServer(s)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+			<-r.Context().Done() // never answered: toolgate gives up or goes
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+	return fmt.Sprintf("upstreams:\n  - name: slow\n    transport: streamable-http\n    url: %q\n", up.URL+"/mcp"), ch
+}
+
 // TestSecondSignalStopsWaitingForAnUpstream: after a second signal, serve
 // and stdio wait for their gateway's Close at most a moment, not for as
 // long as Close waits for an HTTP upstream that does not answer its
@@ -375,26 +402,8 @@ func TestSecondSignalKillsUpstreams(t *testing.T) {
 func TestSecondSignalStopsWaitingForAnUpstream(t *testing.T) {
 	for _, command := range []string{"serve", "stdio"} {
 		t.Run(command, func(t *testing.T) {
-			deleting := make(chan struct{}, 1)
-			s := mcpserver.NewMCPServer("slow-delete-upstream", "1", mcpserver.WithToolCapabilities(false))
-			s.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return mcp.NewToolResultText("ok"), nil
-			})
-			h := mcpserver.NewStreamableHTTPServer(s)
-			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Method == http.MethodDelete {
-					select {
-					case deleting <- struct{}{}:
-					default:
-					}
-					<-r.Context().Done() // never answered: toolgate gives up or goes
-					return
-				}
-				h.ServeHTTP(w, r)
-			}))
-			defer up.Close()
-
-			args := []string{command, "--config", writeConfig(t, fmt.Sprintf("server:\n  shutdown_grace: 60s\nupstreams:\n  - name: slow\n    transport: streamable-http\n    url: %q\n", up.URL+"/mcp"))}
+			yaml, deleting := slowDeleteUpstream(t)
+			args := []string{command, "--config", writeConfig(t, "server:\n  shutdown_grace: 60s\n"+yaml)}
 			if command == "serve" {
 				args = append(args, "--listen", "127.0.0.1:0")
 			}
@@ -422,14 +431,16 @@ func TestSecondSignalStopsWaitingForAnUpstream(t *testing.T) {
 
 // toolgateProc is a toolgate command started by [startToolgate].
 type toolgateProc struct {
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once the process has been reaped
-	stderr syncbuf.Buffer
+	cmd            *exec.Cmd
+	stdin          *os.File      // the client's end; closing it is EOF for toolgate
+	exited         chan struct{} // closed once the process has been reaped
+	stdout, stderr syncbuf.Buffer
 }
 
 // startToolgate runs toolgate with args, its stdin a pipe the test keeps
-// open (as a stdio client does), its stderr kept; it is killed, and its
-// stderr shown if t failed, when t ends.
+// open (as a stdio client does) until it closes p.stdin, its stdout and
+// stderr kept; it is killed, and its stderr shown if t failed, when t
+// ends.
 func startToolgate(t *testing.T, args ...string) *toolgateProc {
 	t.Helper()
 	p := &toolgateProc{cmd: exec.Command(toolgateBin, args...), exited: make(chan struct{})}
@@ -437,7 +448,8 @@ func startToolgate(t *testing.T, args ...string) *toolgateProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Stdin, p.cmd.Stderr = inR, &p.stderr
+	p.stdin = inW
+	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = inR, &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -457,6 +469,39 @@ func startToolgate(t *testing.T, args ...string) *toolgateProc {
 	return p
 }
 
+// mutedUpstream is the configuration of a stdio upstream "stub" that never
+// answers initialize, reads its stdin to the end, notes that in eofFile
+// and stays, noting each SIGTERM in terms. It writes its pid to pidFile as
+// it starts.
+func mutedUpstream(t *testing.T) (yaml, pidFile, eofFile, terms string) {
+	t.Helper()
+	dir := t.TempDir()
+	pidFile, eofFile, terms = filepath.Join(dir, "pid"), filepath.Join(dir, "eof"), filepath.Join(dir, "terms")
+	script := `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$TERMS"' TERM; cat > /dev/null; echo eof > "$EOFFILE"; while :; do sleep 1; done`
+	yaml = fmt.Sprintf(`upstreams:
+  - name: stub
+    transport: stdio
+    command: sh
+    args: ["-c", %q]
+    env: {PIDFILE: %q, EOFFILE: %q, TERMS: %q}
+`, strings.ReplaceAll(script, "$", "$$"), pidFile, eofFile, terms)
+	t.Cleanup(func() {
+		if pid, err := readPid(pidFile); err == nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	})
+	return yaml, pidFile, eofFile, terms
+}
+
+// waitFile waits until path exists.
+func waitFile(t *testing.T, path, what string) {
+	t.Helper()
+	pollUntil(t, callTimeout, what, func() (bool, string) {
+		_, err := os.Stat(path)
+		return err == nil, fmt.Sprintf("no %s yet", path)
+	})
+}
+
 // TestToolsAndCallStopOnSignals: `toolgate tools` and `toolgate call` wait
 // up to 30 s for the upstreams to come up. A first signal ends the wait:
 // the command closes its gateway and exits 130 ("interrupted"); a second,
@@ -466,23 +511,8 @@ func startToolgate(t *testing.T, args ...string) *toolgateProc {
 func TestToolsAndCallStopOnSignals(t *testing.T) {
 	for _, command := range [][]string{{"tools"}, {"call", "stub__anything", "{}"}} {
 		t.Run(command[0], func(t *testing.T) {
-			dir := t.TempDir()
-			pidFile, eofFile, terms := filepath.Join(dir, "pid"), filepath.Join(dir, "eof"), filepath.Join(dir, "terms")
-			// Never answers initialize; notes its stdin's end and stays.
-			script := `echo $$ > "$PIDFILE"; trap 'echo TERM >> "$TERMS"' TERM; cat > /dev/null; echo eof > "$EOFFILE"; while :; do sleep 1; done`
-			cfg := writeConfig(t, fmt.Sprintf(`upstreams:
-  - name: stub
-    transport: stdio
-    command: sh
-    args: ["-c", %q]
-    env: {PIDFILE: %q, EOFFILE: %q, TERMS: %q}
-`, strings.ReplaceAll(script, "$", "$$"), pidFile, eofFile, terms))
-			t.Cleanup(func() {
-				if pid, err := readPid(pidFile); err == nil {
-					_ = syscall.Kill(-pid, syscall.SIGKILL)
-				}
-			})
-			args := append([]string{command[0], "--config", cfg}, command[1:]...)
+			yaml, pidFile, eofFile, terms := mutedUpstream(t)
+			args := append([]string{command[0], "--config", writeConfig(t, yaml)}, command[1:]...)
 
 			t.Run("one signal", func(t *testing.T) {
 				_ = os.Remove(pidFile)
@@ -505,10 +535,7 @@ func TestToolsAndCallStopOnSignals(t *testing.T) {
 				p := startToolgate(t, args...)
 				pid := waitPid(t, pidFile, "the upstream", p.exited)
 				signalProcess(t, "toolgate "+command[0], p.cmd, syscall.SIGINT)
-				pollUntil(t, callTimeout, "the upstream's stdin to close", func() (bool, string) {
-					_, err := os.Stat(eofFile)
-					return err == nil, "the upstream has not seen its stdin end"
-				})
+				waitFile(t, eofFile, "the upstream's stdin to close")
 				signalProcess(t, "toolgate "+command[0], p.cmd, syscall.SIGINT)
 				if code := waitExit(t, "toolgate "+command[0], p.cmd, p.exited, exitMargin); code != 130 {
 					t.Errorf("exit code %d after a second SIGINT, want 130", code)
@@ -526,31 +553,89 @@ func TestToolsAndCallStopOnSignals(t *testing.T) {
 }
 
 // TestGraceBoundsUpstreamClose: after SIGTERM, serve and stdio exit by
-// the end of server.shutdown_grace even when a stdio upstream ignores its
-// stdin closing and SIGTERM (closing it politely takes 4 s): what is still
-// running at the grace's end is killed.
+// the end of server.shutdown_grace (and resultWait) even when an upstream
+// takes longer to close: a stdio upstream that ignores its stdin closing
+// and SIGTERM (a polite close takes 4 s) is killed at the grace's end; for
+// an HTTP upstream that does not answer its session's DELETE (mcp-go
+// waits 5 s) the command stops waiting.
 func TestGraceBoundsUpstreamClose(t *testing.T) {
 	const grace = time.Second
 	// The race detector's runtime sleeps 1 s as a -race binary exits; not
 	// here, where the exit's time is what is measured.
 	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	for _, command := range []string{"serve", "stdio"} {
-		t.Run(command, func(t *testing.T) {
-			yaml, pidFile, _ := stubbornUpstream(t)
-			args := []string{command, "--config", writeConfig(t, "server:\n  shutdown_grace: 1s\n"+yaml)}
-			if command == "serve" {
-				args = append(args, "--listen", "127.0.0.1:0")
-			}
-			p := startToolgate(t, args...)
-			pid := waitPid(t, pidFile, "the upstream", p.exited)
-			start := time.Now()
-			signalProcess(t, "toolgate "+command, p.cmd, syscall.SIGTERM)
-			// A polite close would end 4 s after SIGTERM.
-			if code := waitExit(t, "toolgate "+command, p.cmd, p.exited, grace+2*time.Second); code != 0 {
-				t.Errorf("toolgate %s exited with code %d after SIGTERM, want 0", command, code)
-			}
-			t.Logf("exited %v after SIGTERM", time.Since(start))
-			waitDead(t, pid, "the upstream")
-		})
+		for _, kind := range []string{"stdio upstream", "http upstream"} {
+			t.Run(command+"/"+kind, func(t *testing.T) {
+				var yaml, pidFile string
+				if kind == "stdio upstream" {
+					yaml, pidFile, _ = stubbornUpstream(t)
+				} else {
+					yaml, _ = slowDeleteUpstream(t)
+				}
+				args := []string{command, "--config", writeConfig(t, "server:\n  shutdown_grace: 1s\n"+yaml), "--log-level", "debug"}
+				if command == "serve" {
+					args = append(args, "--listen", "127.0.0.1:0")
+				}
+				p := startToolgate(t, args...)
+				pid := 0
+				if pidFile != "" {
+					pid = waitPid(t, pidFile, "the upstream", p.exited)
+				} else {
+					pollUntil(t, callTimeout, "the upstream to be up", func() (bool, string) {
+						return strings.Contains(p.stderr.String(), "upstream up"), "no \"upstream up\" log line yet"
+					})
+				}
+				start := time.Now()
+				signalProcess(t, "toolgate "+command, p.cmd, syscall.SIGTERM)
+				// The close alone would end 4 or 5 s after SIGTERM; the
+				// grace and resultWait make 2 s.
+				if code := waitExit(t, "toolgate "+command, p.cmd, p.exited, grace+2500*time.Millisecond); code != 0 {
+					t.Errorf("toolgate %s exited with code %d after SIGTERM, want 0", command, code)
+				}
+				t.Logf("exited %v after SIGTERM", time.Since(start))
+				if pid != 0 {
+					waitDead(t, pid, "the upstream")
+				}
+			})
+		}
 	}
+}
+
+// TestCallInterrupted: a signal during the call itself cancels it; the
+// cancelled result is printed, and the exit is 130 as for any interrupted
+// command (it was 1, an error result's).
+func TestCallInterrupted(t *testing.T) {
+	p := startToolgate(t, "call", "--config", writeConfig(t, "builtin: [sleep]\n"), "--log-level", "debug", "sleep", `{"ms": 30000}`)
+	pollUntil(t, callTimeout, "the call to run", func() (bool, string) {
+		return strings.Contains(p.stderr.String(), "tool call arguments"), "not logged yet"
+	})
+	signalProcess(t, "toolgate call", p.cmd, syscall.SIGINT)
+	if code := waitExit(t, "toolgate call", p.cmd, p.exited, callTimeout); code != 130 {
+		t.Errorf("exit code %d after SIGINT during the call, want 130", code)
+	}
+	if out := p.stdout.String(); !strings.Contains(out, "cancelled") {
+		t.Errorf("stdout does not hold the cancelled result:\n%s", out)
+	}
+}
+
+// TestStdioSignalWhileClosing: stdio closes its gateway once the client
+// closes stdin, politely (an upstream that ignores its stdin closing and
+// SIGTERM takes 4 s). A signal then starts the grace: the upstream is
+// killed at its end, and toolgate exits. The signal was ignored.
+func TestStdioSignalWhileClosing(t *testing.T) {
+	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	const grace = 500 * time.Millisecond
+	yaml, pidFile, eofFile, _ := mutedUpstream(t)
+	p := startToolgate(t, "stdio", "--config", writeConfig(t, "server:\n  shutdown_grace: 500ms\n"+yaml))
+	pid := waitPid(t, pidFile, "the upstream", p.exited)
+	p.stdin.Close()
+	waitFile(t, eofFile, "toolgate to close the upstream's stdin")
+	start := time.Now()
+	signalProcess(t, "toolgate stdio", p.cmd, syscall.SIGTERM)
+	// Without the grace, the close ends 4 s after it began.
+	if code := waitExit(t, "toolgate stdio", p.cmd, p.exited, grace+2*time.Second); code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+	t.Logf("exited %v after SIGTERM", time.Since(start))
+	waitDead(t, pid, "the upstream")
 }

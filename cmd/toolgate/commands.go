@@ -33,7 +33,7 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	if err != nil {
 		return err
 	}
-	gc := newCloser(g, again)
+	gc := newCloser(ctx, g, again, cfg.Server.ShutdownGrace.D())
 	defer gc.closeInto(&err)
 	addr := cfg.Server.Listen
 	if *listen != "" {
@@ -80,15 +80,24 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 	go func() { httpDone <- srv.Shutdown(hctx) }()
+	// The calls drain within the grace; then the gateway closes, which the
+	// closer bounds by the grace too (upstreams still running at its end
+	// are killed).
 	gctx, gcancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer gcancel()
+	gc.deadline = deadline
 	gDone := make(chan error, 1)
-	go func() { gDone <- g.Shutdown(gctx) }()
+	go func() { gDone <- g.Drain(gctx) }()
 	var sig os.Signal
+	closeWaited := false
 	select {
 	case err := <-gDone:
 		if err != nil {
 			logger.Warn("shutdown grace ran out; calls were cancelled")
+		}
+		if sig = gc.close(); sig != nil {
+			closeWaited = true // the closer waited resultWait for Close
+			break
 		}
 		// Requests still open get the rest of the grace, and at least
 		// resultWait to write the results of calls cancelled at its end.
@@ -107,6 +116,9 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 		logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
 		gc.abort()
 		var closed <-chan struct{} = gc.closed
+		if closeWaited {
+			closed = nil
+		}
 		timer := time.NewTimer(resultWait)
 		defer timer.Stop()
 	wait:
@@ -156,7 +168,7 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 	if err != nil {
 		return err
 	}
-	gc := newCloser(g, again)
+	gc := newCloser(ctx, g, again, cfg.Server.ShutdownGrace.D())
 	defer gc.closeInto(&err)
 	g.StartUpstreams()
 	logger.Info("serving stdio", "config", cfg.Source, "tools", len(g.Tools()))
@@ -166,11 +178,10 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 	// keeps stdin open (its reader is then left behind; the process exits).
 	served := make(chan error, 1)
 	go func() { served <- g.ServeStdio(ctx, stdin, stdout) }()
-	var deadline time.Time // the grace's end, after a signal
 	select {
 	case err = <-served:
 	case <-ctx.Done():
-		deadline = time.Now().Add(cfg.Server.ShutdownGrace.D())
+		gc.deadline = time.Now().Add(cfg.Server.ShutdownGrace.D()) // the close's too
 		logger.Info("shutting down", "grace", cfg.Server.ShutdownGrace.D().String())
 		select {
 		case err = <-served:
@@ -197,11 +208,6 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 	// Closing waits for the upstreams' processes to exit; those still
 	// running at the grace's end are killed, as serve's Shutdown does, and
 	// a second signal kills them at once.
-	if !deadline.IsZero() {
-		dctx, cancel := context.WithDeadline(context.Background(), deadline)
-		defer cancel()
-		defer context.AfterFunc(dctx, g.KillUpstreams)()
-	}
 	if sig := gc.close(); sig != nil {
 		logger.Warn("signal during shutdown; killing the upstreams' processes and stopping now", "signal", sig.String())
 		return aborted(sig)
@@ -213,20 +219,22 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 }
 
 // closer closes a command's gateway, once, in the background, so that the
-// command can wait for it, or, after a second signal, kill the upstreams'
-// processes and stop waiting after resultWait: Close waits up to 4 s for a
-// stdio upstream that ignores its stdin closing and SIGTERM, and up to 5 s
-// for an HTTP upstream to answer its session's DELETE (mcp-go's timeout).
+// command can wait for it with limits: Close waits up to 4 s for a stdio
+// upstream that ignores its stdin closing and SIGTERM, and up to 5 s for
+// an HTTP upstream to answer its session's DELETE (mcp-go's timeout).
 type closer struct {
-	g       *gateway.Gateway
-	again   <-chan os.Signal // the signals after the first
-	start   func()           // begins Close, once
-	closed  chan struct{}    // closed when Close has returned
-	aborted bool             // abort was called; the command's goroutine only
+	g        *gateway.Gateway
+	ctx      context.Context  // ends at the first signal
+	again    <-chan os.Signal // the signals after it
+	grace    time.Duration    // server.shutdown_grace
+	start    func()           // begins Close, once
+	closed   chan struct{}    // closed when Close has returned
+	deadline time.Time        // the grace's end, once a signal has started it
+	stopped  bool             // close has returned, or abort was called; the command's goroutine only
 }
 
-func newCloser(g *gateway.Gateway, again <-chan os.Signal) *closer {
-	c := &closer{g: g, again: again, closed: make(chan struct{})}
+func newCloser(ctx context.Context, g *gateway.Gateway, again <-chan os.Signal, grace time.Duration) *closer {
+	c := &closer{g: g, ctx: ctx, again: again, grace: grace, closed: make(chan struct{})}
 	c.start = sync.OnceFunc(func() {
 		go func() {
 			defer close(c.closed)
@@ -236,25 +244,71 @@ func newCloser(g *gateway.Gateway, again <-chan os.Signal) *closer {
 	return c
 }
 
-// close closes the gateway and waits for it, unless abort was called. A
-// second signal meanwhile aborts, and is returned.
+// close closes the gateway and waits for it. Once a signal has come,
+// before the close or during it, the grace bounds the wait: upstream
+// processes still running at its end are killed, and resultWait later
+// (or after the close's start, when that is later) the command stops
+// waiting, for an HTTP upstream's DELETE say. A second signal kills them
+// at once and is returned, after at most resultWait more. Later calls
+// return at once.
 func (c *closer) close() os.Signal {
-	if c.aborted {
+	if c.stopped {
 		return nil
 	}
+	c.stopped = true
 	c.start()
 	select {
 	case <-c.closed:
 		return nil
-	case sig := <-c.again:
-		c.abort()
-		timer := time.NewTimer(resultWait)
-		defer timer.Stop()
+	default:
+	}
+	var kill, late <-chan time.Time
+	signalled := c.ctx.Done()
+	if c.deadline.IsZero() && c.ctx.Err() != nil {
+		c.deadline = time.Now().Add(c.grace)
+	}
+	var timers []*time.Timer
+	defer func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+	}()
+	begun := time.Now()
+	startGrace := func() {
+		signalled = nil
+		k := time.NewTimer(time.Until(c.deadline))
+		l := time.NewTimer(time.Until(c.deadline.Add(resultWait)))
+		if c.deadline.Before(begun) {
+			l.Reset(time.Until(begun.Add(resultWait)))
+		}
+		timers = append(timers, k, l)
+		kill, late = k.C, l.C
+	}
+	if !c.deadline.IsZero() {
+		startGrace()
+	}
+	for {
 		select {
 		case <-c.closed:
-		case <-timer.C:
+			return nil
+		case <-signalled: // a first signal while closing: the grace starts now
+			c.deadline = time.Now().Add(c.grace)
+			startGrace()
+		case <-kill:
+			c.g.KillUpstreams()
+			kill = nil
+		case <-late:
+			return nil
+		case sig := <-c.again:
+			c.g.KillUpstreams()
+			t := time.NewTimer(resultWait)
+			timers = append(timers, t)
+			select {
+			case <-c.closed:
+			case <-t.C:
+			}
+			return sig
 		}
-		return sig
 	}
 }
 
@@ -268,9 +322,9 @@ func (c *closer) closeInto(errp *error) {
 
 // abort kills the gateway's upstream processes (and any it would start)
 // and begins closing it; the caller waits on c.closed for at most
-// resultWait.
+// resultWait, and a later close returns at once.
 func (c *closer) abort() {
-	c.aborted = true
+	c.stopped = true
 	c.g.KillUpstreams()
 	c.start()
 }
@@ -301,11 +355,11 @@ func cmdTools(ctx context.Context, again <-chan os.Signal, args []string, stdout
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	_, _, g, err := cli.Build(c, stderr)
+	cfg, _, g, err := cli.Build(c, stderr)
 	if err != nil {
 		return err
 	}
-	defer newCloser(g, again).closeInto(&err)
+	defer newCloser(ctx, g, again, cfg.Server.ShutdownGrace.D()).closeInto(&err)
 	if *skipped {
 		return printSkipped(g.SkippedOperations(), *asJSON, stdout)
 	}
@@ -384,11 +438,11 @@ func cmdCall(ctx context.Context, again <-chan os.Signal, args []string, stdout,
 			return cli.ExitError{Code: 2, Msg: "the arguments are not valid JSON; write an object like '{\"expression\": \"1+2\"}'"}
 		}
 	}
-	_, _, g, err := cli.Build(c, stderr)
+	cfg, _, g, err := cli.Build(c, stderr)
 	if err != nil {
 		return err
 	}
-	defer newCloser(g, again).closeInto(&err)
+	defer newCloser(ctx, g, again, cfg.Server.ShutdownGrace.D()).closeInto(&err)
 	if err := cli.WaitUpstreams(ctx, g, stderr); err != nil {
 		return err
 	}
@@ -398,6 +452,9 @@ func cmdCall(ctx context.Context, again <-chan os.Signal, args []string, stdout,
 	}
 	res, err := g.Call(ctx, fs.Arg(0), raw, meta)
 	if err != nil {
+		if ctx.Err() != nil {
+			return cli.ErrInterrupted
+		}
 		return cli.ExitError{Code: 1, Msg: err.Error()}
 	}
 	enc := json.NewEncoder(stdout)
@@ -405,7 +462,10 @@ func cmdCall(ctx context.Context, again <-chan os.Signal, args []string, stdout,
 	if err := enc.Encode(res); err != nil {
 		return err
 	}
-	if res.IsError {
+	switch {
+	case ctx.Err() != nil: // the signal cancelled the call: its result says so
+		return cli.ErrInterrupted
+	case res.IsError:
 		return cli.ExitError{Code: 1}
 	}
 	return nil
