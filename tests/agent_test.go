@@ -479,6 +479,39 @@ func TestAgentSecondInterrupt(t *testing.T) {
 	}
 }
 
+// TestAgentInterruptWhileConnecting: a signal while the agent connects to
+// its stdio server ends it as any interrupted run, with 130.
+func TestAgentInterruptWhileConnecting(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	// Never answers initialize; exits when its stdin ends.
+	script := `echo $$ > "$PIDFILE"; cat > /dev/null`
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, toolgateAgentBin, "--provider", "anthropic", "--model", "test-model", "--base-url", "http://127.0.0.1:1",
+		"task", "--", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=test-key", "PIDFILE="+pidFile)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	waitPid(t, pidFile, "the stdio server", exited)
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		t.Fatalf("the agent did not exit after SIGINT:\n%s", stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || stderr.String() != "toolgate: interrupted\n" {
+		t.Errorf("exit code %d and stderr %q after SIGINT while connecting, want 130 and \"toolgate: interrupted\"", code, stderr.String())
+	}
+}
+
 // TestAgentSecondInterruptWhileConnecting: a second signal kills a stdio
 // server the agent is still connecting to. The server here never answers
 // initialize and ignores SIGTERM: after the first SIGINT the agent gives

@@ -97,6 +97,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		o := agent.MCPOptions{URL: *mcpURL, Headers: headers, Command: command, OnStart: abort.add}
 		ts, err := agent.NewMCPToolset(ctx, o)
 		if err != nil {
+			if ctx.Err() != nil {
+				return cli.ErrInterrupted
+			}
 			return cli.ExitError{Code: 1, Msg: oneLine(err.Error())}
 		}
 		defer ts.Close()
@@ -130,7 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out.endText()
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			return cli.ExitError{Code: 130, Msg: "interrupted"}
+			return cli.ErrInterrupted
 		}
 		return cli.ExitError{Code: 1, Msg: oneLine(err.Error())}
 	}
