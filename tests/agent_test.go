@@ -485,31 +485,40 @@ func TestAgentInterruptWhileConnecting(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	// Never answers initialize; exits when its stdin ends.
 	script := `echo $$ > "$PIDFILE"; cat > /dev/null`
-	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, toolgateAgentBin, "--provider", "anthropic", "--model", "test-model", "--base-url", "http://127.0.0.1:1",
+	a := startConnectingAgent(t, script, "PIDFILE="+pidFile)
+	waitPid(t, pidFile, "the stdio server", a.exited)
+	signalProcess(t, "toolgate-agent", a.cmd, os.Interrupt)
+	if code := waitExit(t, "toolgate-agent", a.cmd, a.exited, callTimeout); code != 130 || a.stderr.String() != "toolgate: interrupted\n" {
+		t.Errorf("exit code %d and stderr %q after SIGINT while connecting, want 130 and \"toolgate: interrupted\"", code, a.stderr.String())
+	}
+}
+
+// startConnectingAgent starts toolgate-agent on a task with the stdio
+// server `sh -c script` (env added to its environment), and a model that
+// is never reached: the agent connects to the server first. The agent is
+// killed when t ends.
+func startConnectingAgent(t *testing.T, script string, env ...string) *toolgateProc {
+	t.Helper()
+	a := &toolgateProc{exited: make(chan struct{})}
+	a.cmd = exec.Command(toolgateAgentBin, "--provider", "anthropic", "--model", "test-model", "--base-url", "http://127.0.0.1:1",
 		"task", "--", "sh", "-c", script)
-	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=test-key", "PIDFILE="+pidFile)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	a.cmd.Env = append(append(os.Environ(), "ANTHROPIC_API_KEY=test-key"), env...)
+	a.cmd.Stdout, a.cmd.Stderr = &a.stdout, &a.stderr
+	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
-		close(exited)
+		_ = a.cmd.Wait()
+		close(a.exited)
 	}()
-	waitPid(t, pidFile, "the stdio server", exited)
-	_ = cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-exited:
-	case <-ctx.Done():
-		t.Fatalf("the agent did not exit after SIGINT:\n%s", stderr.String())
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 130 || stderr.String() != "toolgate: interrupted\n" {
-		t.Errorf("exit code %d and stderr %q after SIGINT while connecting, want 130 and \"toolgate: interrupted\"", code, stderr.String())
-	}
+	t.Cleanup(func() {
+		_ = a.cmd.Process.Kill()
+		<-a.exited
+		if t.Failed() {
+			t.Logf("toolgate-agent stderr:\n%s", a.stderr.String())
+		}
+	})
+	return a
 }
 
 // TestAgentSecondInterruptWhileConnecting: a second signal kills a stdio
@@ -528,37 +537,15 @@ func TestAgentSecondInterruptWhileConnecting(t *testing.T) {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, toolgateAgentBin, "--provider", "anthropic", "--model", "test-model", "--base-url", "http://127.0.0.1:1",
-		"task", "--", "sh", "-c", script)
-	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=test-key", "PIDFILE="+pidFile, "EOFFILE="+eofFile)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	pid := waitPid(t, pidFile, "the stdio server", exited)
-	_ = cmd.Process.Signal(os.Interrupt)
+	a := startConnectingAgent(t, script, "PIDFILE="+pidFile, "EOFFILE="+eofFile)
+	pid := waitPid(t, pidFile, "the stdio server", a.exited)
+	signalProcess(t, "toolgate-agent", a.cmd, os.Interrupt)
 	// The agent gave up the connection and is closing the server: its
 	// stdin is closed, and mcp-go's client waits before SIGTERM.
-	pollUntil(t, callTimeout, "the server's stdin to close", func() (bool, string) {
-		_, err := os.Stat(eofFile)
-		return err == nil, "the server has not seen its stdin end"
-	})
-	_ = cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-exited:
-	case <-ctx.Done():
-		t.Fatalf("the agent did not exit after two SIGINTs:\n%s", stderr.String())
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 130 {
-		t.Errorf("exit code %d after a second SIGINT, want 130:\n%s", code, stderr.String())
+	waitFile(t, eofFile, "the server's stdin to close")
+	signalProcess(t, "toolgate-agent", a.cmd, os.Interrupt)
+	if code := waitExit(t, "toolgate-agent", a.cmd, a.exited, callTimeout); code != 130 {
+		t.Errorf("exit code %d after a second SIGINT, want 130", code)
 	}
 	waitDead(t, pid, "the stdio server")
 }

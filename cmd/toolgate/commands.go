@@ -119,19 +119,7 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 		if closeWaited {
 			closed = nil
 		}
-		timer := time.NewTimer(resultWait)
-		defer timer.Stop()
-	wait:
-		for closed != nil || httpDone != nil {
-			select {
-			case <-closed:
-				closed = nil
-			case <-httpDone:
-				httpDone = nil
-			case <-timer.C:
-				break wait
-			}
-		}
+		waitResults(closed, httpDone)
 	}
 	_ = srv.Close()
 	<-serveErr
@@ -152,6 +140,25 @@ func loopbackListen(addr string) bool {
 // resultWait bounds how long serve and stdio wait, once calls have been
 // cancelled, for their results to reach the clients.
 const resultWait = time.Second
+
+// waitResults waits, at most resultWait, until closed is closed and done
+// has delivered (either may be nil, for nothing to wait for): after a
+// second signal, for the gateway's Close and for the server to have
+// written the results of the calls it cancelled.
+func waitResults(closed <-chan struct{}, done <-chan error) {
+	timer := time.NewTimer(resultWait)
+	defer timer.Stop()
+	for closed != nil || done != nil {
+		select {
+		case <-closed:
+			closed = nil
+		case <-done:
+			done = nil
+		case <-timer.C:
+			return
+		}
+	}
+}
 
 // aborted is the error of a command whose graceful shutdown a second
 // signal ended.
@@ -188,20 +195,7 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 		case sig := <-again:
 			logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
 			gc.abort()
-			var closed <-chan struct{} = gc.closed
-			timer := time.NewTimer(resultWait)
-			defer timer.Stop()
-		wait:
-			for closed != nil || served != nil {
-				select {
-				case <-closed:
-					closed = nil
-				case <-served:
-					served = nil
-				case <-timer.C:
-					break wait
-				}
-			}
+			waitResults(gc.closed, served)
 			return aborted(sig)
 		}
 	}
