@@ -73,8 +73,8 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	logger.Info("shutting down", "grace", grace.String())
 	deadline := time.Now().Add(grace)
 	// Stop accepting connections now. Shutdown returns once no connection
-	// is active: the long-lived streams end when g.Shutdown closes the
-	// sessions, but a request whose body never completes would hold it
+	// is active: the long-lived streams end when the gateway's Close ends
+	// the sessions, but a request whose body never completes would hold it
 	// forever, so it is bounded below.
 	httpDone := make(chan error, 1)
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -89,25 +89,35 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	gDone := make(chan error, 1)
 	go func() { gDone <- g.Drain(gctx) }()
 	var sig os.Signal
-	closeWaited := false
+	undone := "calls in flight were cancelled"
 	select {
 	case err := <-gDone:
 		if err != nil {
 			logger.Warn("shutdown grace ran out; calls were cancelled")
 		}
+		// Requests still open get the rest of the grace, and at least
+		// resultWait after the drain to write the results of calls
+		// cancelled at its end; the close is bounded alike.
+		resultsBy := time.Now().Add(resultWait)
+		if d := deadline.Add(resultWait); d.After(resultsBy) {
+			resultsBy = d
+		}
 		if sig = gc.close(); sig != nil {
-			closeWaited = true // the closer waited resultWait for Close
+			undone = "the upstreams' processes were killed"
 			break
 		}
-		// Requests still open get the rest of the grace, and at least
-		// resultWait to write the results of calls cancelled at its end.
-		timer := time.NewTimer(max(time.Until(deadline), resultWait))
+		timer := time.NewTimer(max(time.Until(resultsBy), 0))
 		defer timer.Stop()
 		select {
 		case <-httpDone:
 			httpDone = nil
 		case <-timer.C:
-			logger.Warn("requests still open after the shutdown grace; closing their connections")
+			select {
+			case <-httpDone:
+				httpDone = nil
+			default:
+				logger.Warn("requests still open after the shutdown grace; closing their connections")
+			}
 		case sig = <-again:
 		}
 	case sig = <-again:
@@ -115,16 +125,12 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	if sig != nil {
 		logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
 		gc.abort()
-		var closed <-chan struct{} = gc.closed
-		if closeWaited {
-			closed = nil
-		}
-		waitResults(closed, httpDone)
+		waitResults(gc.abortedAt.Add(resultWait), gc.closed, httpDone)
 	}
 	_ = srv.Close()
 	<-serveErr
 	if sig != nil {
-		return aborted(sig)
+		return cli.SignalExit(sig, undone)
 	}
 	logger.Info("stopped")
 	return nil
@@ -141,12 +147,12 @@ func loopbackListen(addr string) bool {
 // cancelled, for their results to reach the clients.
 const resultWait = time.Second
 
-// waitResults waits, at most resultWait, until closed is closed and done
+// waitResults waits, until by at most, until closed is closed and done
 // has delivered (either may be nil, for nothing to wait for): after a
 // second signal, for the gateway's Close and for the server to have
 // written the results of the calls it cancelled.
-func waitResults(closed <-chan struct{}, done <-chan error) {
-	timer := time.NewTimer(resultWait)
+func waitResults(by time.Time, closed <-chan struct{}, done <-chan error) {
+	timer := time.NewTimer(max(time.Until(by), 0))
 	defer timer.Stop()
 	for closed != nil || done != nil {
 		select {
@@ -195,16 +201,16 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 		case sig := <-again:
 			logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
 			gc.abort()
-			waitResults(gc.closed, served)
+			waitResults(gc.abortedAt.Add(resultWait), gc.closed, served)
 			return aborted(sig)
 		}
 	}
-	// Closing waits for the upstreams' processes to exit; those still
-	// running at the grace's end are killed, as serve's Shutdown does, and
-	// a second signal kills them at once.
+	// Closing waits for the upstreams' processes to exit; the closer kills
+	// those still running at the grace's end, and a second signal kills
+	// them at once.
 	if sig := gc.close(); sig != nil {
 		logger.Warn("signal during shutdown; killing the upstreams' processes and stopping now", "signal", sig.String())
-		return aborted(sig)
+		return cli.SignalExit(sig, "the upstreams' processes were killed")
 	}
 	if err != nil {
 		return fmt.Errorf("serving stdio: %w", err)
@@ -217,14 +223,15 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 // upstream that ignores its stdin closing and SIGTERM, and up to 5 s for
 // an HTTP upstream to answer its session's DELETE (mcp-go's timeout).
 type closer struct {
-	g        *gateway.Gateway
-	ctx      context.Context  // ends at the first signal
-	again    <-chan os.Signal // the signals after it
-	grace    time.Duration    // server.shutdown_grace
-	start    func()           // begins Close, once
-	closed   chan struct{}    // closed when Close has returned
-	deadline time.Time        // the grace's end, once a signal has started it
-	stopped  bool             // close has returned, or abort was called; the command's goroutine only
+	g         *gateway.Gateway
+	ctx       context.Context  // ends at the first signal
+	again     <-chan os.Signal // the signals after it
+	grace     time.Duration    // server.shutdown_grace
+	start     func()           // begins Close, once
+	closed    chan struct{}    // closed when Close has returned
+	deadline  time.Time        // the grace's end, once a signal has started it
+	abortedAt time.Time        // when a second signal killed the upstreams
+	stopped   bool             // close has returned, or abort was called; the command's goroutine only
 }
 
 func newCloser(ctx context.Context, g *gateway.Gateway, again <-chan os.Signal, grace time.Duration) *closer {
@@ -292,15 +299,14 @@ func (c *closer) close() os.Signal {
 			c.g.KillUpstreams()
 			kill = nil
 		case <-late:
+			if kill != nil { // both fell due: the kill first
+				c.g.KillUpstreams()
+			}
 			return nil
 		case sig := <-c.again:
+			c.abortedAt = time.Now()
 			c.g.KillUpstreams()
-			t := time.NewTimer(resultWait)
-			timers = append(timers, t)
-			select {
-			case <-c.closed:
-			case <-t.C:
-			}
+			waitResults(c.abortedAt.Add(resultWait), c.closed, nil)
 			return sig
 		}
 	}
@@ -315,10 +321,13 @@ func (c *closer) closeInto(errp *error) {
 }
 
 // abort kills the gateway's upstream processes (and any it would start)
-// and begins closing it; the caller waits on c.closed for at most
-// resultWait, and a later close returns at once.
+// and begins closing it; the caller waits on c.closed until resultWait
+// after c.abortedAt at most, and a later close returns at once.
 func (c *closer) abort() {
 	c.stopped = true
+	if c.abortedAt.IsZero() {
+		c.abortedAt = time.Now()
+	}
 	c.g.KillUpstreams()
 	c.start()
 }
