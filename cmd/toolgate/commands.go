@@ -466,7 +466,7 @@ func cmdCall(ctx context.Context, again <-chan os.Signal, args []string, stdout,
 		return err
 	}
 	switch {
-	case ctx.Err() != nil: // the signal cancelled the call: its result says so
+	case res.IsError && ctx.Err() != nil: // the signal cancelled the call: its result says so
 		return cli.ErrInterrupted
 	case res.IsError:
 		return cli.ExitError{Code: 1}

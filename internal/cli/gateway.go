@@ -89,7 +89,7 @@ func WaitUpstreams(ctx context.Context, g *gateway.Gateway, stderr io.Writer) er
 	wctx, cancel := context.WithTimeout(ctx, upstreamWait)
 	defer cancel()
 	err := g.WaitUpstreams(wctx)
-	if ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil {
 		return ErrInterrupted
 	}
 	if err != nil {
