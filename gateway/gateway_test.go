@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -395,5 +399,53 @@ func TestShutdownGraceRunsOut(t *testing.T) {
 func TestInstanceDirRef(t *testing.T) {
 	if config.InstanceDirRef != mcpup.InstanceDirRef || config.InstanceDirVar != mcpup.InstanceDirVar {
 		t.Errorf("config has %q (%s), mcpup %q (%s)", config.InstanceDirRef, config.InstanceDirVar, mcpup.InstanceDirRef, mcpup.InstanceDirVar)
+	}
+}
+
+// TestShutdownKillsUpstreamsAtItsEnd: Shutdown asks a stdio upstream to
+// exit, and kills it when its context ends. The upstream here never
+// answers initialize and ignores its stdin closing and SIGTERM, so asking
+// alone takes 4 s (stdin, SIGTERM after 2 s, SIGKILL after 2 s more).
+func TestShutdownKillsUpstreamsAtItsEnd(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	parsed, err := config.Parse("t.yaml", yamlLines(
+		"upstreams:",
+		"  - name: mute",
+		"    transport: stdio",
+		"    command: sh",
+		`    args: ["-c", "echo $$$$ > \"$$PIDFILE\"; trap '' TERM; cat > /dev/null; while :; do sleep 1; done"]`,
+		"    env: {PIDFILE: "+strconv.Quote(pidFile)+"}",
+	), nil)
+	if err != nil {
+		t.Fatalf("config.Parse = %v", err)
+	}
+	g, _ := newGateway(t, func(c *config.Config) { c.Upstreams = parsed.Upstreams })
+	g.StartUpstreams()
+	var pid int
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the upstream never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := g.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown = %v, want nil (no call was in flight)", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Shutdown took %v; the upstream should have been killed at its context's end (200ms)", took)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("upstream process %d still exists after Shutdown", pid)
 	}
 }
