@@ -89,7 +89,7 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	gDone := make(chan error, 1)
 	go func() { gDone <- g.Drain(gctx) }()
 	var sig os.Signal
-	undone := "calls in flight were cancelled"
+	undone := callsCancelled
 	select {
 	case err := <-gDone:
 		if err != nil {
@@ -98,12 +98,9 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 		// Requests still open get the rest of the grace, and at least
 		// resultWait after the drain to write the results of calls
 		// cancelled at its end; the close is bounded alike.
-		resultsBy := time.Now().Add(resultWait)
-		if d := deadline.Add(resultWait); d.After(resultsBy) {
-			resultsBy = d
-		}
+		resultsBy := gc.waitEnd(time.Now())
 		if sig = gc.close(); sig != nil {
-			undone = "the upstreams' processes were killed"
+			undone = upstreamsKilled
 			break
 		}
 		timer := time.NewTimer(max(time.Until(resultsBy), 0))
@@ -166,11 +163,12 @@ func waitResults(by time.Time, closed <-chan struct{}, done <-chan error) {
 	}
 }
 
-// aborted is the error of a command whose graceful shutdown a second
-// signal ended.
-func aborted(sig os.Signal) error {
-	return cli.SignalExit(sig, "calls in flight were cancelled")
-}
+// What a second signal left undone, as its exit message says: during the
+// drain, or while the gateway closes.
+const (
+	callsCancelled  = "calls in flight were cancelled"
+	upstreamsKilled = "the upstreams' processes were killed"
+)
 
 func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	fs, c := cli.NewFlags("stdio", stderr)
@@ -202,7 +200,7 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 			logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
 			gc.abort()
 			waitResults(gc.abortedAt.Add(resultWait), gc.closed, served)
-			return aborted(sig)
+			return cli.SignalExit(sig, callsCancelled)
 		}
 	}
 	// Closing waits for the upstreams' processes to exit; the closer kills
@@ -210,7 +208,7 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 	// them at once.
 	if sig := gc.close(); sig != nil {
 		logger.Warn("signal during shutdown; killing the upstreams' processes and stopping now", "signal", sig.String())
-		return cli.SignalExit(sig, "the upstreams' processes were killed")
+		return cli.SignalExit(sig, upstreamsKilled)
 	}
 	if err != nil {
 		return fmt.Errorf("serving stdio: %w", err)
@@ -278,10 +276,7 @@ func (c *closer) close() os.Signal {
 	startGrace := func() {
 		signalled = nil
 		k := time.NewTimer(time.Until(c.deadline))
-		l := time.NewTimer(time.Until(c.deadline.Add(resultWait)))
-		if c.deadline.Before(begun) {
-			l.Reset(time.Until(begun.Add(resultWait)))
-		}
+		l := time.NewTimer(time.Until(c.waitEnd(begun)))
 		timers = append(timers, k, l)
 		kill, late = k.C, l.C
 	}
@@ -312,11 +307,22 @@ func (c *closer) close() os.Signal {
 	}
 }
 
+// waitEnd is when a close that began at begun stops waiting, once the
+// grace's end (c.deadline) is known: resultWait after that end, or after
+// begun when that is later.
+func (c *closer) waitEnd(begun time.Time) time.Time {
+	end := c.deadline
+	if begun.After(end) {
+		end = begun
+	}
+	return end.Add(resultWait)
+}
+
 // closeInto is a command's deferred close: a second signal during it
 // makes *errp the signal's exit.
 func (c *closer) closeInto(errp *error) {
 	if sig := c.close(); sig != nil {
-		*errp = cli.SignalExit(sig, "the upstreams' processes were killed")
+		*errp = cli.SignalExit(sig, upstreamsKilled)
 	}
 }
 

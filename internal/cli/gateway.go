@@ -88,11 +88,11 @@ func WaitUpstreams(ctx context.Context, g *gateway.Gateway, stderr io.Writer) er
 	g.StartUpstreams()
 	wctx, cancel := context.WithTimeout(ctx, upstreamWait)
 	defer cancel()
-	err := g.WaitUpstreams(wctx)
-	if err != nil && ctx.Err() != nil {
+	switch err := g.WaitUpstreams(wctx); {
+	case err == nil:
+	case ctx.Err() != nil:
 		return ErrInterrupted
-	}
-	if err != nil {
+	default:
 		fmt.Fprintf(stderr, "toolgate: not every upstream MCP server came up within %s; their tools are missing\n", upstreamWait)
 	}
 	return nil
