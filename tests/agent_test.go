@@ -499,26 +499,10 @@ func TestAgentInterruptWhileConnecting(t *testing.T) {
 // killed when t ends.
 func startConnectingAgent(t *testing.T, script string, env ...string) *toolgateProc {
 	t.Helper()
-	a := &toolgateProc{exited: make(chan struct{})}
-	a.cmd = exec.Command(toolgateAgentBin, "--provider", "anthropic", "--model", "test-model", "--base-url", "http://127.0.0.1:1",
+	cmd := exec.Command(toolgateAgentBin, "--provider", "anthropic", "--model", "test-model", "--base-url", "http://127.0.0.1:1",
 		"task", "--", "sh", "-c", script)
-	a.cmd.Env = append(append(os.Environ(), "ANTHROPIC_API_KEY=test-key"), env...)
-	a.cmd.Stdout, a.cmd.Stderr = &a.stdout, &a.stderr
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = a.cmd.Wait()
-		close(a.exited)
-	}()
-	t.Cleanup(func() {
-		_ = a.cmd.Process.Kill()
-		<-a.exited
-		if t.Failed() {
-			t.Logf("toolgate-agent stderr:\n%s", a.stderr.String())
-		}
-	})
-	return a
+	cmd.Env = append(append(os.Environ(), "ANTHROPIC_API_KEY=test-key"), env...)
+	return startProcess(t, cmd, "toolgate-agent")
 }
 
 // TestAgentSecondInterruptWhileConnecting: a second signal kills a stdio

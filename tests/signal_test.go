@@ -443,7 +443,13 @@ type toolgateProc struct {
 // ends.
 func startToolgate(t *testing.T, args ...string) *toolgateProc {
 	t.Helper()
-	p := &toolgateProc{cmd: exec.Command(toolgateBin, args...), exited: make(chan struct{})}
+	return startProcess(t, exec.Command(toolgateBin, args...), "toolgate "+args[0])
+}
+
+// startProcess is startToolgate for any command; what names it in logs.
+func startProcess(t *testing.T, cmd *exec.Cmd, what string) *toolgateProc {
+	t.Helper()
+	p := &toolgateProc{cmd: cmd, exited: make(chan struct{})}
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -463,7 +469,7 @@ func startToolgate(t *testing.T, args ...string) *toolgateProc {
 		<-p.exited
 		inW.Close()
 		if t.Failed() {
-			t.Logf("toolgate %s stderr:\n%s", args[0], p.stderr.String())
+			t.Logf("%s stderr:\n%s", what, p.stderr.String())
 		}
 	})
 	return p

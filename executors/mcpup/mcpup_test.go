@@ -559,12 +559,18 @@ func TestThreadIsolation(t *testing.T) {
 	wantClass(t, err, retry.Unavailable)
 }
 
-func TestCloseReapsAll(t *testing.T) {
-	pool := threadctx.NewPool(nil)
+// sharedAndThread returns a thread pool (closed when t ends), a shared
+// stdio upstream "fs" and a thread-isolated one "th".
+func sharedAndThread(t *testing.T) (pool *threadctx.Pool, shared, thread Upstream) {
+	pool = threadctx.NewPool(nil)
 	t.Cleanup(func() { _ = pool.Close() })
-	shared := stdioUpstream()
-	thread := stdioUpstream()
+	shared, thread = stdioUpstream(), stdioUpstream()
 	thread.Name, thread.Isolation = "th", IsolationThread
+	return pool, shared, thread
+}
+
+func TestCloseReapsAll(t *testing.T) {
+	pool, shared, thread := sharedAndThread(t)
 	rec := newRecorder()
 	m := start(t, rec.options(t, &Options{Pool: pool}), shared, thread)
 	rec.waitTools(t)
@@ -607,11 +613,7 @@ func TestCloseReapsAll(t *testing.T) {
 // started after it (the restart of one it killed) too; Close then has
 // nothing to wait for.
 func TestKill(t *testing.T) {
-	pool := threadctx.NewPool(nil)
-	t.Cleanup(func() { _ = pool.Close() })
-	shared := stdioUpstream()
-	thread := stdioUpstream()
-	thread.Name, thread.Isolation = "th", IsolationThread
+	pool, shared, thread := sharedAndThread(t)
 	rec := newRecorder()
 	opts := rec.options(t, &Options{Pool: pool})
 	// Restarts and states of the shared upstream only.
