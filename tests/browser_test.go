@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/syncbuf"
@@ -188,6 +189,11 @@ func (b *browser) call(ctx context.Context, session, method string, params, resu
 	}
 	data, _ := json.Marshal(msg)
 	if _, err := b.in.Write(append(data, 0)); err != nil {
+		if errors.Is(err, syscall.EPIPE) {
+			// Chromium closed its end of the pipe: it exited, before or
+			// as the command went out.
+			return fmt.Errorf("%s: %w (%v)", method, errChromiumExited, err)
+		}
 		return fmt.Errorf("%s: %w", method, err)
 	}
 	select {
