@@ -199,7 +199,7 @@ func (g *Gateway) serveFront(r *route) func(context.Context, *mcpfront.Request) 
 				return (*executors.Result)(errorResult(retry.Errorf(retry.NotFound, "tool %q was just removed; call tools/list", name)))
 			}
 		}
-		c := &Call{Name: r.tool.Name, route: r, input: req.Args, decoded: true, Raw: req.Raw, Meta: req.Meta, Session: req.Session, Progress: req.Progress, elicit: req.Elicit,
+		c := &Call{Name: r.tool.Name, route: r, decoded: len(req.Raw) == 0, Raw: req.Raw, Meta: req.Meta, Session: req.Session, Progress: req.Progress, elicit: req.Elicit,
 			ident: req.Identity, Principal: principal.NameOf(req.Identity), sessionless: req.Session == ""}
 		res, err := g.handle(ctx, c)
 		if err != nil {

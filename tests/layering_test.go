@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	"agent":                         {"executors", "gateway", "internal/canonjson", "registry", "retry"},
 	"builtin":                       {"registry", "executors", "retry"},
 	"gateway":                       {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "internal/auth", "internal/canonjson", "internal/httpheader", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas"},
-	"gateway/internal/mcpfront":     {"executors", "internal/jsonscan", "internal/principal", "registry"},
+	"gateway/internal/mcpfront":     {"executors", "internal/canonjson", "internal/principal", "registry"},
 	"executors/mcpup":               {"executors", "internal/httpheader", "internal/jsonscan", "internal/redact", "registry", "threadctx", "retry"},
 	"executors":                     {"registry", "threadctx", "retry"},
 	"executors/rest":                {"executors", "internal/httpheader", "internal/redact", "registry", "retry"},

@@ -10,54 +10,29 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
 
-// A call's own requests to its client, on its own stream.
+// The front's requests to a client of a streamable HTTP session
+// (sampling/createMessage, elicitation/create, roots/list).
 //
-// mcp-go sends a streamable HTTP session's sampling/createMessage and
-// roots/list on the session's GET stream only (and elicitation/create
-// too, unless mcp-go's own POST handling runs the call, which the fast
-// path's calls skip). A client that opens no GET stream (the transport
-// spec lets it) never sees them, and the call waits until its deadline.
-// One that opens it can lose them as well: with an event store the
-// listening stream's pump starts with the first GET and can take a
-// request before that GET's connection attaches, and the request is then
-// only recorded, for a Last-Event-ID the new connection does not send
-// (TestRelay hung so on a loaded machine).
-//
-// So a request a call makes goes out on the call's own response
-// (callstream.go), as the transport spec has it ("these messages SHOULD
-// relate to the originating client request"), with an ID of the front's:
-// a string mcp-go's numbered requests never take. The client POSTs its
-// answer in the session; the front takes it off the route before mcp-go
-// sees it (answer) and hands it to the waiting call. Only the session's
-// owner can POST in it (ownedBy), so no other client can answer.
-// Requests made outside a streamable HTTP call (over SSE or stdio, whose
-// one stream mcp-go uses, or during a call in a batch, whose reply is one
-// JSON array) go through mcp-go as before.
+// A request made during a request of the client's goes out on that
+// request's own response (stream.go), as the transport spec has it ("these
+// messages SHOULD relate to the originating client request"); one made
+// outside any (or after its answer began) goes out on the session's GET
+// stream. Each has an ID of the front's, numbered per session. The client
+// POSTs its answer in the session; the front hands it to the waiting
+// request (answer). Only the session's owner can POST in it, so no other
+// client can answer. The SSE and stdio sessions are mcp-go's, and so are
+// their requests (relay.go).
 
 // askPrefix begins the ID of every request the front asks a client.
 const askPrefix = "toolgate-"
 
-// ask sends method with params to client session s on the stream of the
-// call that call is the context of, and returns the result the client
-// answered, waiting no longer than ctx. ok is false when that call has no
-// stream of its own (the caller then asks through mcp-go): not a
-// streamable HTTP call, or one whose answer has begun (a stray request).
-func (f *Front) ask(ctx, call context.Context, s server.ClientSession, method string, params any) (result json.RawMessage, ok bool, err error) {
-	if call == nil || s == nil {
-		return nil, false, nil
-	}
-	cs := callStreamOf(call)
-	if cs == nil {
-		return nil, false, nil
-	}
-	c := f.liveClient(s.SessionID())
-	if c == nil || c.streamableVersion() == "" {
-		return nil, false, nil
-	}
-	id := askPrefix + strconv.FormatUint(c.askSeq.Add(1), 10)
+// ask sends method with params to the client of s, on st when it can take
+// it, else on the GET stream, and returns the result the client answered,
+// waiting no longer than ctx.
+func (s *session) ask(ctx context.Context, st *replyStream, method string, params any) (json.RawMessage, error) {
+	id := askPrefix + strconv.FormatUint(s.askSeq.Add(1), 10)
 	msg, err := json.Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`
 		ID      string `json:"id"`
@@ -65,24 +40,41 @@ func (f *Front) ask(ctx, call context.Context, s server.ClientSession, method st
 		Params  any    `json:"params,omitempty"`
 	}{"2.0", id, method, params})
 	if err != nil {
-		return nil, true, fmt.Errorf("%s: encoding the params: %w", method, err)
+		return nil, fmt.Errorf("%s: encoding the params: %w", method, err)
 	}
 	answer := make(chan []byte, 1)
-	c.asks.Store(id, answer)
-	defer c.asks.Delete(id)
-	if err := cs.send(msg); errors.Is(err, errStreamEnded) {
-		return nil, false, nil // a request after the call's answer: through mcp-go
-	} else if err != nil {
-		return nil, true, fmt.Errorf("%s: %w", method, err)
+	s.asks.Store(id, answer)
+	defer s.asks.Delete(id)
+	sent := false
+	if st != nil {
+		switch err := st.send(msg); {
+		case err == nil:
+			sent = true
+		case !errors.Is(err, errStreamEnded):
+			return nil, fmt.Errorf("%s: %w", method, err)
+		}
+	}
+	if !sent {
+		select {
+		case s.toGet <- msg:
+		case <-s.done:
+			return nil, fmt.Errorf("%s: the session ended", method)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s: no GET stream of the session took the request: %w", method, ctx.Err())
+		}
 	}
 	select {
 	case m := <-answer:
 		return answerResult(method, m)
+	case <-s.done:
+		return nil, fmt.Errorf("%s: the session ended before the client answered", method)
 	case <-ctx.Done():
-		// The spec's way to say the answer is no longer wanted; best
-		// effort, as the call's stream may be ending.
-		cs.notify(string(mcp.MethodNotificationCancelled), map[string]any{"requestId": id, "reason": "the request that asked ended: " + context.Cause(ctx).Error()})
-		return nil, true, fmt.Errorf("%s: no answer from the client: %w", method, ctx.Err())
+		if st != nil {
+			// The spec's way to say the answer is no longer wanted; best
+			// effort, as the request's stream may be ending.
+			st.notify(string(mcp.MethodNotificationCancelled), map[string]any{"requestId": id, "reason": "the request that asked ended: " + context.Cause(ctx).Error()})
+		}
+		return nil, fmt.Errorf("%s: no answer from the client: %w", method, ctx.Err())
 	}
 }
 
@@ -96,7 +88,7 @@ func rawParams(params json.RawMessage) any {
 
 // answerResult is the result of the client's answer m to method, or the
 // client's JSON-RPC error as an *RPCError.
-func answerResult(method string, m []byte) (json.RawMessage, bool, error) {
+func answerResult(method string, m []byte) (json.RawMessage, error) {
 	var a struct {
 		Result json.RawMessage `json:"result"`
 		Error  *struct {
@@ -105,26 +97,25 @@ func answerResult(method string, m []byte) (json.RawMessage, bool, error) {
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(m, &a); err != nil {
-		return nil, true, fmt.Errorf("%s: the client's answer is not a JSON-RPC response: %v", method, err)
+		return nil, fmt.Errorf("%s: the client's answer is not a JSON-RPC response: %v", method, err)
 	}
 	if a.Error != nil {
-		return nil, true, fmt.Errorf("%s: the client answered: %w", method, &RPCError{Code: a.Error.Code, Msg: a.Error.Message})
+		return nil, fmt.Errorf("%s: the client answered: %w", method, &RPCError{Code: a.Error.Code, Msg: a.Error.Message})
 	}
 	if r := bytes.TrimSpace(a.Result); len(r) == 0 || r[0] != '{' {
-		return nil, true, fmt.Errorf("%s: the client's answer has no result object", method)
+		return nil, fmt.Errorf("%s: the client's answer has no result object", method)
 	}
-	return a.Result, true, nil
+	return a.Result, nil
 }
 
-// answer hands msg, a client's response POSTed in session c, to the call
-// that asked it, and reports whether one did: an answer to anything else
-// (mcp-go's own requests) is mcp-go's to route. msg is copied.
-func (c *clientSession) answer(id json.RawMessage, msg []byte) bool {
+// answer hands msg, a client's response (with id) in session s, to the
+// request that asked it, and reports whether one waited. msg is copied.
+func (s *session) answer(id json.RawMessage, msg []byte) bool {
 	key, ok := askIDKey(id)
-	if !ok || c == nil {
+	if !ok {
 		return false
 	}
-	v, ok := c.asks.LoadAndDelete(key)
+	v, ok := s.asks.LoadAndDelete(key)
 	if !ok {
 		return false
 	}
@@ -132,14 +123,8 @@ func (c *clientSession) answer(id json.RawMessage, msg []byte) bool {
 	return true
 }
 
-// isAskID reports whether id, a raw JSON-RPC id, is one the front gives
-// its requests.
-func isAskID(id json.RawMessage) bool {
-	_, ok := askIDKey(id)
-	return ok
-}
-
-// askIDKey is id as the key of c.asks.
+// askIDKey is id, a raw JSON-RPC id, as the key of s.asks; false for an
+// ID the front never gives.
 func askIDKey(id json.RawMessage) (string, bool) {
 	if len(id) < len(askPrefix)+3 || id[0] != '"' {
 		return "", false

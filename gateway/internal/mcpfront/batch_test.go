@@ -735,13 +735,16 @@ func FuzzBatchSplit(f *testing.F) {
 		}
 		parts := make([][]byte, len(elems))
 		for i, e := range elems {
-			if e.index != i || !json.Valid(e.msg) {
+			if !json.Valid(e.m.raw) {
 				t.Fatalf("element %d = %+v", i, e)
 			}
-			if (e.kind == elemNotObject) != (e.msg[0] != '{') {
-				t.Fatalf("element %s has kind %d", e.msg, e.kind)
+			if e.m.raw[0] != '{' && e.reject == nil {
+				t.Fatalf("element %s is not an object and was not refused", e.m.raw)
 			}
-			parts[i] = e.msg
+			if e.reject == nil && e.m.method == "" && !e.m.response {
+				t.Fatalf("element %s accepted without a method or a result", e.m.raw)
+			}
+			parts[i] = e.m.raw
 		}
 		// The elements round-trip: together they are the batch.
 		var want, got bytes.Buffer

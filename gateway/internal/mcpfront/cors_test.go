@@ -9,23 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/toolgate/toolgate/config"
 )
-
-// TestMCPGoSSEAllowsAnyOrigin pins doc.go fact 15: mcp-go's SSE handler
-// lets every origin read the stream unless given its own CORS settings.
-func TestMCPGoSSEAllowsAnyOrigin(t *testing.T) {
-	s := server.NewSSEServer(server.NewMCPServer("pin", "1"), server.WithUseFullURLForMessageEndpoint(false))
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	w := &firstWrite{ResponseRecorder: httptest.NewRecorder(), cancel: cancel}
-	s.SSEHandler().ServeHTTP(w, httptest.NewRequestWithContext(ctx, http.MethodGet, "/sse", nil))
-	if got := w.Header().Get(headerACAO); got != "*" {
-		t.Errorf("mcp-go's SSE stream sets Access-Control-Allow-Origin %q, not *; sseStream's override may go", got)
-	}
-}
 
 // TestSSEStreamKeepsToolgateOrigin checks that the front's SSE stream
 // carries the Access-Control-Allow-Origin toolgate set, or none, never

@@ -4,18 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
@@ -250,128 +247,45 @@ func TestModernVersionsAndHeaders(t *testing.T) {
 	}
 }
 
-// TestModernCallMatchesMCPGo pins doc.go fact 19: the fast path answers a
-// 2026-07-28 tools/call with what mcp-go's own handling answers.
-func TestModernCallMatchesMCPGo(t *testing.T) {
+// TestModernCallAnswers: what a 2026-07-28 tools/call is answered, on the
+// front's own call path: the result with its resultType and the server's
+// identity, a tool's failure as an isError result, a panicking tool and a
+// malformed message as JSON-RPC errors with the revision's HTTP status.
+func TestModernCallAnswers(t *testing.T) {
 	g, _ := newGateway(t, nil)
 	g.addTool(t, "boom", func(context.Context, *Request) *executors.Result { panic("boom") })
 	srv := serveHTTP(t, g)
-	otherMeta := strings.Replace(modernMeta, `"_meta":{`, `"_meta":{"toolgate/thread":"t1",`, 1)
-	call := func(jsonrpc, id, name, args string) string {
-		return `{` + jsonrpc + `"id":` + id + `,"method":"tools/call","params":{"name":"` + name + `",` + args + `}}`
+	call := func(head, name, args string) string {
+		return `{` + head + `"method":"tools/call","params":{"name":"` + name + `",` + args + modernMeta + `}}`
 	}
-	const v2 = `"jsonrpc":"2.0",`
-	for _, body := range []string{
-		call(v2, `"a-1"`, "echo", `"arguments":{"text":"same"},`+modernMeta),
-		call(v2, `"a-1"`, "echo", `"arguments":{"text":12},`+modernMeta),
-		call(v2, `"a-1"`, "echo", modernMeta),
-		call(v2, `"a-1"`, "echo", `"arguments":null,`+modernMeta),
-		call(v2, `"a-1"`, "echo", `"arguments":{"text":"meta"},`+otherMeta),
-		call(v2, `1.0`, "echo", `"arguments":{"text":"id"},`+modernMeta),
-		call(v2, `"a-1"`, "boom", `"arguments":{},`+modernMeta),
-		call(`"jsonrpc":"1.0",`, `1`, "echo", `"arguments":{"text":"v"},`+modernMeta),
-		call(``, `1`, "echo", `"arguments":{"text":"v"},`+modernMeta),
-	} {
-		var name struct {
-			Params struct{ Name string } `json:"params"`
-		}
-		_ = json.Unmarshal([]byte(body), &name)
-		hdr := map[string]string{mcp.HeaderMethod: "tools/call", mcp.HeaderName: name.Params.Name}
-		status, rh, fast := postModern(t, srv.URL+"/mcp", body, hdr)
-		// mcp-go, without the front.
-		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		rec := httptest.NewRecorder()
-		g.httpParts.streamable.ServeHTTP(rec, req)
-		var a, b any
-		if err := json.Unmarshal(fast, &a); err != nil {
-			t.Fatalf("fast path: %d %s", status, fast)
-		}
-		if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil {
-			t.Fatalf("mcp-go: %d %s", rec.Code, rec.Body.Bytes())
-		}
-		if diff := cmp.Diff(b, a); diff != "" || status != rec.Code || rh.Get("Content-Type") != rec.Header().Get("Content-Type") {
-			t.Errorf("%s: fast path %d %q, mcp-go %d %q; body diff (-mcp-go +fast):\n%s",
-				body, status, rh.Get("Content-Type"), rec.Code, rec.Header().Get("Content-Type"), diff)
-		}
-	}
-}
-
-// TestMCPGoModernInternals pins the mcp-go facts the 2026-07-28 paths
-// rest on (doc.go facts 17-19).
-func TestMCPGoModernInternals(t *testing.T) {
-	s := server.NewMCPServer("pin", "1", server.WithToolCapabilities(true))
-	s.AddTool(mcp.NewTool("a"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("ran"), nil
-	})
-	h := server.NewStreamableHTTPServer(s, server.WithStreamableHTTPLogger(slog.New(slog.DiscardHandler)))
-	post := func(body string, hdr map[string]string) *httptest.ResponseRecorder {
-		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
-	}
-	// 18: a legacy request with an unknown version header: plain text.
-	rec := post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{mcp.HeaderProtocolVersion: "2025-01-01"})
-	if rec.Code != http.StatusBadRequest || json.Valid(rec.Body.Bytes()) {
-		t.Errorf("unknown legacy version: %d %q; mcp-go now answers in JSON, era2026.go's own answer may go", rec.Code, rec.Body.Bytes())
-	}
-	// 17: a modern request gets no session ID, and the result its
-	// resultType and serverInfo (19).
-	rec = post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a",`+modernMeta+`}}`,
-		map[string]string{mcp.HeaderProtocolVersion: "2026-07-28", mcp.HeaderMethod: "tools/call", mcp.HeaderName: "a"})
-	if rec.Header().Get(mcp.HeaderSessionID) != "" || !strings.Contains(rec.Body.String(), `"resultType":"complete"`) ||
-		!strings.Contains(rec.Body.String(), `"io.modelcontextprotocol/serverInfo":{"name":"pin","version":"1"}`) {
-		t.Errorf("modern tools/call: %d %v %s", rec.Code, rec.Header(), rec.Body.Bytes())
-	}
-	// 19: the handler is reachable through GetTool, and a modern request's
-	// protocol info can be set from outside.
-	if st := s.GetTool("a"); st == nil || st.Handler == nil {
-		t.Error("GetTool gives no handler")
-	}
-	ctx := server.WithRequestProtocolInfo(t.Context(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28"})
-	if !server.IsModernRequest(ctx) {
-		t.Error("WithRequestProtocolInfo does not make a request modern")
-	}
-}
-
-// TestModernFastPathTaken: which 2026-07-28 calls the fast path serves
-// (the others go through mcp-go).
-func TestModernFastPathTaken(t *testing.T) {
-	g, _ := newGateway(t, nil)
-	err := g.RegisterStateless(registry.Tool{Name: "which", Description: "names the session type"},
-		func(ctx context.Context, _ map[string]any) (executors.Result, error) {
-			_, fast := server.ClientSessionFromContext(ctx).(*modernSession)
-			return executors.Text(map[bool]string{true: "fast", false: "mcp-go"}[fast]), nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := serveHTTP(t, g)
-	hdr := map[string]string{mcp.HeaderMethod: "tools/call", mcp.HeaderName: "which"}
-	withMeta := func(extra string) string {
-		return strings.Replace(modernMeta, `"_meta":{`, `"_meta":{`+extra, 1)
-	}
-	for _, tc := range []struct{ name, params, want string }{
-		{"plain", modernMeta, "fast"},
-		{"toolgate thread", withMeta(`"toolgate/thread":"x",`), "fast"},
-		{"progress", withMeta(`"progressToken":"p",`), "mcp-go"},
-		{"log level", withMeta(`"io.modelcontextprotocol/logLevel":"debug",`), "mcp-go"},
-		{"task", `"task":{},` + modernMeta, "mcp-go"},
+	const v2 = `"jsonrpc":"2.0","id":"a-1",`
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		want       []string
+	}{
+		{"result", call(v2, "echo", `"arguments":{"text":"same"},`), http.StatusOK,
+			[]string{`"id":"a-1"`, `"text":"same"`, `"resultType":"complete"`, `"io.modelcontextprotocol/serverInfo":{"name":"toolgate","version":"test"}`}},
+		{"invalid arguments", call(v2, "echo", `"arguments":{"text":12},`), http.StatusOK, []string{`"isError":true`, `"resultType":"complete"`}},
+		{"null arguments", call(v2, "echo", `"arguments":null,`), http.StatusOK, []string{`"isError":true`, `text`}},
+		{"numeric id", call(`"jsonrpc":"2.0","id":7,`, "echo", `"arguments":{"text":"id"},`), http.StatusOK, []string{`"id":7`, `"text":"id"`}},
+		{"panic", call(v2, "boom", `"arguments":{},`), http.StatusOK, []string{`"code":-32603`, `"id":"a-1"`}},
+		{"jsonrpc 1.0", call(`"jsonrpc":"1.0","id":1,`, "echo", `"arguments":{"text":"v"},`), http.StatusBadRequest, []string{`"code":-32600`}},
+		{"object id", call(`"jsonrpc":"2.0","id":{"a":1},`, "echo", `"arguments":{"text":"v"},`), http.StatusBadRequest, []string{`"code":-32600`, `"id":null`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			status, _, body := postModern(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"which",`+tc.params+`}}`, hdr)
-			if status != http.StatusOK || !strings.Contains(string(body), `"text":"`+tc.want+`"`) {
-				t.Errorf("%d %s; want %s", status, body, tc.want)
+			var name struct {
+				Params struct{ Name string } `json:"params"`
+			}
+			_ = json.Unmarshal([]byte(tc.body), &name)
+			status, h, body := postModern(t, srv.URL+"/mcp", tc.body, map[string]string{mcp.HeaderMethod: "tools/call", mcp.HeaderName: name.Params.Name})
+			if status != tc.status || h.Get("Content-Type") != "application/json" || h.Get(mcp.HeaderSessionID) != "" {
+				t.Errorf("%d %q session %q; want %d, JSON, no session", status, h.Get("Content-Type"), h.Get(mcp.HeaderSessionID), tc.status)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(body), w) {
+					t.Errorf("%s; want %s in it", body, w)
+				}
 			}
 		})
 	}

@@ -1,12 +1,13 @@
 package mcpfront
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,12 +23,10 @@ import (
 // Backend is what the front needs from the gateway behind it. Its methods
 // are called concurrently, from any transport's goroutines.
 type Backend interface {
-	// Resolve says how the tool name of a tools/call resolves: repaired is
-	// "" when name is registered as it is, or the registered name it
+	// Resolve says how the tool name of a tools/call that names no tool
+	// the front serves resolves: repaired is the registered name it
 	// repairs to; otherwise err is a *registry.NotFoundError (wrapping
 	// registry.ErrNotFound) whose text and suggestions the client gets.
-	// Resolving a registered name must not allocate: it runs for every
-	// call.
 	Resolve(name []byte) (repaired string, err error)
 	// SessionStarted and SessionEnded are told of every MCP session mcp-go
 	// registers and unregisters, on any transport, by its ID.
@@ -55,9 +54,8 @@ type Tool struct {
 // Request is one tools/call as a transport received it, its tool already
 // resolved.
 type Request struct {
-	// Args are the arguments as decoded from JSON (nil when absent).
-	Args any
-	// Raw are the arguments' JSON bytes as sent, or nil.
+	// Raw are the arguments' JSON bytes as sent (valid JSON), or nil; the
+	// pipeline decodes them once.
 	Raw json.RawMessage
 	// Meta is the request's _meta beyond the progress token, or nil.
 	Meta map[string]any
@@ -128,24 +126,30 @@ type Options struct {
 	MaxSessionsPerPrincipal int
 }
 
-// Front serves MCP for a [Backend]: it owns the mcp-go server, its HTTP,
-// SSE and stdio transports and everything that works around how mcp-go
-// v1.2.1 is built (see the package doc). Build it with [New]; its methods
-// are safe for concurrent use; [Front.Close] stops it.
+// Front serves MCP for a [Backend]: it owns the streamable HTTP transport
+// end to end, and uses mcp-go's MCPServer as the dispatcher of every method
+// but tools/call, its type library, and its legacy SSE and stdio servers
+// (see the package doc). Build it with [New]; its methods are safe for
+// concurrent use; [Front.Close] stops it.
 type Front struct {
 	b      Backend
 	o      Options
 	logger *slog.Logger
 	mcp    *server.MCPServer
 
-	// root ends with Close; it bounds work no request owns (SSE batches).
+	// tools are the tools served, by name (call.go): replaced whole by
+	// SetTools, read without a lock.
+	tools   atomic.Pointer[map[string]*frontTool]
+	toolsMu sync.Mutex // serialises SetTools
+
+	// root ends with Close; it bounds work no request owns (SSE batches,
+	// streams).
 	root       context.Context
 	rootCancel context.CancelFunc
-	clients    sync.Map // live mcp-go session ID → *clientSession (sessions.go)
+	clients    sync.Map // live session ID → *session (session.go)
 
-	sessions   atomic.Int64 // live sessions plus slots reserved for new ones (sessions.go)
-	principals sync.Map     // principal name → *principalCount, of principals with sessions (sessions.go)
-	ids        sessionIDs   // streamable HTTP session IDs issued (sessions.go)
+	sessions   atomic.Int64 // live sessions plus slots reserved for new ones (session.go)
+	principals sync.Map     // principal name → *principalCount, of principals with sessions (session.go)
 
 	cats catalogs // the sources' resources, prompts, subscriptions and log levels (surface.go)
 
@@ -163,25 +167,25 @@ func New(b Backend, o Options) *Front {
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
+	f.tools.Store(&map[string]*frontTool{})
 	f.root, f.rootCancel = context.WithCancel(context.Background())
 	hooks := &server.Hooks{}
-	hooks.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
-		f.clientStarted(ctx, s)
-		if id := s.SessionID(); id != "" {
-			b.SessionStarted(id)
+	hooks.AddOnRegisterSession(func(ctx context.Context, cs server.ClientSession) {
+		if s, ok := cs.(*session); ok && s.listen {
+			return // a subscriptions/listen stream's: no session of the client's
 		}
+		s := f.clientStarted(ctx, cs)
+		b.SessionStarted(s.id)
 	})
-	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
-		if id := s.SessionID(); id != "" {
-			b.SessionEnded(id)
-			f.forgetSession(id)
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
+		if s, ok := cs.(*session); ok && s.listen {
+			return
 		}
-		f.clientEnded(s)
+		b.SessionEnded(cs.SessionID())
+		f.forgetSession(cs.SessionID())
+		f.clientEnded(cs)
 	})
 	if o.Authenticate != nil {
-		// Not WithToolFilter: mcp-go answers a call of a filtered tool
-		// "not found", where the pipeline's permit step gives the
-		// permission result the caller should see (doc.go fact 16).
 		hooks.AddAfterListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
 			if res != nil {
 				res.Tools = f.visibleTools(ctx, res.Tools)
@@ -205,19 +209,36 @@ func New(b Backend, o Options) *Front {
 // SetTools adds (or replaces in place) the tools add and removes the tools
 // named in remove, and tells connected clients (notifications/tools/
 // list_changed). A name in both is replaced, never removed first: a call
-// in between would get mcp-go's "tool not found".
+// in between would find no tool.
 func (f *Front) SetTools(add []Tool, remove []string) {
-	if gone := removedOnly(add, remove); len(gone) > 0 {
-		f.mcp.DeleteTools(gone...)
-	}
-	if len(add) == 0 {
-		return
+	f.toolsMu.Lock()
+	tools := maps.Clone(*f.tools.Load())
+	for _, name := range removedOnly(add, remove) {
+		delete(tools, name)
 	}
 	st := make([]server.ServerTool, 0, len(add))
 	for _, t := range add {
-		st = append(st, server.ServerTool{Tool: wireTool(t.Def), Handler: f.handler(t.Call)})
+		ft := &frontTool{Tool: t, wire: wireTool(t.Def)}
+		ft.headerParams = bytes.Contains(ft.wire.RawInputSchema, []byte("x-mcp-header"))
+		tools[t.Def.Name] = ft
+		// mcp-go lists the tools (tools/list, its pages and hooks); the
+		// front calls them, so mcp-go's handler is never reached.
+		st = append(st, server.ServerTool{Tool: ft.wire, Handler: notCalled})
 	}
-	f.mcp.AddTools(st...)
+	f.tools.Store(&tools)
+	f.toolsMu.Unlock()
+	if gone := removedOnly(add, remove); len(gone) > 0 {
+		f.mcp.DeleteTools(gone...)
+	}
+	if len(st) > 0 {
+		f.mcp.AddTools(st...)
+	}
+}
+
+// notCalled is mcp-go's handler of every tool: the front serves tools/call
+// on every transport, so mcp-go never calls it.
+func notCalled(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return nil, errors.New("toolgate's front serves tools/call; this handler is not called")
 }
 
 // removedOnly returns the names in remove that add does not add again.
@@ -238,49 +259,6 @@ func removedOnly(add []Tool, remove []string) []string {
 	return gone
 }
 
-// handler is the mcp-go handler of one tool. It returns a nil error for
-// every result: mcp-go turns a handler's error into a JSON-RPC internal
-// error, and tool failures must reach the model as results.
-func (f *Front) handler(call func(context.Context, *Request) *executors.Result) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-		// Every path runs a tool through here (mcp-go's and both fast
-		// paths): a panic is logged and answered as mcp-go's WithRecovery
-		// would, -32603. The executors' own panics are the dispatcher's.
-		defer func() {
-			if p := recover(); p != nil {
-				f.logger.Error("tool handler panicked", "tool", req.Params.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, p)
-			}
-		}()
-		r := Request{Args: req.Params.Arguments, Raw: req.Params.RawArguments, Progress: f.progress(ctx, req.Params.Meta)}
-		if m := req.Params.Meta; m != nil {
-			r.Meta = m.AdditionalFields
-		}
-		r.Identity = f.identity(ctx)
-		if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
-			// No session: asking the client takes input_required results.
-			return f.modernCall(ctx, info, req, &r, call)
-		}
-		if s := server.ClientSessionFromContext(ctx); s != nil {
-			r.Session = s.SessionID()
-			r.Elicit = f.elicit(s)
-			r.Peer = peer{f: f, s: s, ctx: ctx}
-		}
-		// The fast path's slot for the result's JSON is this handler's
-		// alone: a tool call made within the call, with its context, would
-		// find it too.
-		raw, _ := ctx.Value(rawReplyKey{}).(*rawReply)
-		if raw != nil && !raw.claimed.CompareAndSwap(false, true) {
-			raw = nil
-		}
-		out := call(ctx, &r)
-		if raw != nil && raw.take(out) {
-			return rawTaken, nil
-		}
-		return wireResult(out), nil
-	}
-}
-
 // visibleTools is the tools/list filter with authentication: the tools
 // the requesting principal's policy permits.
 func (f *Front) visibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
@@ -297,71 +275,6 @@ func (f *Front) visibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	return out
 }
 
-// elicit returns the function that asks s's user through
-// elicitation/create, or nil when s did not declare the elicitation
-// capability (mcp-go keeps a session's declared capabilities on it: fact
-// 13 of the package doc).
-func (f *Front) elicit(s server.ClientSession) func(context.Context, string, map[string]any) (string, map[string]any, error) {
-	ci, ok := s.(server.SessionWithClientInfo)
-	if !ok || ci.GetClientCapabilities().Elicitation == nil {
-		return nil
-	}
-	return func(ctx context.Context, message string, schema map[string]any) (string, map[string]any, error) {
-		params := mcp.ElicitationParams{Message: message, RequestedSchema: schema}
-		if err := params.Validate(); err != nil {
-			return "", nil, err
-		}
-		if raw, ok, err := f.ask(ctx, ctx, s, string(mcp.MethodElicitationCreate), params); ok {
-			if err != nil {
-				return "", nil, err
-			}
-			return elicitationAnswer(raw)
-		}
-		res, err := f.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: params})
-		if err != nil {
-			return "", nil, err
-		}
-		content, _ := res.Content.(map[string]any)
-		return string(res.Action), content, nil
-	}
-}
-
-// elicitationAnswer reads a client's elicitation/create result: the
-// user's action and, for accept, the form's content.
-func elicitationAnswer(raw json.RawMessage) (action string, content map[string]any, err error) {
-	var res mcp.ElicitationResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return "", nil, fmt.Errorf("reading the elicitation answer: %w", err)
-	}
-	content, _ = res.Content.(map[string]any)
-	return string(res.Action), content, nil
-}
-
-// progress returns the function that reports a call's progress to its
-// client, or nil when the client asked for none (no progressToken).
-func (f *Front) progress(ctx context.Context, meta *mcp.Meta) func(progress, total float64, message string) {
-	if meta == nil || meta.ProgressToken == nil {
-		return nil
-	}
-	token := meta.ProgressToken
-	return func(progress, total float64, message string) {
-		params := map[string]any{"progressToken": token, "progress": progress}
-		if total > 0 {
-			params["total"] = total
-		}
-		if message != "" {
-			params["message"] = message
-		}
-		if cs := callStreamOf(ctx); cs != nil {
-			cs.notify("notifications/progress", params) // on the call's own stream (callstream.go)
-			return
-		}
-		// Best effort: mcp-go drops a notification when the session's queue
-		// is full, and reports it through OnError hooks.
-		_ = f.mcp.SendNotificationToClient(ctx, "notifications/progress", params)
-	}
-}
-
 // Mux is where [Front.Mount] puts the MCP endpoints; a chi router or an
 // http.ServeMux is one.
 type Mux interface {
@@ -375,7 +288,7 @@ func (f *Front) Close() {
 	p := f.httpParts
 	f.httpParts, f.closed = nil, true
 	f.mu.Unlock()
-	f.mrtr.close(f.rootCancel) // the calls waiting for their clients first, told why
+	f.mrtr.close(f.rootCancel) // the calls waiting for their clients first, told why; streams end with f.root
 	if p != nil {
 		p.close()
 	}

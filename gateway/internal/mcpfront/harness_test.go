@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -143,7 +144,10 @@ func (h *harness) sync(c registry.Change) {
 
 func (h *harness) call(def *registry.Tool) func(context.Context, *Request) *executors.Result {
 	return func(ctx context.Context, req *Request) *executors.Result {
-		args, _ := req.Args.(map[string]any)
+		var args map[string]any
+		if len(req.Raw) > 0 && json.Unmarshal(req.Raw, &args) != nil {
+			return failure(retry.Errorf(retry.Validation, "arguments must be a JSON object"))
+		}
 		if args == nil {
 			args = map[string]any{}
 		}
@@ -198,4 +202,10 @@ func waitTool() (call func(context.Context, *Request) *executors.Result, started
 		e <- ctx.Err()
 		return new(executors.Text("cancelled"))
 	}, s, e
+}
+
+// isEventStream reports whether a response's header says it is an event
+// stream.
+func isEventStream(h http.Header) bool {
+	return strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
 }

@@ -2,41 +2,31 @@ package mcpfront
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/toolgate/toolgate/internal/principal"
 )
 
-// eventsPerSession bounds the event store (see eventStore).
-const eventsPerSession = 256
-
-// httpParts are the mcp-go HTTP transports behind [Gateway.Handler].
+// httpParts are what [Front.Mount] serves with: mcp-go's legacy SSE
+// transport, the request bodies reused, the idle sweeper.
 type httpParts struct {
-	streamable *server.StreamableHTTPServer
-	sse        *server.SSEServer // nil when server.sse is false
-	streams    sync.Map          // SSE session ID → *sseStream
-	bodies     sync.Pool         // *body, reused request bodies
-	sweeper    *idleSweeper      // ends idle streamable HTTP sessions; nil when the TTL is 0 (sessions.go)
-	sseBatches batchRuns         // SSE batches in flight (batch.go)
-	fastCalls  atomic.Int64      // session calls served on the fast path (sessioncall.go)
+	sse     *server.SSEServer // nil when server.sse is false
+	streams sync.Map          // SSE session ID → *sseStream
+	bodies  sync.Pool         // *body, reused request bodies
+	sweeper *idleSweeper      // ends idle streamable HTTP sessions; nil when the TTL is 0 (session.go)
+	sseRuns batchRuns         // SSE calls and batches in flight (sse.go)
 }
 
-// body holds one request body read by toolgate and replays it to mcp-go,
-// which copies what it reads; it goes back to the pool once mcp-go's
-// handler returns.
+// body holds one request body.
 type body struct {
 	buf bytes.Buffer
 	rd  bytes.Reader
@@ -65,14 +55,11 @@ func (p *httpParts) putBody(b *body) {
 }
 
 func (p *httpParts) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
 	p.sweeper.close()
-	_ = p.streamable.Shutdown(ctx)
 	if p.sse != nil {
 		p.sse.CloseSessions()
 	}
-	p.sseBatches.wait()
+	p.sseRuns.wait()
 }
 
 // Mount puts the MCP endpoints on mux: streamable HTTP at
@@ -80,36 +67,16 @@ func (p *httpParts) close() {
 // Request bodies are capped at Options.MaxBodyBytes and cross-origin
 // browser requests are refused unless their origin is in
 // Options.AllowedOrigins (net/http's CrossOriginProtection); pages on those
-// origins get CORS answers (see cors). Mount once.
+// origins get CORS answers (see cors). The Host rule (DNS rebinding) is
+// the gateway's, applied before. Mount once.
 func (f *Front) Mount(mux Mux) {
-	ttl := f.o.SessionIdleTTL
-	heartbeat := min(25*time.Second, ttl/3)
-	p := &httpParts{
-		streamable: server.NewStreamableHTTPServer(f.mcp,
-			// Stateful, with toolgate's session IDs: mcp-go's own manager
-			// keeps ended sessions' IDs forever (sessions.go).
-			server.WithSessionIdManagerResolver(&f.ids),
-			// Every revision, 2026-07-28 included, each request served in
-			// its own era (era2026.go; docs/protocol-2026.md). A 2026-07-28
-			// client has no session: its threads are carried by thread
-			// handles (gateway/handles.go), its list changes by
-			// subscriptions/listen.
-			server.WithStreamableHTTPProtocolVersions(servedVersions...),
-			// toolgate ends idle sessions itself (sessions.go), so that
-			// batches count as activity.
-			server.WithSessionIdleTTL(0),
-			server.WithHeartbeatInterval(heartbeat),
-			server.WithEventStore(newEventStore(eventsPerSession)),
-			server.WithStreamableHTTPLogger(f.libLogger()),
-		),
-	}
+	p := &httpParts{}
 	if f.o.SSE {
-		p.sse = server.NewSSEServer(f.mcp, server.WithKeepAlive(true), server.WithUseFullURLForMessageEndpoint(false),
-			server.WithSSEContextFunc(learnSession))
+		p.sse = server.NewSSEServer(f.mcp, server.WithKeepAlive(true), server.WithUseFullURLForMessageEndpoint(false))
 	}
 	f.mu.Lock()
-	if ttl > 0 && !f.closed { // not after Close, which would not stop it
-		p.sweeper = f.startSweeper(p, ttl)
+	if ttl := f.o.SessionIdleTTL; ttl > 0 && !f.closed { // not after Close, which would not stop it
+		p.sweeper = f.startSweeper(ttl)
 	}
 	if !f.closed {
 		f.httpParts = p
@@ -123,11 +90,41 @@ func (f *Front) Mount(mux Mux) {
 	if f.o.Authenticate != nil {
 		authed = f.o.Authenticate
 	}
-	mux.Handle(f.o.MCPPath, c.handler(authed(f.streamableHandler(p))))
+	mux.Handle(f.o.MCPPath, c.handler(authed(f.mcpHandler(p))))
 	if p.sse != nil {
 		mux.Handle("/sse", c.handler(authed(f.sseHandler(p))))
 		mux.Handle("/message", c.handler(authed(f.messageHandler(p))))
 	}
+}
+
+// mcpHandler is the streamable HTTP endpoint: POST (post.go), and a
+// session's GET stream and DELETE (get.go).
+func (f *Front) mcpHandler(p *httpParts) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sid := r.Header.Get(server.HeaderKeySessionID)
+		if len(sid) > maxSessionIDLen {
+			writeLongSessionID(w)
+			return
+		}
+		switch r.Method {
+		case http.MethodPost:
+			f.servePost(w, r, p, sid)
+		case http.MethodGet, http.MethodDelete:
+			switch {
+			case versionRefused(w, r, nil):
+			case mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
+				writeModernStream(w, r.Method) // no session to stream or end
+			default:
+				f.serveSessionStream(w, r, sid)
+			}
+		case http.MethodHead:
+			w.WriteHeader(http.StatusOK)
+		default:
+			w.Header().Set("Allow", "GET, POST, DELETE")
+			writeJSON(w, http.StatusMethodNotAllowed, jsonRPCError(mcp.INVALID_REQUEST,
+				r.Method+" is not served at the MCP endpoint: POST messages, GET the session's stream, DELETE to end it"))
+		}
+	})
 }
 
 // The CORS answer to an allowed origin: what a page may send to the MCP
@@ -279,382 +276,18 @@ func isTimeout(err error) bool {
 	return ok && ne.Timeout()
 }
 
-// replay hands msg to the next handler as the request body.
-func replay(r *http.Request, b *body, msg []byte) {
-	b.rd.Reset(msg)
-	r.Body = b
-	r.ContentLength = int64(len(msg))
-}
-
 func writeJSON(w http.ResponseWriter, code int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_, _ = w.Write(body)
 }
 
-// streamableHandler caps POST bodies, refuses protocol versions toolgate
-// does not serve, routes 2026-07-28 requests by their era (era2026.go) and
-// runs preflight on requests of established sessions; legacy requests
-// without a live session go to mcp-go untouched so that it answers them
-// as the transport spec says.
-func (f *Front) streamableHandler(p *httpParts) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sid := r.Header.Get(server.HeaderKeySessionID)
-		if len(sid) > maxSessionIDLen {
-			writeLongSessionID(w)
-			return
-		}
-		if r.Method != http.MethodPost {
-			if versionRefused(w, r, nil) {
-				return
-			}
-			if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) && r.Method != http.MethodHead {
-				writeModernStream(w, r.Method) // no session to stream or end
-				return
-			}
-			f.serveStream(w, r, p, sid)
-			return
-		}
-		b := p.getBody()
-		defer p.putBody(b)
-		if !f.readBody(w, r, b) {
-			return
-		}
-		msg := b.buf.Bytes()
-		if isBatch(msg) {
-			if !versionRefused(w, r, nil) {
-				f.serveHTTPBatch(w, r, p, msg)
-			}
-			return
-		}
-		method, idMember := readHead(msg)
-		if versionRefused(w, r, readID(msg)) {
-			return
-		}
-		if isModern(r, msg) {
-			// 2026-07-28: no session, whatever Mcp-Session-Id says (era2026.go).
-			f.serveModern(w, r, p, b, msg, method, readID(msg))
-			return
-		}
-		if string(method) == string(mcp.MethodInitialize) {
-			// mcp-go makes a new session, whatever Mcp-Session-Id the
-			// initialize carries; its register hook records it (sessions.go).
-			replay(r, b, msg)
-			f.serveInitialize(w, r, p)
-			return
-		}
-		if sid == "" {
-			// Every single legacy message needs a session but initialize,
-			// and server/discover, which mcp-go answers for a legacy
-			// request with "method not found" (the answer a client probing
-			// for 2026-07-28 without its _meta should get). Garbage is left
-			// to mcp-go; batches never get here (batch.go).
-			if len(method) > 0 && string(method) != string(mcp.MethodServerDiscover) {
-				writeMissingSession(w)
-				return
-			}
-			replay(r, b, msg) // the discovery probe, or garbage: mcp-go answers
-			p.streamable.ServeHTTP(w, r)
-			return
-		}
-		c := f.liveClient(sid)
-		if !ownedBy(c, r) {
-			writeUnknownSession(w) // another principal's
-			return
-		}
-		if !c.begin() {
-			writeUnknownSession(w) // expired just now
-			return
-		}
-		defer c.end()
-		if len(method) == 0 && idMember {
-			// The client's answer to a request a call of the front's
-			// asked (ask.go): the call takes it, mcp-go never sees it.
-			if id := readID(msg); isAskID(id) {
-				switch {
-				case p.postRefused(w, r, "a response"):
-				case c == nil: // as mcp-go answers a response in no session
-					writeUnknownSession(w)
-				case c.answer(id, msg):
-					w.WriteHeader(http.StatusAccepted)
-				default: // as mcp-go answers a response nothing waits for
-					writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
-						"no request of this session waits for an answer with id "+string(id)+": it was answered already, or the call that asked has ended"))
-				}
-				return
-			}
-		}
-		if c != nil {
-			var reply []byte
-			if reply, msg = f.preflight(msg, c.identity(r.Context())); reply != nil {
-				writeJSON(w, http.StatusOK, reply)
-				return
-			}
-			if c.streamableVersion() != "" && len(method) > 0 && !idMember {
-				f.serveNotification(w, r, p, c, msg)
-				return
-			}
-			if string(method) == string(mcp.MethodToolsCall) && c.streamable && c.streamableVersion() != "" {
-				if id := readID(msg); isRequestID(id) && f.serveSessionCall(w, r, p, c, msg, id) {
-					return // sessioncall.go
-				}
-			}
-		}
-		replay(r, b, msg)
-		serveRequest(p.streamable, w, r, method, idMember)
-	})
-}
-
-// serveRequest hands a POSTed message to mcp-go. A request that can cause
-// notifications or requests of its own (tools/call, prompts/get,
-// resources/read, completion/complete: progress, an upstream's log
-// messages, an upstream's sampling) gets them on its own response stream
-// (callstream.go, ask.go).
-func serveRequest(h http.Handler, w http.ResponseWriter, r *http.Request, method []byte, request bool) {
-	switch string(method) {
-	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet), string(mcp.MethodResourcesRead), string(mcp.MethodCompletionComplete):
-		if request {
-			cs, cw, ctx := withCallStream(r.Context(), w)
-			if cs != nil {
-				defer cs.end()
-				r = r.WithContext(ctx)
-			}
-			h.ServeHTTP(cw, r)
-			return
-		}
+// isJSONContent reports whether r's Content-Type is application/json.
+func isJSONContent(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	if ct == "application/json" {
+		return true
 	}
-	h.ServeHTTP(w, r)
-}
-
-// serveNotification handles a notification POSTed in streamable session
-// c: in the session through HandleMessage, as batch messages are, and
-// answers 202 with no body, as the transport spec says. mcp-go's own POST
-// handling would start a forwarder that takes the session's queued
-// notifications (meant for the GET stream) and streams them in the reply
-// with 200, or drops them (TestNotificationPostAccepted). The checks
-// mcp-go makes on a POST are made here too (postRefused). A message
-// mcp-go refuses (not valid JSON, say: the scanner is lenient) gets its
-// JSON-RPC error with 400, as the transport spec asks for input the server
-// cannot accept.
-func (f *Front) serveNotification(w http.ResponseWriter, r *http.Request, p *httpParts, c *clientSession, msg []byte) {
-	if p.postRefused(w, r, "a message") {
-		return
-	}
-	c.cancelCall(msg)
-	if reply := f.mcp.HandleMessage(f.mcp.WithContext(r.Context(), c.session), msg); reply != nil {
-		b, err := json.Marshal(reply)
-		if err != nil {
-			b = jsonRPCError(mcp.INVALID_REQUEST, "the notification was refused")
-		}
-		writeJSON(w, http.StatusBadRequest, b)
-		return
-	}
-	w.WriteHeader(http.StatusAccepted)
-}
-
-// writeMissingSession answers a message sent without a session that needs
-// one. mcp-go answers 404 here, which tells a client its session expired;
-// the transport spec asks for 400 when the header is missing altogether.
-func writeMissingSession(w http.ResponseWriter) {
-	writeJSON(w, http.StatusBadRequest, jsonRPCError(mcp.INVALID_REQUEST,
-		"missing Mcp-Session-Id header: send initialize first and repeat the session ID it returns on every request"))
-}
-
-// readHead reads what the front end routes a single POSTed message by:
-// its method (nil for none or garbage) and whether it has an id member,
-// null included (a message without one is a notification). scanCall reads
-// it without allocating; a message it cannot read (an escape in a key or
-// the method, say) is decoded.
-func readHead(msg []byte) (method []byte, idMember bool) {
-	if m, _, id, ok := scanCall(msg); ok {
-		return m, id != nil
-	}
-	var h struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if json.Unmarshal(msg, &h) != nil {
-		return nil, false
-	}
-	return []byte(h.Method), h.ID != nil
-}
-
-// readID is the raw id member of a single message (nil for none or
-// garbage), for the errors toolgate answers it with.
-func readID(msg []byte) json.RawMessage {
-	if _, _, id, ok := scanCall(msg); ok {
-		return id
-	}
-	var h struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(msg, &h) != nil {
-		return nil
-	}
-	return h.ID
-}
-
-// sseHandler serves the legacy SSE stream through an sseStream, which lets
-// preflight send its replies on the stream as mcp-go would.
-func (f *Front) sseHandler(p *httpParts) http.Handler {
-	h := p.sse.SSEHandler()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r, sl, ok := f.reserve(w, r) // the stream is a session
-		if !ok {
-			return
-		}
-		defer f.release(sl)
-		fl, ok := w.(http.Flusher)
-		if !ok {
-			// As mcp-go answers, without its Access-Control-Allow-Origin.
-			http.Error(w, "Streaming unsupported", http.StatusInternalServerError)
-			return
-		}
-		// mcp-go sets Access-Control-Allow-Origin: * on the stream; the
-		// stream keeps what toolgate set instead (doc.go fact 15).
-		s := &sseStream{w: w, f: fl, parts: p, acao: w.Header().Get(headerACAO)}
-		defer s.done()
-		h.ServeHTTP(s, r)
-	})
-}
-
-func (f *Front) messageHandler(p *httpParts) http.Handler {
-	h := p.sse.MessageHandler()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			h.ServeHTTP(w, r)
-			return
-		}
-		b := p.getBody()
-		defer p.putBody(b)
-		if !f.readBody(w, r, b) {
-			return
-		}
-		msg := b.buf.Bytes()
-		sid := r.URL.Query().Get("sessionId")
-		if !ownedBy(f.liveClient(sid), r) {
-			writeUnknownSession(w) // another principal's
-			return
-		}
-		if v, live := p.streams.Load(sid); live {
-			s := v.(*sseStream)
-			if isBatch(msg) {
-				f.serveSSEBatch(w, p, s, msg)
-				return
-			}
-			r = s.watch(r)
-			var reply []byte
-			if reply, msg = f.preflight(msg, principal.From(r.Context())); reply != nil {
-				w.WriteHeader(http.StatusAccepted)
-				s.send(reply)
-				return
-			}
-		}
-		replay(r, b, msg)
-		h.ServeHTTP(w, r)
-	})
-}
-
-// sseStream wraps the ResponseWriter of one SSE stream. It learns the
-// session ID from the endpoint event mcp-go writes first, and serialises
-// mcp-go's writes with preflight's. mcp-go writes each event in one Write.
-// Its response carries the Access-Control-Allow-Origin toolgate set before
-// mcp-go ran, if any, not mcp-go's "*".
-type sseStream struct {
-	parts *httpParts
-	acao  string // Access-Control-Allow-Origin as toolgate set it; "" for none
-
-	mu      sync.Mutex // guards w, f, id, closed and started
-	w       http.ResponseWriter
-	f       http.Flusher
-	id      string
-	closed  bool
-	started bool // the header is written
-
-	session sessionSlot // the stream's mcp-go session, learned from its first message (batch.go)
-}
-
-// headerACAO is the CORS response header naming the origin allowed to read.
-const headerACAO = "Access-Control-Allow-Origin"
-
-func (s *sseStream) Header() http.Header         { return s.w.Header() }
-func (s *sseStream) Unwrap() http.ResponseWriter { return s.w }
-
-func (s *sseStream) WriteHeader(code int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.start()
-	s.w.WriteHeader(code)
-}
-
-// start puts back toolgate's Access-Control-Allow-Origin before the header
-// goes out. s.mu is held.
-func (s *sseStream) start() {
-	if s.started {
-		return
-	}
-	s.started = true
-	if s.acao == "" {
-		s.w.Header().Del(headerACAO)
-	} else {
-		s.w.Header().Set(headerACAO, s.acao)
-	}
-}
-
-func (s *sseStream) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.start()
-	if s.id == "" {
-		if id := endpointSessionID(b); id != "" {
-			s.id = id
-			s.parts.streams.Store(id, s)
-		}
-	}
-	return s.w.Write(b)
-}
-
-func (s *sseStream) Flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.start()
-	s.f.Flush()
-}
-
-func (s *sseStream) send(msg []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
-	}
-	_, _ = fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", msg)
-	s.f.Flush()
-}
-
-func (s *sseStream) done() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	if s.id != "" {
-		s.parts.streams.Delete(s.id)
-	}
-}
-
-// endpointSessionID extracts the session ID from mcp-go's first SSE event,
-// "event: endpoint\ndata: /message?sessionId=ID\r\n\r\n".
-func endpointSessionID(b []byte) string {
-	const key = "sessionId="
-	s := string(b)
-	if !strings.HasPrefix(s, "event: endpoint") {
-		return ""
-	}
-	i := strings.Index(s, key)
-	if i < 0 {
-		return ""
-	}
-	s = s[i+len(key):]
-	if j := strings.IndexAny(s, "&\r\n"); j >= 0 {
-		s = s[:j]
-	}
-	return s
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }

@@ -237,7 +237,7 @@ func TestMaxSessionsConcurrent(t *testing.T) {
 	if n := g2.sessions.Load(); n != 0 {
 		t.Errorf("session count %d after failed initializes, want 0", n)
 	}
-	g2.ids.live.Range(func(k, _ any) bool { t.Errorf("ID %v kept after a failed initialize", k); return true })
+	g2.clients.Range(func(k, _ any) bool { t.Errorf("session %v kept after a failed initialize", k); return true })
 }
 
 // Ended sessions' IDs are forgotten (mcp-go's own manager keeps them
@@ -253,7 +253,7 @@ func TestEndedSessionIDsForgotten(t *testing.T) {
 			t.Errorf("ping in an ended session = HTTP %d %s, want 404", rec.Code, rec.Body)
 		}
 	}
-	g.ids.live.Range(func(k, _ any) bool { t.Errorf("ID %v kept after its session ended", k); return true })
+	g.clients.Range(func(k, _ any) bool { t.Errorf("session %v kept after it ended", k); return true })
 	if n := g.sessions.Load(); n != 0 {
 		t.Errorf("session count %d after every session ended, want 0", n)
 	}

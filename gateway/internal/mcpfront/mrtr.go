@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/canonjson"
 	"github.com/toolgate/toolgate/internal/principal"
 )
 
@@ -122,28 +123,18 @@ type binding struct {
 	args         [32]byte
 }
 
-// argsSum hashes arguments as sent (raw) or, without them, as decoded: the
-// same JSON value hashes alike however it is spaced or its keys ordered.
-// Absent and null arguments are {}.
-func argsSum(raw json.RawMessage, decoded any) [32]byte {
+// argsSum hashes arguments as sent, in canonical form: the same JSON
+// value hashes alike however it is spaced or its keys ordered. Absent and
+// null arguments are {}.
+func argsSum(raw json.RawMessage) [32]byte {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 && decoded != nil {
-		raw, _ = json.Marshal(decoded)
-	}
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if d.Decode(&v) != nil {
-		return sha256.Sum256(raw)
+	if c, err := canonjson.JSON(raw); err == nil {
+		raw = c
 	}
-	b, err := json.Marshal(v) // object keys sorted; numbers as written
-	if err != nil {
-		return sha256.Sum256(raw)
-	}
-	return sha256.Sum256(b)
+	return sha256.Sum256(raw)
 }
 
 // outcome is what a detached call returned.
@@ -179,11 +170,11 @@ type continuation struct {
 type ask struct {
 	key   string
 	req   mcp.InputRequest
-	sent  bool        // in an input_required that went out
-	reply chan answer // capacity 1; receives exactly one answer
+	sent  bool             // in an input_required that went out
+	reply chan inputAnswer // capacity 1; receives exactly one answer
 }
 
-type answer struct {
+type inputAnswer struct {
 	res json.RawMessage
 	err error
 }
@@ -236,7 +227,7 @@ func (c *continuation) finish(out outcome) {
 	keep := c.awaiting
 	c.mu.Unlock()
 	for _, a := range asks { // none: the call waited for them
-		a.reply <- answer{err: &RPCError{Code: mcp.INTERNAL_ERROR, Msg: fmt.Sprintf("%s: the call is over", a.req.Method)}}
+		a.reply <- inputAnswer{err: &RPCError{Code: mcp.INTERNAL_ERROR, Msg: fmt.Sprintf("%s: the call is over", a.req.Method)}}
 	}
 	close(c.done)
 	if !keep {
@@ -288,7 +279,7 @@ func (c *continuation) inputRequired() *mcp.MultiRoundTripResult {
 				if a.sent {
 					keep = append(keep, a)
 				} else {
-					a.reply <- answer{err: err}
+					a.reply <- inputAnswer{err: err}
 				}
 			}
 			clear(c.asks[len(keep):])
@@ -328,7 +319,7 @@ func (c *continuation) end(why string) {
 	}
 	c.mu.Unlock()
 	for _, a := range asks {
-		a.reply <- answer{err: &RPCError{Code: mcp.INTERNAL_ERROR, Msg: fmt.Sprintf("%s: %s; the call was cancelled", a.req.Method, why)}}
+		a.reply <- inputAnswer{err: &RPCError{Code: mcp.INTERNAL_ERROR, Msg: fmt.Sprintf("%s: %s; the call was cancelled", a.req.Method, why)}}
 	}
 	c.m.forget(c)
 	c.cancel()
@@ -347,7 +338,7 @@ func (c *continuation) ask(ctx context.Context, req mcp.InputRequest) (json.RawM
 		return nil, &RPCError{Code: mcp.INTERNAL_ERROR, Msg: fmt.Sprintf("%s: the call has %d requests to its client unanswered, the most toolgate holds", req.Method, mrtrMaxAsks)}
 	}
 	c.n++
-	a := &ask{key: askKey(req.Method, c.n), req: req, reply: make(chan answer, 1)}
+	a := &ask{key: askKey(req.Method, c.n), req: req, reply: make(chan inputAnswer, 1)}
 	c.asks = append(c.asks, a)
 	c.mu.Unlock()
 	select {
@@ -544,7 +535,7 @@ func (m *mrtr) resume(principalName string, bind binding, state string, answers 
 	keep := c.asks[:0]
 	for _, a := range c.asks {
 		if a.sent {
-			a.reply <- answer{res: answers[a.key]}
+			a.reply <- inputAnswer{res: answers[a.key]}
 		} else {
 			keep = append(keep, a)
 		}
@@ -618,35 +609,47 @@ func (p modernPeer) Request(ctx context.Context, method string, params json.RawM
 	return p.c.ask(ctx, req)
 }
 
-// modernCall runs a 2026-07-28 tools/call (info is its protocol
-// information; r is filled in but for Peer and Elicit): a retry resumes
-// the continuation it names; a call whose client may be asked something
-// runs as a continuation; any other runs here.
-func (f *Front) modernCall(ctx context.Context, info *server.RequestProtocolInfo, req mcp.CallToolRequest, r *Request, call func(context.Context, *Request) *executors.Result) (*mcp.CallToolResult, error) {
+// modernCall runs a 2026-07-28 tools/call of x (p its params, r filled
+// in but for Peer and Elicit): a retry resumes the continuation it names;
+// a call whose client may be asked something runs as a continuation; any
+// other runs here.
+func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *Request, call func(context.Context, *Request) *executors.Result) (*mcp.CallToolResult, error) {
 	who := principal.NameOf(r.Identity)
-	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
-		c, err := f.mrtr.resumeWith(who, callBinding(&req), req.Params.MultiRoundTripParams)
+	bind := func() binding { // only for a call that may wait: the common call hashes nothing
+		return binding{method: string(mcp.MethodToolsCall), name: p.Name, args: argsSum(p.Arguments)}
+	}
+	if p.RequestState != "" || len(p.InputResponses) > 0 {
+		c, err := f.mrtr.resumeWith(who, bind(), p.MultiRoundTripParams)
 		if err != nil {
 			return nil, err
 		}
 		return toolOutcome(c.await(ctx))
 	}
-	p := modernPeer{peer: peer{f: f, s: server.ClientSessionFromContext(ctx), ctx: ctx}, caps: info.ClientCapabilities, call: f.mrtr.seq.Add(1)}
-	r.Session, r.Elicit, r.Peer = "", nil, p
-	if !mayAsk(info.ClientCapabilities) {
-		return wireResult(call(ctx, r)), nil
+	caps := x.info.ClientCapabilities
+	mp := modernPeer{peer: peer{f: f, ctx: ctx}, caps: caps, call: f.mrtr.seq.Add(1)}
+	r.Peer = mp
+	run := func(ctx context.Context) (*mcp.CallToolResult, error) {
+		out, err := f.run(ctx, call, r, p.Name)
+		if err != nil {
+			return nil, err
+		}
+		return wireResult(out), nil
 	}
-	c, ok := f.mrtr.start(ctx, f.root, who, callBinding(&req), func(ctx context.Context, c *continuation) outcome {
-		asking := p // p stays as it is: the closure copies it
+	if !mayAsk(caps) {
+		return run(ctx)
+	}
+	c, ok := f.mrtr.start(ctx, f.root, who, bind(), func(ctx context.Context, c *continuation) outcome {
+		asking := mp // mp stays as it is: the closure copies it
 		asking.c = c
 		r.Peer = asking
-		if info.ClientCapabilities.Elicitation != nil {
+		if caps.Elicitation != nil {
 			r.Elicit = c.elicit
 		}
-		return outcome{res: wireResult(call(ctx, r))}
+		res, err := run(ctx)
+		return outcome{res: res, err: err}
 	})
 	if !ok {
-		return wireResult(call(ctx, r)), nil
+		return run(ctx)
 	}
 	return toolOutcome(c.await(ctx))
 }
@@ -656,7 +659,7 @@ func (f *Front) modernCall(ctx context.Context, info *server.RequestProtocolInfo
 // source's requests to the client go to.
 func (f *Front) modernPrompt(ctx context.Context, info *server.RequestProtocolInfo, req mcp.GetPromptRequest, get func(context.Context, Peer) (*mcp.GetPromptResult, error)) (*mcp.GetPromptResult, error) {
 	who := principal.NameOf(f.identity(ctx))
-	bind := binding{method: string(mcp.MethodPromptsGet), name: req.Params.Name, args: argsSum(nil, req.Params.Arguments)}
+	bind := binding{method: string(mcp.MethodPromptsGet), name: req.Params.Name, args: argsSum(mustJSON(req.Params.Arguments))}
 	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
 		c, err := f.mrtr.resumeWith(who, bind, req.Params.MultiRoundTripParams)
 		if err != nil {
@@ -664,7 +667,7 @@ func (f *Front) modernPrompt(ctx context.Context, info *server.RequestProtocolIn
 		}
 		return promptOutcome(c.await(ctx))
 	}
-	p := modernPeer{peer: peer{f: f, s: server.ClientSessionFromContext(ctx), ctx: ctx}, caps: info.ClientCapabilities, call: f.mrtr.seq.Add(1)}
+	p := modernPeer{peer: peer{f: f, ctx: ctx}, caps: info.ClientCapabilities, call: f.mrtr.seq.Add(1)}
 	if !mayAsk(info.ClientCapabilities) {
 		return get(ctx, p)
 	}
@@ -708,12 +711,6 @@ func (m *mrtr) resumeWith(principalName string, bind binding, mp mcp.MultiRoundT
 	return m.resume(principalName, bind, mp.RequestState, answers, true)
 }
 
-// callBinding is the binding of req, computed only for a call that may
-// wait: the common call hashes nothing.
-func callBinding(req *mcp.CallToolRequest) binding {
-	return binding{method: string(mcp.MethodToolsCall), name: req.Params.Name, args: argsSum(req.Params.RawArguments, req.Params.Arguments)}
-}
-
 // toolOutcome is await's answer as a tools/call result.
 func toolOutcome(res any, in *mcp.MultiRoundTripResult, err error) (*mcp.CallToolResult, error) {
 	switch {
@@ -729,35 +726,28 @@ func toolOutcome(res any, in *mcp.MultiRoundTripResult, err error) (*mcp.CallToo
 	return out, nil
 }
 
-// retryRefused checks a 2026-07-28 tools/call or prompts/get (method)
-// that carries inputResponses or a requestState before mcp-go sees it, and
-// writes the refusal (-32602, 400) when resume would refuse it: a
-// handler's error would reach the client as -32603 (fact 2). It reports
-// whether it wrote one.
-func (f *Front) retryRefused(w http.ResponseWriter, r *http.Request, method string, msg []byte, id json.RawMessage) bool {
-	if !bytes.Contains(msg, []byte(`"requestState"`)) && !bytes.Contains(msg, []byte(`"inputResponses"`)) {
+// retryRefused checks a 2026-07-28 prompts/get of x that carries
+// inputResponses or a requestState before mcp-go's dispatcher serves it,
+// and writes the refusal (-32602, 400) when resume would refuse it: its
+// prompt handler's error would reach the client as -32603. It reports
+// whether it wrote one. (A tools/call's retry is the front's: call.go.)
+func (f *Front) retryRefused(w http.ResponseWriter, x *exchange, m *message) bool {
+	if !bytes.Contains(m.params, []byte(`"requestState"`)) && !bytes.Contains(m.params, []byte(`"inputResponses"`)) {
 		return false
 	}
-	var m struct {
-		Params struct {
-			Name           string                     `json:"name"`
-			Arguments      json.RawMessage            `json:"arguments"`
-			InputResponses map[string]json.RawMessage `json:"inputResponses"`
-			RequestState   string                     `json:"requestState"`
-		} `json:"params"`
+	var p struct {
+		Name           string                     `json:"name"`
+		Arguments      json.RawMessage            `json:"arguments"`
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		RequestState   string                     `json:"requestState"`
 	}
-	if json.Unmarshal(msg, &m) != nil {
+	if json.Unmarshal(m.params, &p) != nil || (p.RequestState == "" && len(p.InputResponses) == 0) {
 		return false // mcp-go answers what it cannot read
 	}
-	mp := m.Params
-	if mp.RequestState == "" && len(mp.InputResponses) == 0 {
-		return false
+	bind := binding{method: string(mcp.MethodPromptsGet), name: p.Name, args: argsSum(p.Arguments)}
+	if _, err := f.mrtr.resume(principal.NameOf(x.ident), bind, p.RequestState, p.InputResponses, false); err != nil {
+		writeJSON(w, http.StatusBadRequest, rpcError(m.id, mcp.INVALID_PARAMS, err.Error(), nil))
+		return true
 	}
-	bind := binding{method: method, name: mp.Name, args: argsSum(mp.Arguments, nil)}
-	_, err := f.mrtr.resume(principal.NameOf(principal.From(r.Context())), bind, mp.RequestState, mp.InputResponses, false)
-	if err == nil {
-		return false
-	}
-	writeJSON(w, http.StatusBadRequest, rpcError(id, mcp.INVALID_PARAMS, err.Error(), nil))
-	return true
+	return false
 }

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/internal/principal"
@@ -47,7 +44,8 @@ func askTool(t *testing.T, g *harness) <-chan string {
 	}
 	methods := map[string]string{"sampling": "sampling/createMessage", "elicitation": "elicitation/create", "roots": "roots/list"}
 	g.SetTools([]Tool{{Def: &registry.Tool{Name: "ask", Source: "test"}, Call: func(ctx context.Context, req *Request) *executors.Result {
-		args, _ := req.Args.(map[string]any)
+		var args map[string]any
+		_ = json.Unmarshal(req.Raw, &args)
 		what, _ := args["ask"].(string)
 		one := func(w string) string {
 			var out string
@@ -416,46 +414,6 @@ func TestMultiRoundTripClientGone(t *testing.T) {
 		t.Errorf("the call ended with %v, want it cancelled", err)
 	}
 	<-done
-}
-
-// TestMCPGoMultiRoundTrip pins fact 26: a handler's input_required result
-// reaches a 2026-07-28 client as it is, shaped by mcp.CallToolResult; the
-// retry's inputResponses (the client's bytes, compacted) and requestState reach the
-// handler; mcp-go refuses a server-initiated request during a 2026-07-28
-// request.
-func TestMCPGoMultiRoundTrip(t *testing.T) {
-	s := server.NewMCPServer("pin", "1", server.WithToolCapabilities(true))
-	var sampleErr error
-	s.AddTool(mcp.NewTool("a"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if req.Params.RequestState == "" {
-			_, sampleErr = s.RequestSampling(ctx, mcp.CreateMessageRequest{})
-			return server.NewInputRequestBuilder("st-1").Roots("r").ToolResult(), nil
-		}
-		b, _ := json.Marshal(req.Params.InputResponses["r"])
-		return mcp.NewToolResultText(req.Params.RequestState + " " + string(b)), nil
-	})
-	h := server.NewStreamableHTTPServer(s, server.WithStreamableHTTPLogger(slog.New(slog.DiscardHandler)))
-	post := func(params string) string {
-		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mcp",
-			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a",`+params+mrtrMeta(`{"roots":{}}`)+`}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(mcp.HeaderProtocolVersion, "2026-07-28")
-		req.Header.Set(mcp.HeaderMethod, "tools/call")
-		req.Header.Set(mcp.HeaderName, "a")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec.Body.String()
-	}
-	if got := post(""); !strings.Contains(got, `"resultType":"input_required"`) || !strings.Contains(got, `"inputRequests":{"r":{"method":"roots/list"}}`) ||
-		!strings.Contains(got, `"requestState":"st-1"`) {
-		t.Errorf("first answer %s", got)
-	}
-	if !errors.Is(sampleErr, server.ErrServerInitiatedRequestUnsupported) {
-		t.Errorf("RequestSampling during a 2026-07-28 request: %v, want ErrServerInitiatedRequestUnsupported", sampleErr)
-	}
-	if got := post(`"inputResponses":{"r":{"roots": [ ], "n": 1.0}},"requestState":"st-1",`); !strings.Contains(got, `"text":"st-1 {\"roots\":[],\"n\":1.0}"`) {
-		t.Errorf("retry answer %s; want the state and the client's bytes (compacted)", got)
-	}
 }
 
 // TestMultiRoundTripPrompt: a source's sampling request while it answers

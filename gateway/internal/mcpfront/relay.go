@@ -42,40 +42,43 @@ func (e *RPCError) RPCCode() int { return e.Code }
 // peer is a client session as a [Peer], during one request of it (ctx).
 type peer struct {
 	f   *Front
-	s   server.ClientSession
+	s   *session // nil for a 2026-07-28 request (modernPeer)
 	ctx context.Context
 }
 
-// peerOf returns the [Peer] of ctx's session, or nil when there is none.
+// peerOf returns the [Peer] of the request ctx is the context of (a
+// resource, prompt or completion handler's), or nil when it has no
+// session.
 func (f *Front) peerOf(ctx context.Context) Peer {
-	s := server.ClientSessionFromContext(ctx)
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil {
+		return nil
+	}
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		// A 2026-07-28 request other than tools/call and prompts/get
+		// (resources/read, completion/complete): its client is asked
+		// nothing (mrtr.go).
+		return modernPeer{peer: peer{f: f, ctx: ctx}, caps: info.ClientCapabilities, call: f.mrtr.seq.Add(1)}
+	}
+	s := f.liveClient(cs.SessionID())
 	if s == nil {
 		return nil
 	}
 	return peer{f: f, s: s, ctx: ctx}
 }
 
-func (p peer) Session() string { return p.s.SessionID() }
+func (p peer) Session() string { return p.s.id }
 
 func (p peer) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	if p.ctx != nil {
-		if info := server.RequestProtocolInfoFromContext(p.ctx); info != nil && info.Modern {
-			// A 2026-07-28 request other than tools/call and prompts/get
-			// (resources/read, completion/complete): its client is asked
-			// nothing (mrtr.go).
-			if err := undeclared(info.ClientCapabilities, method); err != nil {
-				return nil, err
-			}
-			return nil, &RPCError{Code: mcp.METHOD_NOT_FOUND, Msg: method + ": the client speaks protocol 2026-07-28, which toolgate asks only during a tools/call or prompts/get (as an input_required result)"}
-		}
+	caps := p.s.clientCaps()
+	if err := undeclared(&caps, method); err != nil {
+		return nil, err
 	}
-	var caps mcp.ClientCapabilities
-	if ci, ok := p.s.(server.SessionWithClientInfo); ok {
-		caps = ci.GetClientCapabilities()
+	if p.s.own() {
+		// On the request's own stream, else the session's GET stream.
+		return p.s.ask(ctx, streamOf(p.ctx), method, rawParams(params))
 	}
-	undeclared := func(capability string) error {
-		return &RPCError{Code: mcp.METHOD_NOT_FOUND, Msg: fmt.Sprintf("%s: the client that made this call did not declare the %s capability", method, capability)}
-	}
+	// An SSE or stdio session: mcp-go's session asks on its one stream.
 	badParams := func(err error) error {
 		return &RPCError{Code: mcp.INVALID_PARAMS, Msg: fmt.Sprintf("%s: reading the params: %v", method, err)}
 	}
@@ -85,44 +88,31 @@ func (p peer) Request(ctx context.Context, method string, params json.RawMessage
 	)
 	switch method {
 	case string(mcp.MethodSamplingCreateMessage):
-		s, ok := p.s.(server.SessionWithSampling)
-		if caps.Sampling == nil || !ok {
-			return nil, undeclared("sampling")
+		s, ok := p.s.inner.(server.SessionWithSampling)
+		if !ok {
+			return nil, undeclared(nil, method)
 		}
-		var req mcp.CreateMessageRequest
+		req := mcp.CreateMessageRequest{Request: mcp.Request{Method: method}}
 		if err := json.Unmarshal(params, &req.CreateMessageParams); err != nil {
 			return nil, badParams(err)
 		}
-		if raw, ok, err := p.f.ask(ctx, p.ctx, p.s, method, params); ok {
-			return raw, err
-		}
-		req.Method = method
 		res, err = s.RequestSampling(ctx, req)
 	case string(mcp.MethodElicitationCreate):
-		s, ok := p.s.(server.SessionWithElicitation)
-		if caps.Elicitation == nil || !ok {
-			return nil, undeclared("elicitation")
+		s, ok := p.s.inner.(server.SessionWithElicitation)
+		if !ok {
+			return nil, undeclared(nil, method)
 		}
-		var req mcp.ElicitationRequest
+		req := mcp.ElicitationRequest{Request: mcp.Request{Method: method}}
 		if err := json.Unmarshal(params, &req.Params); err != nil {
 			return nil, badParams(err)
 		}
-		if raw, ok, err := p.f.ask(ctx, p.ctx, p.s, method, params); ok {
-			return raw, err
-		}
-		req.Method = method
 		res, err = s.RequestElicitation(ctx, req)
-	case string(mcp.MethodListRoots):
-		s, ok := p.s.(server.SessionWithRoots)
-		if caps.Roots == nil || !ok {
-			return nil, undeclared("roots")
-		}
-		if raw, ok, err := p.f.ask(ctx, p.ctx, p.s, method, rawParams(params)); ok {
-			return raw, err
+	default: // roots/list: undeclared refused every other method
+		s, ok := p.s.inner.(server.SessionWithRoots)
+		if !ok {
+			return nil, undeclared(nil, method)
 		}
 		res, err = s.ListRoots(ctx, mcp.ListRootsRequest{Request: mcp.Request{Method: method}})
-	default:
-		return nil, &RPCError{Code: mcp.METHOD_NOT_FOUND, Msg: fmt.Sprintf("%s is not relayed to clients", method)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: the client answered: %w", method, err)
@@ -131,22 +121,25 @@ func (p peer) Request(ctx context.Context, method string, params json.RawMessage
 }
 
 func (p peer) Notify(method string, params map[string]any) {
-	if cs := callStreamOf(p.ctx); cs != nil {
-		// On the request's own stream (callstream.go), a log message only
-		// at or above the level the session set or, for a 2026-07-28
-		// request, the request asked for.
+	if st := streamOf(p.ctx); st != nil {
+		// On the request's own stream, a log message only at or above
+		// the level the session set or, for a 2026-07-28 request, the
+		// request asked for.
 		if method != string(mcp.MethodNotificationMessage) || logWanted(p.ctx, p.s, params) {
-			cs.notify(method, params)
+			st.notify(method, params)
 		}
 		return
 	}
-	// Best effort: mcp-go drops a notification when the session's queue is
-	// full, and reports it through OnError hooks.
+	if p.s == nil {
+		return // a 2026-07-28 request without a stream: nowhere to send it
+	}
+	// Best effort: a notification the session's queue has no room for is
+	// dropped.
 	if method == string(mcp.MethodNotificationMessage) {
-		_ = p.f.mcp.SendLogMessageToSpecificClient(p.s.SessionID(), logNotification(params))
+		_ = p.f.mcp.SendLogMessageToSpecificClient(p.s.id, logNotification(params))
 		return
 	}
-	_ = p.f.mcp.SendNotificationToSpecificClient(p.s.SessionID(), method, params)
+	_ = p.f.mcp.SendNotificationToSpecificClient(p.s.id, method, params)
 }
 
 // logNotification is the notifications/message of params.
@@ -159,12 +152,15 @@ func logNotification(params map[string]any) mcp.LoggingMessageNotification {
 // logWanted reports whether the log message params is at or above the
 // level s set (logging/setLevel) or, for a 2026-07-28 request, the level
 // the request's _meta asked for; such a request that asked for none gets
-// no log messages (mcp-go's SendLogMessageToClient decides alike).
-func logWanted(ctx context.Context, s server.ClientSession, params map[string]any) bool {
+// no log messages.
+func logWanted(ctx context.Context, s *session, params map[string]any) bool {
 	level, _ := params["level"].(string)
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		return info.LogLevel != "" && mcp.LoggingLevel(level).ShouldSendTo(info.LogLevel)
 	}
-	sl, ok := s.(server.SessionWithLogging)
+	if s == nil {
+		return false
+	}
+	sl, ok := s.mcpSession().(server.SessionWithLogging)
 	return ok && mcp.LoggingLevel(level).ShouldSendTo(sl.GetLogLevel())
 }

@@ -175,7 +175,7 @@ func TestRelistKeepsTools(t *testing.T) {
 		}
 		s := newHandlerSession(t, g)
 		synctest.Wait()
-		ch := g.liveClient(s.id).session.NotificationChannel()
+		ch := g.liveClient(s.id).notes
 		before := len(ch)
 		if err := g.reg.ReplaceSource("up", []registry.Tool{tools[0]}); err != nil { // b goes, a stays
 			t.Fatal(err)
@@ -233,7 +233,7 @@ func TestClientEndedKeepsNewerSession(t *testing.T) {
 	g.clientStarted(t.Context(), s1)
 	g.clientStarted(t.Context(), s2)
 	g.clientEnded(s1)
-	if c := g.liveClient("x"); c == nil || c.session != s2 {
+	if c := g.liveClient("x"); c == nil || c.inner != s2 {
 		t.Fatalf("after the older session ended, liveClient = %v, want the newer session", c)
 	}
 	g.clientEnded(s2)
@@ -247,8 +247,8 @@ func TestClientEndedKeepsNewerSession(t *testing.T) {
 func TestClaimIdle(t *testing.T) {
 	const ttl = time.Minute
 	now := time.Now()
-	idle := func() *clientSession {
-		c := &clientSession{}
+	idle := func() *session {
+		c := &session{}
 		c.last.Store(now.Add(-2 * ttl).UnixNano())
 		return c
 	}
@@ -262,7 +262,7 @@ func TestClaimIdle(t *testing.T) {
 	if c.claimIdle(now, ttl) {
 		t.Error("claimed a session with a request in flight")
 	}
-	c.end()
+	c.finish()
 	if c.claimIdle(now, ttl) {
 		t.Error("claimed a session whose request just ended")
 	}
@@ -301,16 +301,14 @@ func TestPanickingStreamEnds(t *testing.T) {
 	})
 }
 
-// panicFlusher panics when mcp-go flushes the stream.
+// panicFlusher panics when the stream is flushed.
 type panicFlusher struct{ *httptest.ResponseRecorder }
 
 func (panicFlusher) Flush() { panic(http.ErrAbortHandler) }
 
-// A session's GET stream and its DELETE, sent at once, leave no listening
-// stream behind: mcp-go starts the stream's pump and stores its stop
-// between two steps a concurrent DELETE can run between, and the pump then
-// outlived the session, or the GET made the session anew after the
-// DELETE. The front lets a DELETE in only once a GET has its stream.
+// A session's GET stream and its DELETE, sent at once, leave no stream
+// behind: a GET either finds the session gone, or its stream ends with the
+// session.
 func TestStreamAndDeleteRace(t *testing.T) {
 	g, _ := newGateway(t, nil)
 	srv := serveHTTP(t, g)
@@ -329,8 +327,8 @@ func TestStreamAndDeleteRace(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body) // a GET: until the DELETE ends its stream
 		resp.Body.Close()
 	}
-	// The count below finds mcp-go's pump by its name: one must be found
-	// while a GET stream is open, or an mcp-go upgrade renamed it.
+	// The count below finds a GET stream by its function's name: one must
+	// be found while a GET stream is open, or the name changed.
 	s := newVersionedSession(t, url, "2025-11-25", true)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	req.Header.Set("Mcp-Session-Id", s.id)
@@ -341,7 +339,7 @@ func TestStreamAndDeleteRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := pumps(); n != 1 {
-		t.Fatalf("%d listening stream pumps found with one GET stream open, want 1: has mcp-go renamed startListeningPump?", n)
+		t.Fatalf("%d GET streams found with one open, want 1: was serveGet renamed?", n)
 	}
 	send(http.MethodDelete, s.id)
 	_, _ = io.Copy(io.Discard, resp.Body) // the DELETE ends the stream
@@ -359,19 +357,19 @@ func TestStreamAndDeleteRace(t *testing.T) {
 	if n := live; n != 0 {
 		t.Errorf("%d sessions live after every one was deleted", n)
 	}
-	// A pump that outlived its session never ends; one that did not ends
-	// soon after its DELETE.
+	// A stream that outlived its session never ends; one that did not
+	// ends soon after its DELETE.
 	deadline := time.Now().Add(5 * time.Second)
 	for n := pumps(); n != 0; n = pumps() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d listening stream pumps outlived their sessions", n)
+			t.Fatalf("%d GET streams outlived their sessions", n)
 		}
 		runtime.Gosched()
 	}
 }
 
-// pumps counts mcp-go's listening stream pumps running.
+// pumps counts the GET streams running.
 func pumps() int {
 	buf := make([]byte, 1<<22)
-	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "startListeningPump.func1(")
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "mcpfront.(*Front).serveGet(")
 }

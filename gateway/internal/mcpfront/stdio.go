@@ -2,6 +2,7 @@ package mcpfront
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,13 +44,13 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	// The launching process is the one principal, with every tool.
 	listenCtx, stopListen := context.WithCancel(principal.With(context.WithoutCancel(ctx), &principal.Identity{Name: principal.Stdio}))
 	defer stopListen()
-	batches := f.newStdioBatches(listenCtx, lw, pw)
-	server.WithStdioContextFunc(batches.learn)(stdio)
+	calls := f.newStdioCalls(listenCtx, lw, pw)
+	server.WithStdioContextFunc(calls.learn)(stdio)
 	stop := make(chan struct{})
 	lines := readLines(in, int(f.o.MaxBodyBytes), stop)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		err := f.pumpStdio(lines, stop, pw, lw, batches)
+		err := f.pumpStdio(lines, stop, pw, lw, calls)
 		pw.CloseWithError(err)
 	})
 	watchDone := make(chan struct{})
@@ -63,7 +64,7 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	})
 	err := stdio.Listen(listenCtx, pr, lw)
 	close(stop) // the pump takes no more lines; the reader may stay in a Read
-	batches.close()
+	calls.close()
 	close(watchDone)
 	// Unblock the pump if it is waiting to hand a line to Listen.
 	pr.CloseWithError(io.ErrClosedPipe)
@@ -105,9 +106,9 @@ func readLines(in io.Reader, limit int, stop <-chan struct{}) <-chan stdinLine {
 }
 
 // pumpStdio copies messages from lines to mcp-go (w), answering oversized
-// lines and unknown tools itself (on out) and handing batches to batches.
-// It returns at the last line or once stop is closed.
-func (f *Front) pumpStdio(lines <-chan stdinLine, stop <-chan struct{}, w io.Writer, out *lockedWriter, batches *stdioBatches) error {
+// lines itself (on out) and handing tools/call requests and batches to
+// calls. It returns at the last line or once stop is closed.
+func (f *Front) pumpStdio(lines <-chan stdinLine, stop <-chan struct{}, w io.Writer, out *lockedWriter, calls *stdioCalls) error {
 	limit := int(f.o.MaxBodyBytes)
 	for {
 		var l stdinLine
@@ -117,26 +118,20 @@ func (f *Front) pumpStdio(lines <-chan stdinLine, stop <-chan struct{}, w io.Wri
 			return nil
 		}
 		line, err := l.line, l.err
-		if l.tooLong {
+		var werr error
+		switch {
+		case l.tooLong:
 			msg := fmt.Sprintf("message exceeds %d bytes (server.max_body_bytes); send a smaller request or raise the limit", limit)
-			if _, werr := out.Write(append(jsonRPCError(mcp.INVALID_REQUEST, msg), '\n')); werr != nil {
-				return werr
+			_, werr = out.Write(append(jsonRPCError(mcp.INVALID_REQUEST, msg), '\n'))
+		case len(line) == 0:
+		default:
+			var served bool
+			if served, werr = calls.serve(line); !served && werr == nil {
+				_, werr = w.Write(append(line, '\n'))
 			}
-		} else if isBatch(line) {
-			if serr := batches.serve(line); serr != nil {
-				return serr
-			}
-		} else if len(line) > 0 {
-			reply, fwd := f.preflight(line, nil) // stdio may call every tool
-			var werr error
-			if reply != nil {
-				_, werr = out.Write(append(reply, '\n'))
-			} else {
-				_, werr = w.Write(append(fwd, '\n'))
-			}
-			if werr != nil {
-				return werr
-			}
+		}
+		if werr != nil {
+			return werr
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -180,4 +175,117 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+// stdioCalls serves the tools/calls and batches of one ServeStdio, on
+// goroutines of their own: the process is one session, mcp-go's, which
+// learn captures when mcp-go starts listening.
+type stdioCalls struct {
+	f      *Front
+	ctx    context.Context // ends when the client has gone; cancelled by close
+	cancel context.CancelFunc
+	out    *lockedWriter // to the client
+	fwd    io.Writer     // to mcp-go's read loop; the pump's goroutine only
+	runs   batchRuns
+	learnt sync.Once
+	ready  chan struct{} // closed by learn, which sets inner
+	inner  server.ClientSession
+}
+
+func (f *Front) newStdioCalls(ctx context.Context, out *lockedWriter, fwd io.Writer) *stdioCalls {
+	ctx, cancel := context.WithCancel(ctx)
+	return &stdioCalls{f: f, ctx: ctx, cancel: cancel, out: out, fwd: fwd, ready: make(chan struct{})}
+}
+
+// learn is mcp-go's stdio context function.
+func (c *stdioCalls) learn(ctx context.Context) context.Context {
+	if s := server.ClientSessionFromContext(ctx); s != nil {
+		c.learnt.Do(func() {
+			c.inner = s
+			close(c.ready)
+		})
+	}
+	return ctx
+}
+
+// serve serves line when it is the front's to serve — a batch, a
+// tools/call request — and reports whether it did; a notifications/
+// cancelled cancels the front's call it names, and goes to mcp-go too.
+// A batch's notifications and client answers go to mcp-go as lines of
+// their own, which is what routes answers to the requests waiting for
+// them. serve runs on the pump's goroutine; err is a failed write to
+// mcp-go.
+func (c *stdioCalls) serve(line []byte) (served bool, err error) {
+	batch := isBatch(line)
+	var m message
+	if !batch {
+		var reject []byte
+		if m, reject = decodeMessage(line); reject != nil ||
+			(m.method != string(mcp.MethodToolsCall) && m.method != string(mcp.MethodNotificationCancelled)) {
+			return false, nil // mcp-go answers what it cannot read, and every other method
+		}
+	}
+	select {
+	case <-c.ready:
+	case <-c.ctx.Done():
+		return true, nil
+	}
+	x := c.exchange()
+	switch {
+	case m.method == string(mcp.MethodNotificationCancelled):
+		x.s.cancelCall(m.params)
+		return false, nil
+	case !batch && m.id == nil:
+		return false, nil
+	case !batch:
+		m.raw = bytes.Clone(line)
+		c.runs.start(func() { c.write(c.f.handle(x, &m).body) })
+		return true, nil
+	}
+	elems, reject := splitBatch(line)
+	if reject == nil {
+		reject = batchVersionError(x.s.negotiated())
+	}
+	if reject != nil {
+		c.write(reject)
+		return true, nil
+	}
+	var calls []batchElem
+	for _, e := range elems {
+		if e.reject == nil && (e.m.notification() || e.m.response) {
+			if _, err := c.fwd.Write(append(bytes.Clone(e.m.raw), '\n')); err != nil {
+				return true, err
+			}
+			continue
+		}
+		calls = append(calls, e)
+	}
+	if len(calls) > 0 {
+		c.runs.start(func() { c.write(c.f.serveBatch(*x, calls, func(*message) {})) })
+	}
+	return true, nil
+}
+
+// exchange is the exchange of a message of the stdio session.
+func (c *stdioCalls) exchange() *exchange {
+	s := c.f.liveClient(c.inner.SessionID())
+	if s == nil || s.inner != c.inner {
+		s = &session{id: c.inner.SessionID(), inner: c.inner, done: make(chan struct{})}
+	}
+	ident := principal.From(c.ctx)
+	return &exchange{ctx: c.f.mcp.WithContext(c.ctx, c.inner), s: s, ident: ident}
+}
+
+// write writes an answer (none: nil) to the client as one line. An error
+// means the client has gone; nothing is left to tell.
+func (c *stdioCalls) write(msg []byte) {
+	if msg != nil {
+		_, _ = c.out.Write(append(msg, '\n'))
+	}
+}
+
+// close cancels the calls in flight and waits for them.
+func (c *stdioCalls) close() {
+	c.cancel()
+	c.runs.wait()
 }

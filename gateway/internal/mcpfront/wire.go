@@ -1,15 +1,14 @@
 package mcpfront
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"maps"
-	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/internal/jsonscan"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -54,16 +53,14 @@ func wireResult(r *executors.Result) *mcp.CallToolResult {
 	return out
 }
 
-// passthroughResult forwards an upstream server's result unchanged, with
-// r.Meta merged into its _meta.
+// passthroughResult is an upstream server's result with r.Meta merged
+// into its _meta.
 func passthroughResult(r *executors.Result) *mcp.CallToolResult {
-	out, ok := rawResult(r.Passthrough)
-	if !ok {
-		if err := json.Unmarshal(r.Passthrough, &out); err != nil {
-			// mcp-go cannot represent it (an unknown content type, say): give
-			// the model the JSON rather than nothing.
-			out = mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(r.Passthrough))}}
-		}
+	var out mcp.CallToolResult
+	if err := json.Unmarshal(r.Passthrough, &out); err != nil {
+		// mcp-go's types cannot represent it (an unknown content type,
+		// say): give the model the JSON rather than nothing.
+		out = mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(r.Passthrough))}}
 	}
 	if len(r.Meta) > 0 {
 		if out.Meta == nil {
@@ -80,79 +77,34 @@ func passthroughResult(r *executors.Result) *mcp.CallToolResult {
 	return &out
 }
 
-// resultFields are the members of a CallToolResult that mcp-go reads (its
-// UnmarshalJSON), with the content parts and the structured content left
-// as JSON.
-type resultFields struct {
-	Meta              *mcp.Meta         `json:"_meta,omitempty"`
-	ResultType        mcp.ResultType    `json:"resultType,omitempty"`
-	Content           []json.RawMessage `json:"content"`
-	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
-	IsError           bool              `json:"isError,omitempty"`
-	InputRequests     mcp.InputRequests `json:"inputRequests,omitempty"`
-	RequestState      string            `json:"requestState,omitempty"`
-}
-
-// rawResult reads an upstream's result for forwarding without decoding
-// and encoding it again (issue 16): its text parts stay the upstream's
-// JSON (rawText) and its structured content stays raw, which mcp-go
-// encodes as it is (RawStructuredContent). It reports false for a result
-// with another kind of part, or one mcp-go could not decode; the caller
-// decodes those with mcp-go, as before. A text part is still decoded, so
-// that one mcp-go would refuse is refused here too.
-func rawResult(raw json.RawMessage) (mcp.CallToolResult, bool) {
-	var in resultFields
-	if json.Unmarshal(raw, &in) != nil {
-		return mcp.CallToolResult{}, false
+// resultJSON is r as the JSON of the CallToolResult its client gets.
+func resultJSON(r *executors.Result) (json.RawMessage, error) {
+	if raw := rawResult(r); raw != nil {
+		return raw, nil
 	}
-	out := mcp.CallToolResult{IsError: in.IsError, RawStructuredContent: in.StructuredContent}
-	out.Meta, out.ResultType = in.Meta, in.ResultType
-	out.InputRequests, out.RequestState = in.InputRequests, in.RequestState
-	if len(in.Content) > 0 {
-		out.Content = make([]mcp.Content, len(in.Content))
-		for i, part := range in.Content {
-			var t mcp.TextContent
-			if json.Unmarshal(part, &t) != nil || t.Type != mcp.ContentTypeText {
-				return mcp.CallToolResult{}, false
-			}
-			out.Content[i] = rawText{TextContent: t, raw: part}
-		}
-	}
-	return out, true
+	return json.Marshal(wireResult(r))
 }
 
-// rawReply is where the session fast path (serveSessionCall) takes a
-// result's JSON: the tool's handler leaves an upstream's result here as
-// the upstream wrote it (when forwardable), or a result of text parts
-// encoded directly, returning rawTaken instead of converting it to
-// mcp-go's type, and the fast path writes it into the response as it is.
-// That saves a decoding and an encoding of every proxied result, and the
-// map-based encoding of mcp-go's result type for the others (issue 16).
-type rawReply struct {
-	claimed atomic.Bool // by the first handler to see it
-	result  json.RawMessage
-}
-
-type rawReplyKey struct{}
-
-// rawTaken is what a handler returns when it left its result in the
-// call's rawReply.
-var rawTaken = &mcp.CallToolResult{}
-
-// take keeps r as the JSON the client gets, when it can be had without
-// mcp-go's types: a passthrough result forwardable as it is, or a result
-// of text parts encoded directly (textResult).
-func (rr *rawReply) take(r *executors.Result) bool {
+// rawResult is r as the JSON of its CallToolResult when it can be had
+// without mcp-go's types: an upstream's result forwarded as it came (no
+// Meta to merge into it), or a result of text parts encoded directly
+// (textResult); nil otherwise. That saves a decoding and an encoding of
+// every proxied result, and the map-based encoding of mcp-go's result type
+// for the others.
+func rawResult(r *executors.Result) json.RawMessage {
 	if r.Passthrough != nil {
-		if len(r.Meta) > 0 || !forwardable(r.Passthrough) {
-			return false // Meta is merged into the upstream's _meta
+		if len(r.Meta) > 0 {
+			return nil
 		}
-		rr.result = r.Passthrough
-		return true
+		// An object with content, as the upstream sent it: the front does
+		// not check the parts of an upstream's result, as a proxy.
+		if raw := bytes.TrimSpace(r.Passthrough); len(raw) > 0 && raw[0] == '{' && bytes.Contains(raw, []byte(`"content"`)) {
+			return raw
+		}
+		return nil
 	}
-	b, ok := textResult(r)
-	rr.result = b
-	return ok
+	b, _ := textResult(r)
+	return b
 }
 
 // textResult encodes a result of text parts (with its structured content
@@ -194,73 +146,6 @@ func textResult(r *executors.Result) (json.RawMessage, bool) {
 	}
 	return append(b, '}'), true
 }
-
-// forwardable reports whether an upstream's result reaches the client the
-// same forwarded as it is as through mcp-go's types: an object of only the
-// members mcp-go encodes again as they came (content, structuredContent,
-// isError), each once and spelled as mcp-go spells them, with a content
-// array of text parts (which rawResult forwards as they came) whose
-// annotations mcp-go can read. A result with a _meta (which mcp-go
-// decodes and encodes again, rounding numbers), a member twice (of which
-// encoding/json keeps the last) or anything else takes the decoding path,
-// as before.
-func forwardable(raw json.RawMessage) bool {
-	s := jsonscan.New(raw)
-	textPart := func() bool {
-		text, typ := false, false
-		return s.Object(func(key []byte) bool {
-			c, _ := s.Next()
-			switch string(key) {
-			case "type":
-				v, ok := s.PlainString()
-				typ = ok && string(v) == mcp.ContentTypeText
-				return ok
-			case "text":
-				text = c == '"'
-				return text && s.Value()
-			case "annotations":
-				start := s.Pos()
-				var a mcp.Annotations
-				return c == '{' && s.Value() && json.Unmarshal(raw[start:s.Pos()], &a) == nil
-			case "_meta":
-				return c == '{' && s.Value()
-			}
-			return false
-		}) && text && typ
-	}
-	var seen uint8 // the members read, one bit each
-	once := func(bit uint8) bool {
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
-	}
-	const content, structured, isError = 1, 2, 4
-	return s.Object(func(key []byte) bool {
-		c, _ := s.Next()
-		switch string(key) {
-		case "content":
-			return once(content) && s.Array(textPart)
-		case "structuredContent":
-			return once(structured) && c == '{' && s.Value()
-		case "isError":
-			return once(isError) && (c == 't' || c == 'f') && s.Value()
-		}
-		return false
-	}) && seen&content != 0 && s.Done()
-}
-
-// rawText is a text part of an upstream's result, encoded as the upstream
-// wrote it. TextContent (the part decoded) makes it an mcp.Content and
-// serves readers of the part; only the encoding uses raw.
-type rawText struct {
-	mcp.TextContent
-	raw json.RawMessage
-}
-
-// MarshalJSON returns the part as the upstream wrote it.
-func (t rawText) MarshalJSON() ([]byte, error) { return t.raw, nil }
 
 func wireContent(c executors.Content) mcp.Content {
 	switch c.Type {

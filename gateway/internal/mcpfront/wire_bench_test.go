@@ -8,13 +8,12 @@ import (
 )
 
 // BenchmarkPassthroughResult is an upstream's echo result on its way to
-// the client: mapped for mcp-go's tool handler and encoded as mcp-go
-// encodes it.
+// the client.
 func BenchmarkPassthroughResult(b *testing.B) {
 	r := executors.Result{Passthrough: json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := json.Marshal(wireResult(&r)); err != nil {
+		if _, err := resultJSON(&r); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -194,84 +194,81 @@ func TestCallStreamSlowClientBlocksNobody(t *testing.T) {
 // recordingWriter is an http.ResponseWriter that records what is written,
 // in order.
 type recordingWriter struct {
-	mu  sync.Mutex
-	hdr http.Header
-	out bytes.Buffer
+	mu   sync.Mutex
+	hdr  http.Header
+	code int
+	out  bytes.Buffer
 }
 
 func (w *recordingWriter) Header() http.Header { return w.hdr }
-func (w *recordingWriter) WriteHeader(int)     {}
-func (w *recordingWriter) Flush()              {}
+func (w *recordingWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+func (w *recordingWriter) Flush() {}
 func (w *recordingWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
 	return w.out.Write(p)
 }
 
-// mcp-go writes a stored event in two Writes ("id: N\n", then the event);
-// the front's events never land between them, and mcp-go's answer goes
-// last, after every notification queued before it.
-func TestCallStreamEventsWhole(t *testing.T) {
+// A request's notifications make its response an event stream, each one
+// an event, and its answer the last event; nothing is queued after it.
+func TestReplyStreamEventsThenAnswer(t *testing.T) {
 	rw := &recordingWriter{hdr: http.Header{}}
-	cs, w, _ := withCallStream(t.Context(), rw)
-	if !cs.notify("notifications/progress", map[string]any{"progress": 1}) {
-		t.Fatal("notify refused")
+	st := newReplyStream(rw)
+	for i := range 2 {
+		if !st.notify("notifications/progress", map[string]any{"progress": i + 1}) {
+			t.Fatal("notify refused")
+		}
 	}
-	_, _ = w.Write([]byte("id: 7\n"))
-	if !cs.notify("notifications/progress", map[string]any{"progress": 2}) {
-		t.Fatal("notify refused")
-	}
-	_, _ = w.Write([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"))
-	cs.end()
-	if cs.notify("notifications/progress", map[string]any{"progress": 3}) {
+	st.finish(http.StatusBadRequest, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	if st.notify("notifications/progress", map[string]any{"progress": 3}) {
 		t.Error("a notification was queued after the answer")
 	}
 	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n" +
 		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":2}}\n\n" +
-		"id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
 	if got := rw.out.String(); got != want {
 		t.Fatalf("the stream:\n%s\nwant:\n%s", got, want)
 	}
-	if ct := rw.hdr.Get("Content-Type"); ct != "text/event-stream" {
-		t.Errorf("Content-Type %q", ct)
+	if ct := rw.hdr.Get("Content-Type"); ct != "text/event-stream" || rw.code != http.StatusOK {
+		t.Errorf("Content-Type %q, status %d; want an event stream with 200", ct, rw.code)
 	}
 }
 
-// Once mcp-go's answer has started as JSON nothing more is queued: a
-// notification is dropped, and a request (ask.go) is told so and goes
-// through mcp-go instead of waiting for an answer its client never sees.
-func TestCallStreamRefusesAfterJSON(t *testing.T) {
+// Without a notification the answer is JSON with its status; once it has
+// begun nothing more is queued: a notification is dropped, and a request
+// (ask.go) is told so and goes to the GET stream instead of waiting for an
+// answer its client never sees.
+func TestReplyStreamJSONAnswer(t *testing.T) {
 	rw := &recordingWriter{hdr: http.Header{}}
-	cs, w, _ := withCallStream(t.Context(), rw)
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
-	if err := cs.send([]byte(`{"jsonrpc":"2.0","id":"toolgate-1","method":"roots/list"}`)); !errors.Is(err, errStreamEnded) {
+	st := newReplyStream(rw)
+	st.finish(http.StatusBadRequest, []byte(`{"jsonrpc":"2.0","id":1,"error":{}}`))
+	if err := st.send([]byte(`{"jsonrpc":"2.0","id":"toolgate-1","method":"roots/list"}`)); !errors.Is(err, errStreamEnded) {
 		t.Errorf("send after the JSON answer began = %v, want errStreamEnded", err)
 	}
-	if cs.notify("notifications/progress", map[string]any{"progress": 1}) {
-		t.Error("a notification was queued after the JSON answer began")
-	}
-	cs.end()
-	if got := rw.out.String(); got != `{"jsonrpc":"2.0","id":1,"result":{}}` {
-		t.Errorf("the response: %s", got)
+	if got := rw.out.String(); got != "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{}}\n" || rw.code != http.StatusBadRequest ||
+		rw.hdr.Get("Content-Type") != "application/json" {
+		t.Errorf("the response: %d %q %s", rw.code, rw.hdr.Get("Content-Type"), got)
 	}
 }
 
-// A message sent while mcp-go's JSON answer starts is either refused or
-// written, never accepted and then dropped: start and send decide under
-// one lock (a request accepted and dropped waited for an answer its
-// client never saw).
-func TestCallStreamSendRacesJSON(t *testing.T) {
+// A message sent while the answer starts is either refused or written,
+// never accepted and then dropped (a request accepted and dropped would
+// wait for an answer its client never saw).
+func TestReplyStreamSendRacesAnswer(t *testing.T) {
 	lost := 0
 	for range 5000 {
 		rw := &recordingWriter{hdr: http.Header{}}
-		cs, w, _ := withCallStream(t.Context(), rw)
+		st := newReplyStream(rw)
 		var err error
 		var wg sync.WaitGroup
-		wg.Go(func() { err = cs.send([]byte(`{"jsonrpc":"2.0","method":"x"}`)) })
-		wg.Go(func() { _, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)) })
+		wg.Go(func() { err = st.send([]byte(`{"jsonrpc":"2.0","method":"x"}`)) })
+		wg.Go(func() { st.finish(http.StatusOK, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)) })
 		wg.Wait()
-		cs.end()
 		if err == nil && !strings.Contains(rw.out.String(), `"method":"x"`) {
 			lost++
 		}

@@ -1,0 +1,559 @@
+package mcpfront
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/internal/principal"
+)
+
+// Sessions: toolgate's own streamable HTTP sessions, and the record it
+// keeps of every session of every transport.
+//
+// A streamable HTTP session is a *session the front makes on initialize
+// and registers with mcp-go (RegisterSession), so that mcp-go's dispatcher
+// (HandleMessage) and its broadcasts (list_changed, log messages,
+// resources/updated) reach it. Its notifications wait in a small queue for
+// the session's GET stream; what a request causes goes out on that
+// request's own response (stream.go). The legacy SSE and stdio sessions are
+// mcp-go's; the front wraps each in a *session record (inner) when mcp-go
+// registers it, for what the front keeps of them: the principal, the calls
+// in flight, the requests to the client.
+
+// sessionQueue bounds the notifications a streamable HTTP session holds
+// for its GET stream (mcp-go drops a notification its queue has no room
+// for, and so does the front).
+const sessionQueue = 16
+
+// maxSessionIDLen bounds the Mcp-Session-Id a request may carry. The IDs
+// toolgate's transports issue are far shorter (streamable HTTP:
+// "mcp-session-" and 26 characters; SSE: a 36-character UUID; stdio:
+// "stdio"); a longer one names no session, and is refused before it is
+// looked up or kept anywhere.
+const maxSessionIDLen = 128
+
+// sessionIDPrefix starts every streamable HTTP session ID.
+const sessionIDPrefix = "mcp-session-"
+
+// session is one client session: a streamable HTTP session of the front's
+// own (inner is nil), or the record of an mcp-go session of another
+// transport (inner).
+type session struct {
+	id    string
+	inner server.ClientSession // mcp-go's session (SSE, stdio); nil for the front's own
+	// ident is the principal that opened the session (nil without
+	// authentication); only it may use the session.
+	ident *principal.Identity
+	// owner is the count of its principal's sessions this one is in,
+	// under Options.MaxSessionsPerPrincipal; nil when not counted.
+	owner *principalCount
+	// listen: the session of one subscriptions/listen request
+	// (post.go), registered with mcp-go for its broadcasts only.
+	listen bool
+
+	// What mcp-go's dispatcher sets and reads of the front's own sessions.
+	notes       chan mcp.JSONRPCNotification // for the GET stream
+	initialized atomic.Bool
+	version     atomic.Pointer[string] // negotiated by initialize
+	level       atomic.Pointer[mcp.LoggingLevel]
+	infoMu      sync.Mutex
+	info        mcp.Implementation     // guarded by infoMu
+	caps        mcp.ClientCapabilities // guarded by infoMu
+	filter      atomic.Pointer[mcp.SubscriptionFilter]
+
+	// The idle expiry (sweep): requests in flight, when the last ended.
+	active atomic.Int32
+	last   atomic.Int64 // Unix ns
+
+	// calls are the front's tools/calls in flight, by request ID, for
+	// notifications/cancelled (callKey → *inflight).
+	calls sync.Map
+	// asks are the front's requests to the client waiting for its answer,
+	// by request ID: chan []byte (ask.go); askSeq numbers them per session,
+	// so an ID tells a client nothing of other sessions.
+	asks   sync.Map
+	askSeq atomic.Uint64
+	// toGet carries the front's requests to the client that no request's
+	// stream can take, to the GET stream.
+	toGet chan []byte
+
+	// done is closed when the session ends; the GET stream ends with it.
+	done     chan struct{}
+	doneOnce sync.Once
+	// getMu makes GET streams take turns: a new one replaces the one
+	// before (getStop), which ends before the new one reads the queue.
+	getMu   sync.Mutex
+	getStop context.CancelFunc // guarded by getMu
+	getWG   *sync.WaitGroup    // guarded by getMu
+}
+
+// newSession returns a streamable HTTP session of the front's own, with a
+// new ID.
+func newSession(ident *principal.Identity) *session {
+	return &session{
+		id:    sessionIDPrefix + rand.Text(),
+		ident: ident,
+		notes: make(chan mcp.JSONRPCNotification, sessionQueue),
+		toGet: make(chan []byte, 1),
+		done:  make(chan struct{}),
+	}
+}
+
+// requestSession returns the session of one 2026-07-28 request: it has no
+// ID, is registered nowhere, and what is sent on it goes nowhere but, for
+// subscriptions/listen, to the request's stream (post.go).
+func requestSession(ident *principal.Identity) *session {
+	return &session{ident: ident, notes: make(chan mcp.JSONRPCNotification, sessionQueue), done: make(chan struct{})}
+}
+
+// mcpSession is the session mcp-go knows: the inner one, or s itself.
+func (s *session) mcpSession() server.ClientSession {
+	if s.inner != nil {
+		return s.inner
+	}
+	return s
+}
+
+// own reports whether s is a streamable HTTP session of the front's own.
+func (s *session) own() bool { return s != nil && s.inner == nil && s.id != "" }
+
+// The mcp-go session interfaces, for the front's own sessions.
+
+func (s *session) SessionID() string { return s.id }
+func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	return s.notes
+}
+func (s *session) Initialize()       { s.initialized.Store(true) }
+func (s *session) Initialized() bool { return s.initialized.Load() }
+
+func (s *session) SetLogLevel(level mcp.LoggingLevel) { s.level.Store(&level) }
+func (s *session) GetLogLevel() mcp.LoggingLevel {
+	if l := s.level.Load(); l != nil {
+		return *l
+	}
+	return mcp.LoggingLevelError
+}
+
+func (s *session) GetClientInfo() mcp.Implementation {
+	s.infoMu.Lock()
+	defer s.infoMu.Unlock()
+	return s.info
+}
+
+func (s *session) SetClientInfo(info mcp.Implementation) {
+	s.infoMu.Lock()
+	defer s.infoMu.Unlock()
+	s.info = info
+}
+
+func (s *session) GetClientCapabilities() mcp.ClientCapabilities {
+	s.infoMu.Lock()
+	defer s.infoMu.Unlock()
+	return s.caps
+}
+
+func (s *session) SetClientCapabilities(caps mcp.ClientCapabilities) {
+	s.infoMu.Lock()
+	defer s.infoMu.Unlock()
+	s.caps = caps
+}
+
+// ProtocolVersion is the version initialize negotiated ("" before).
+func (s *session) ProtocolVersion() string {
+	if v := s.version.Load(); v != nil {
+		return *v
+	}
+	return ""
+}
+
+func (s *session) SetSubscriptionFilter(f mcp.SubscriptionFilter) {
+	if f.IsEmpty() {
+		s.filter.Store(nil)
+		return
+	}
+	s.filter.Store(&f)
+}
+
+func (s *session) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
+	if f := s.filter.Load(); f != nil {
+		return *f, true
+	}
+	return mcp.SubscriptionFilter{}, false
+}
+
+// clientCaps are the capabilities the session's client declared.
+func (s *session) clientCaps() mcp.ClientCapabilities {
+	if ci, ok := s.mcpSession().(server.SessionWithClientInfo); ok {
+		return ci.GetClientCapabilities()
+	}
+	return mcp.ClientCapabilities{}
+}
+
+// negotiated is the protocol version of the session, for batches ("" when
+// none was negotiated).
+func (s *session) negotiated() string {
+	if v, ok := s.mcpSession().(server.SessionWithProtocolVersion); ok {
+		return v.ProtocolVersion()
+	}
+	return ""
+}
+
+// The requests mcp-go's dispatcher may make of a session of the front's
+// own (a prompt or resource handler, elicitation through MCPServer): on
+// the stream of the request ctx belongs to, else on the GET stream
+// (ask.go).
+
+func (s *session) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	var res mcp.CreateMessageResult
+	return &res, s.request(ctx, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams, &res)
+}
+
+func (s *session) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	var res mcp.ElicitationResult
+	return &res, s.request(ctx, string(mcp.MethodElicitationCreate), req.Params, &res)
+}
+
+func (s *session) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	var res mcp.ListRootsResult
+	return &res, s.request(ctx, string(mcp.MethodListRoots), nil, &res)
+}
+
+// request asks the client method with params and decodes its result into
+// out.
+func (s *session) request(ctx context.Context, method string, params, out any) error {
+	raw, err := s.ask(ctx, streamOf(ctx), method, params)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%s: reading the client's answer: %w", method, err)
+	}
+	return nil
+}
+
+// identity is who sends a request of session s: the identity the
+// request's own authentication put in ctx, else the session's.
+func (s *session) identity(ctx context.Context) *principal.Identity {
+	if id := principal.From(ctx); id != nil || s == nil {
+		return id
+	}
+	return s.ident
+}
+
+// identity is who sends the message handled with ctx (a hook's or a
+// handler's of mcp-go): the request's authenticated identity, else that of
+// the session in ctx.
+func (f *Front) identity(ctx context.Context) *principal.Identity {
+	if id := principal.From(ctx); id != nil {
+		return id
+	}
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		return f.liveClient(cs.SessionID()).identity(ctx)
+	}
+	return nil
+}
+
+// ownedBy reports whether the principal r authenticated as may use s:
+// the one that opened it. Any other principal presenting the session's ID
+// gets 404, as if it did not exist.
+func (s *session) ownedBy(r *http.Request) bool {
+	return principal.NameOf(s.ident) == principal.NameOf(principal.From(r.Context()))
+}
+
+// callKey is the key of a request ID in s.calls: the ID as JSON-RPC
+// reads it (42 and 42.0 are one ID).
+func callKey(id json.RawMessage) string {
+	var rid mcp.RequestId
+	if json.Unmarshal(id, &rid) != nil {
+		return string(id)
+	}
+	return rid.String()
+}
+
+// cancelCall cancels the front's call of s that a notifications/cancelled
+// (params) names, if one is in flight; mcp-go cancels the requests it runs
+// itself.
+func (s *session) cancelCall(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.RequestID == nil {
+		return
+	}
+	if v, ok := s.calls.LoadAndDelete(callKey(p.RequestID)); ok {
+		v.(*inflight).cancel()
+	}
+}
+
+// inflight is a tools/call in flight, as notifications/cancelled finds it.
+type inflight struct{ cancel context.CancelFunc }
+
+// end closes s.done once: the session's GET stream ends.
+func (s *session) end() { s.doneOnce.Do(func() { close(s.done) }) }
+
+// expiring is the active count of a session the sweeper has claimed.
+const expiring = math.MinInt32
+
+// begin and end bracket a request of the session. begin reports false,
+// and the request must not run in the session, when the sweeper is ending
+// it.
+func (s *session) begin() bool {
+	for {
+		n := s.active.Load()
+		if n < 0 {
+			return false
+		}
+		if s.active.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (s *session) finish() {
+	s.last.Store(time.Now().UnixNano())
+	s.active.Add(-1)
+}
+
+// claimIdle reports whether the session has been idle for ttl at now and,
+// if so, claims it for the sweeper: from then on begin refuses.
+func (s *session) claimIdle(now time.Time, ttl time.Duration) bool {
+	last := s.last.Load()
+	if now.Sub(time.Unix(0, last)) < ttl || !s.active.CompareAndSwap(0, expiring) {
+		return false
+	}
+	if s.last.Load() != last { // a request began and ended meanwhile
+		s.active.Store(0)
+		return false
+	}
+	return true
+}
+
+// clientStarted and clientEnded keep f.clients, and the count of live
+// sessions server.max_sessions bounds, in step with mcp-go's registered
+// sessions (its register and unregister hooks, for every transport). A
+// session registered while serving a request that reserved a slot for it
+// (an initialize, an SSE stream) takes that slot; any other (stdio's)
+// counts on its own.
+func (f *Front) clientStarted(ctx context.Context, cs server.ClientSession) *session {
+	s, own := cs.(*session)
+	if !own {
+		s = &session{id: cs.SessionID(), inner: cs, ident: principal.From(ctx), done: make(chan struct{})}
+	}
+	s.last.Store(time.Now().UnixNano())
+	if sl, ok := ctx.Value(slotKey{}).(*slot); !ok || !sl.used.CompareAndSwap(false, true) {
+		f.sessions.Add(1)
+	} else {
+		s.owner = sl.owner // the slot's count is the session's now
+	}
+	if old, replaced := f.clients.Swap(s.id, s); replaced {
+		f.sessions.Add(-1) // the older session's entry, gone with its count
+		f.leave(old.(*session).owner)
+	}
+	return s
+}
+
+func (f *Front) clientEnded(cs server.ClientSession) {
+	// Only cs's entry: a session registered under the same ID since
+	// replaced it.
+	v, ok := f.clients.Load(cs.SessionID())
+	if !ok || v.(*session).mcpSession() != cs || !f.clients.CompareAndDelete(cs.SessionID(), v) {
+		return
+	}
+	s := v.(*session)
+	f.sessions.Add(-1)
+	f.leave(s.owner)
+	s.end()
+}
+
+// liveClient returns live session id, or nil when there is none by that
+// ID (never was, or it ended).
+func (f *Front) liveClient(id string) *session {
+	if v, ok := f.clients.Load(id); ok {
+		return v.(*session)
+	}
+	return nil
+}
+
+// endSession ends the front's session s, as a DELETE does: mcp-go
+// unregisters it, which ends its thread (Backend.SessionEnded).
+func (f *Front) endSession(ctx context.Context, s *session) {
+	f.mcp.UnregisterSession(ctx, s.id)
+}
+
+// A slot is the room for one session under server.max_sessions, reserved
+// by a request that may create a session (an initialize, an SSE stream)
+// and taken by the session registered while serving it (clientStarted
+// finds it in the register hook's ctx: the initialize's own, or, for SSE,
+// one mcp-go derives from the request's).
+type slot struct {
+	used atomic.Bool
+	// owner is the count of the requesting principal's sessions the slot
+	// reserved room in; nil when principals are not capped.
+	owner *principalCount
+}
+
+type slotKey struct{}
+
+// principalCount is the number of one principal's sessions (and slots
+// reserved for new ones) under Options.MaxSessionsPerPrincipal. A count
+// that drops to zero is dead and leaves Front.principals, so the map holds
+// only principals with sessions, however many have come and gone; a
+// request that finds a dead count takes a new one.
+type principalCount struct {
+	name string
+	mu   sync.Mutex
+	n    int  // guarded by mu
+	dead bool // guarded by mu
+}
+
+// join adds one to name's count of sessions unless it has limit, and
+// returns the count, or nil when the principal is at its limit.
+func (f *Front) join(name string, limit int) *principalCount {
+	for {
+		v, _ := f.principals.LoadOrStore(name, &principalCount{name: name})
+		pc := v.(*principalCount)
+		pc.mu.Lock()
+		switch {
+		case pc.dead: // left the map just now: take a new one
+			pc.mu.Unlock()
+			continue
+		case pc.n >= limit:
+			pc.mu.Unlock()
+			return nil
+		}
+		pc.n++
+		pc.mu.Unlock()
+		return pc
+	}
+}
+
+// leave takes one off pc (nil: not counted), forgetting the principal at
+// zero.
+func (f *Front) leave(pc *principalCount) {
+	if pc == nil {
+		return
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.n--; pc.n == 0 {
+		pc.dead = true
+		f.principals.CompareAndDelete(pc.name, pc)
+	}
+}
+
+// reserve takes a slot for a request that may create a session, and
+// returns ctx carrying it; false when the principal's or everyone's cap is
+// reached, after answering 503. The caller must call release once the
+// request is served.
+func (f *Front) reserve(w http.ResponseWriter, ctx context.Context) (context.Context, *slot, bool) {
+	var owner *principalCount
+	if id := principal.From(ctx); id != nil && f.o.MaxSessionsPerPrincipal > 0 {
+		if owner = f.join(id.Name, f.o.MaxSessionsPerPrincipal); owner == nil {
+			w.Header().Set("Retry-After", strconv.Itoa(sessionsRetryAfter))
+			writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR,
+				fmt.Sprintf("principal %q has %d sessions open (auth.max_sessions): end sessions no longer in use with DELETE, or retry later", id.Name, f.o.MaxSessionsPerPrincipal)))
+			return ctx, nil, false
+		}
+	}
+	if !tryAdd(&f.sessions, int64(f.o.MaxSessions)) {
+		f.leave(owner)
+		w.Header().Set("Retry-After", strconv.Itoa(sessionsRetryAfter))
+		writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR,
+			fmt.Sprintf("the gateway has %d sessions open (server.max_sessions): retry later, or end sessions no longer in use with DELETE", f.o.MaxSessions)))
+		return ctx, nil, false
+	}
+	sl := &slot{owner: owner}
+	return context.WithValue(ctx, slotKey{}, sl), sl, true
+}
+
+// tryAdd adds one to n unless that would take it past limit (0: no
+// limit), and reports whether it did.
+func tryAdd(n *atomic.Int64, limit int64) bool {
+	for {
+		v := n.Load()
+		if limit > 0 && v >= limit {
+			return false
+		}
+		if n.CompareAndSwap(v, v+1) {
+			return true
+		}
+	}
+}
+
+// sessionsRetryAfter is the Retry-After, in seconds, of a request refused
+// under server.max_sessions.
+const sessionsRetryAfter = 5
+
+// release gives back sl if no session took it.
+func (f *Front) release(sl *slot) {
+	if sl.used.CompareAndSwap(false, true) {
+		f.sessions.Add(-1)
+		f.leave(sl.owner)
+	}
+}
+
+// sweepInterval is how often idle sessions are looked for, for ttl: a
+// session lives at most a quarter of ttl past it.
+func sweepInterval(ttl time.Duration) time.Duration {
+	return max(ttl/4, time.Second)
+}
+
+// idleSweeper ends the streamable HTTP sessions idle for ttl, every
+// sweepInterval(ttl), until stop.
+type idleSweeper struct {
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// startSweeper starts ending the streamable HTTP sessions no request has
+// used for ttl. A session is idle when no request of its is in flight — a
+// POST, a batch, or an open GET stream — and none has been for ttl; it is
+// then ended as a DELETE ends it.
+func (f *Front) startSweeper(ttl time.Duration) *idleSweeper {
+	ctx, stop := context.WithCancel(context.Background())
+	sw := &idleSweeper{stop: stop}
+	sw.wg.Go(func() {
+		t := time.NewTicker(sweepInterval(ttl))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				f.sweepIdle(ctx, ttl, now)
+			}
+		}
+	})
+	return sw
+}
+
+func (sw *idleSweeper) close() {
+	if sw != nil {
+		sw.stop()
+		sw.wg.Wait()
+	}
+}
+
+// sweepIdle ends every streamable HTTP session idle for ttl at now.
+func (f *Front) sweepIdle(ctx context.Context, ttl time.Duration, now time.Time) {
+	f.clients.Range(func(_, v any) bool {
+		if s := v.(*session); s.own() && s.claimIdle(now, ttl) {
+			idle := now.Sub(time.Unix(0, s.last.Load()))
+			f.endSession(ctx, s)
+			f.logger.Info("session ended after being idle", "idle", idle.Round(time.Second).String(),
+				"limit", "server.session_idle_ttl")
+		}
+		return ctx.Err() == nil
+	})
+}
