@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
 // The front's requests to a client of a streamable HTTP session
@@ -87,7 +88,7 @@ func rawParams(params json.RawMessage) any {
 }
 
 // answerResult is the result of the client's answer m to method, or the
-// client's JSON-RPC error as an *RPCError.
+// client's JSON-RPC error as an *mcppeer.RPCError.
 func answerResult(method string, m []byte) (json.RawMessage, error) {
 	var a struct {
 		Result json.RawMessage `json:"result"`
@@ -100,7 +101,7 @@ func answerResult(method string, m []byte) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%s: the client's answer is not a JSON-RPC response: %v", method, err)
 	}
 	if a.Error != nil {
-		return nil, fmt.Errorf("%s: the client answered: %w", method, &RPCError{Code: a.Error.Code, Msg: a.Error.Message})
+		return nil, fmt.Errorf("%s: the client answered: %w", method, &mcppeer.RPCError{Code: a.Error.Code, Message: a.Error.Message})
 	}
 	if r := bytes.TrimSpace(a.Result); len(r) == 0 || r[0] != '{' {
 		return nil, fmt.Errorf("%s: the client's answer has no result object", method)

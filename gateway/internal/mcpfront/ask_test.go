@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
 // askClient is a raw streamable HTTP session of a client that declared
@@ -111,8 +113,8 @@ func TestAskOnCallStream(t *testing.T) {
 		}
 		res, err := peer.Request(ctx, "sampling/createMessage", json.RawMessage(params))
 		text := string(res)
-		if rpc := (*RPCError)(nil); errors.As(err, &rpc) {
-			text = fmt.Sprintf("code %d: %s", rpc.Code, rpc.Msg)
+		if rpc := (*mcppeer.RPCError)(nil); errors.As(err, &rpc) {
+			text = fmt.Sprintf("code %d: %s", rpc.Code, rpc.Message)
 		} else if err != nil {
 			text = "error: " + err.Error()
 		}

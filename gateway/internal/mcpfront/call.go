@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -225,7 +226,7 @@ func decorate(res *mcp.CallToolResult, name, version string) {
 
 // rpcCode is the JSON-RPC code of err: an *RPCError's, else -32603.
 func rpcCode(err error) int {
-	if e, ok := errors.AsType[*RPCError](err); ok {
+	if e, ok := errors.AsType[*mcppeer.RPCError](err); ok {
 		return e.Code
 	}
 	return mcp.INTERNAL_ERROR

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/continuation"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -153,7 +154,8 @@ type Front struct {
 
 	cats catalogs // the sources' resources, prompts, subscriptions and log levels (surface.go)
 
-	mrtr *mrtr // 2026-07-28 calls waiting for their clients' answers (mrtr.go)
+	mrtr     *continuation.Registry // 2026-07-28 calls waiting for their clients' answers (modern.go)
+	requests atomic.Uint64          // numbers 2026-07-28 requests, for their peers (modern.go)
 
 	mu        sync.Mutex // guards httpParts and closed
 	httpParts *httpParts // built by Mount; closed by Close
@@ -163,7 +165,7 @@ type Front struct {
 // New returns a front serving b. It starts nothing: mount it with
 // [Front.Mount] or serve stdio with [Front.ServeStdio].
 func New(b Backend, o Options) *Front {
-	f := &Front{b: b, o: o, logger: o.Logger, mrtr: newMRTR()}
+	f := &Front{b: b, o: o, logger: o.Logger, mrtr: continuation.New()}
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
@@ -288,7 +290,7 @@ func (f *Front) Close() {
 	p := f.httpParts
 	f.httpParts, f.closed = nil, true
 	f.mu.Unlock()
-	f.mrtr.close(f.rootCancel) // the calls waiting for their clients first, told why; streams end with f.root
+	f.mrtr.Close(f.rootCancel) // the calls waiting for their clients first, told why; streams end with f.root
 	if p != nil {
 		p.close()
 	}

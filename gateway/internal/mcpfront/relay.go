@@ -7,37 +7,13 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
 // Peer is the client a request came from, as an upstream reaches it
-// during that request (the executors' side of the relay: mcpup.Peer has
-// the same methods).
-type Peer interface {
-	// Session is the ID of the client's session; for a 2026-07-28
-	// client, which has none, an ID of the one request, so that no two
-	// such requests pass for one client.
-	Session() string
-	// Request sends sampling/createMessage, elicitation/create or
-	// roots/list with params to the client and returns its result. A
-	// client that did not declare the capability gets nothing: the error
-	// is an *RPCError with code -32601.
-	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
-	// Notify sends a notification to the client; a log message
-	// (notifications/message) only at or above the level the session set.
-	Notify(method string, params map[string]any)
-}
-
-// RPCError is a JSON-RPC error for the upstream whose request the front
-// could not relay.
-type RPCError struct {
-	Code int
-	Msg  string
-}
-
-func (e *RPCError) Error() string { return e.Msg }
-
-// RPCCode returns the JSON-RPC code.
-func (e *RPCError) RPCCode() int { return e.Code }
+// during that request (mcppeer.Peer): a session's, or a 2026-07-28
+// request's (mrtr.go).
+type Peer = mcppeer.Peer
 
 // peer is a client session as a [Peer], during one request of it (ctx).
 type peer struct {
@@ -58,7 +34,7 @@ func (f *Front) peerOf(ctx context.Context) Peer {
 		// A 2026-07-28 request other than tools/call and prompts/get
 		// (resources/read, completion/complete): its client is asked
 		// nothing (mrtr.go).
-		return modernPeer{peer: peer{f: f, ctx: ctx}, caps: info.ClientCapabilities, call: f.mrtr.seq.Add(1)}
+		return modernPeer{peer: peer{f: f, ctx: ctx}, caps: info.ClientCapabilities, call: f.requests.Add(1)}
 	}
 	s := f.liveClient(cs.SessionID())
 	if s == nil {
@@ -80,7 +56,7 @@ func (p peer) Request(ctx context.Context, method string, params json.RawMessage
 	}
 	// An SSE or stdio session: mcp-go's session asks on its one stream.
 	badParams := func(err error) error {
-		return &RPCError{Code: mcp.INVALID_PARAMS, Msg: fmt.Sprintf("%s: reading the params: %v", method, err)}
+		return &mcppeer.RPCError{Code: mcp.INVALID_PARAMS, Message: fmt.Sprintf("%s: reading the params: %v", method, err)}
 	}
 	var (
 		res any

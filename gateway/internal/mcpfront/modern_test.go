@@ -18,6 +18,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/continuation"
+	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -65,7 +67,7 @@ func askTool(t *testing.T, g *harness) <-chan string {
 				res, err := req.Peer.Request(ctx, methods[w], params[w])
 				if err != nil {
 					code := 0
-					if e, ok := errors.AsType[*RPCError](err); ok {
+					if e, ok := errors.AsType[*mcppeer.RPCError](err); ok {
 						code = e.Code
 					}
 					out = fmt.Sprintf("error %d: %v", code, err)
@@ -154,7 +156,7 @@ func TestMultiRoundTripClient(t *testing.T) {
 			}
 		})
 	}
-	if n := g.mrtr.len(); n != 0 {
+	if n := g.mrtr.Len(); n != 0 {
 		t.Errorf("%d calls still wait for a retry", n)
 	}
 
@@ -244,7 +246,7 @@ func TestMultiRoundTripState(t *testing.T) {
 	meta := mrtrMeta(`{"sampling":{}}`)
 	status, first := postCall(t, srv.URL, "alice", `"arguments":{"ask":"sampling"},`+meta)
 	st := first.Result.RequestState
-	if status != http.StatusOK || first.Result.ResultType != "input_required" || !strings.HasPrefix(st, statePrefix+g.mrtr.instance+".") ||
+	if status != http.StatusOK || first.Result.ResultType != "input_required" || !strings.HasPrefix(st, continuation.StatePrefix+g.mrtr.Instance()+".") ||
 		!sameJSON(first.Result.InputRequests["sampling-1"], `{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"a haiku"}}],"maxTokens":50}}`) {
 		t.Fatalf("first answer %d %+v; want input_required asking sampling-1, with a requestState", status, first)
 	}
@@ -273,7 +275,7 @@ func TestMultiRoundTripState(t *testing.T) {
 	if status != http.StatusBadRequest || !strings.Contains(string(body), `continues tools/call \"ask\", not tools/call \"other\"`) {
 		t.Errorf("another tool: %d %s", status, body)
 	}
-	if n := g.mrtr.len(); n != 1 {
+	if n := g.mrtr.Len(); n != 1 {
 		t.Fatalf("%d calls wait after refused retries, want 1", n)
 	}
 	// The right retry: the tool gets the client's answer as it was sent.
@@ -290,7 +292,7 @@ func TestMultiRoundTripState(t *testing.T) {
 	if status != http.StatusBadRequest || r.Error == nil || !strings.Contains(r.Error.Message, "names no call waiting for answers") {
 		t.Errorf("replayed state: %d %+v", status, r.Error)
 	}
-	if n := g.mrtr.len(); n != 0 {
+	if n := g.mrtr.Len(); n != 0 {
 		t.Errorf("%d calls wait, want 0", n)
 	}
 }
@@ -326,7 +328,7 @@ func TestMultiRoundTripRounds(t *testing.T) {
 // refused afterwards.
 func TestMultiRoundTripExpiry(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	g.mrtr.limits.wait = 20 * time.Millisecond
+	g.mrtr.Limits.Wait = 20 * time.Millisecond
 	got := askTool(t, g)
 	srv := serveHTTP(t, g)
 	meta := mrtrMeta(`{"sampling":{}}`)
@@ -341,7 +343,7 @@ func TestMultiRoundTripExpiry(t *testing.T) {
 	if status != http.StatusBadRequest || r.Error == nil || !strings.Contains(r.Error.Message, "it expired (toolgate waits 20ms for the retry") {
 		t.Errorf("expired state: %d %+v", status, r.Error)
 	}
-	if n := g.mrtr.len(); n != 0 {
+	if n := g.mrtr.Len(); n != 0 {
 		t.Errorf("%d calls wait, want 0", n)
 	}
 }
@@ -351,7 +353,7 @@ func TestMultiRoundTripExpiry(t *testing.T) {
 // affected; a call left waiting is cancelled when the front closes.
 func TestMultiRoundTripBounds(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	g.mrtr.limits.maxPerPrincipal = 1
+	g.mrtr.Limits.MaxPerPrincipal = 1
 	withPrincipals(g)
 	got := askTool(t, g)
 	srv := serveHTTP(t, g)
@@ -367,7 +369,7 @@ func TestMultiRoundTripBounds(t *testing.T) {
 	if _, r := postCall(t, srv.URL, "bob", `"arguments":{"ask":"sampling"},`+meta); r.Result.ResultType != "input_required" {
 		t.Errorf("another principal: %+v; want input_required", r)
 	}
-	if n := g.mrtr.len(); n != 2 {
+	if n := g.mrtr.Len(); n != 2 {
 		t.Errorf("%d calls wait, want 2", n)
 	}
 	g.Close()

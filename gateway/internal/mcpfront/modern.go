@@ -1,0 +1,231 @@
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/continuation"
+	"github.com/toolgate/toolgate/internal/mcppeer"
+	"github.com/toolgate/toolgate/internal/principal"
+)
+
+// Asking a 2026-07-28 client (docs/protocol-2026.md, "Asking a 2026-07-28
+// client"): the revision has no server-to-client requests, so a call whose
+// client may be asked something runs as a continuation (package
+// continuation), whose requests to the client go out as input_required
+// results, and whose retry brings the answers.
+
+// mayAsk reports whether caps declares anything a call could ask of the
+// client.
+func mayAsk(caps *mcp.ClientCapabilities) bool {
+	return caps != nil && (caps.Sampling != nil || caps.Elicitation != nil || caps.Roots != nil)
+}
+
+// undeclared returns the -32601 error for a request of method to a client
+// that did not declare its capability (caps), or nil when it did; an
+// unknown method is refused alike.
+func undeclared(caps *mcp.ClientCapabilities, method string) error {
+	var capability string
+	var declared bool
+	switch method {
+	case string(mcp.MethodSamplingCreateMessage):
+		capability, declared = "sampling", caps != nil && caps.Sampling != nil
+	case string(mcp.MethodElicitationCreate):
+		capability, declared = "elicitation", caps != nil && caps.Elicitation != nil
+	case string(mcp.MethodListRoots):
+		capability, declared = "roots", caps != nil && caps.Roots != nil
+	default:
+		return &mcppeer.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: fmt.Sprintf("%s is not relayed to clients", method)}
+	}
+	if declared {
+		return nil
+	}
+	return &mcppeer.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: fmt.Sprintf("%s: the client that made this call did not declare the %s capability", method, capability)}
+}
+
+// modernPeer is a 2026-07-28 client as a [Peer] during one of its
+// requests: its requests go out as input_required results of c, its
+// notifications as the embedded peer sends them.
+type modernPeer struct {
+	peer
+	caps *mcp.ClientCapabilities
+	c    *continuation.Continuation // nil: the request cannot ask (no capability declared, or neither a tools/call nor a prompts/get)
+	call uint64                     // unique among the front's requests
+}
+
+// Session is an ID of the request alone: the client has no session, and
+// no two of its requests (nor two clients') may pass for one client when
+// an upstream's message is attributed (executors/mcpup's soloPeer).
+func (p modernPeer) Session() string { return "2026-07-28 request " + strconv.FormatUint(p.call, 10) }
+
+func (p modernPeer) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if err := undeclared(p.caps, method); err != nil {
+		return nil, err
+	}
+	if p.c == nil {
+		return nil, &mcppeer.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: method + ": the client speaks protocol 2026-07-28, which toolgate asks only during a tools/call or prompts/get (as an input_required result)"}
+	}
+	env, err := json.Marshal(struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params,omitempty"`
+	}{method, params})
+	var req mcp.InputRequest
+	if err == nil {
+		err = req.UnmarshalJSON(env)
+	}
+	if err != nil {
+		return nil, &mcppeer.RPCError{Code: mcp.INVALID_PARAMS, Message: fmt.Sprintf("%s: reading the params: %v", method, err)}
+	}
+	return p.c.Ask(ctx, req)
+}
+
+// modernCall runs a 2026-07-28 tools/call of x (p its params, r filled
+// in but for Peer and Elicit): a retry resumes the continuation it names;
+// a call whose client may be asked something runs as a continuation; any
+// other runs here.
+func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *Request, call func(context.Context, *Request) *executors.Result) (*mcp.CallToolResult, error) {
+	who := principal.NameOf(r.Identity)
+	bind := func() continuation.Binding { // only for a call that may wait: the common call hashes nothing
+		return continuation.Binding{Method: string(mcp.MethodToolsCall), Name: p.Name, Args: continuation.ArgsSum(p.Arguments)}
+	}
+	if p.RequestState != "" || len(p.InputResponses) > 0 {
+		c, err := f.mrtr.ResumeWith(who, bind(), p.MultiRoundTripParams)
+		if err != nil {
+			return nil, err
+		}
+		return toolOutcome(c.Await(ctx))
+	}
+	caps := x.info.ClientCapabilities
+	mp := modernPeer{peer: peer{f: f, ctx: ctx}, caps: caps, call: f.requests.Add(1)}
+	r.Peer = mp
+	run := func(ctx context.Context) (*mcp.CallToolResult, error) {
+		out, err := f.run(ctx, call, r, p.Name)
+		if err != nil {
+			return nil, err
+		}
+		return wireResult(out), nil
+	}
+	if !mayAsk(caps) {
+		return run(ctx)
+	}
+	c, ok := f.mrtr.Start(ctx, f.root, who, bind(), func(ctx context.Context, c *continuation.Continuation) continuation.Outcome {
+		asking := mp // mp stays as it is: the closure copies it
+		asking.c = c
+		r.Peer = asking
+		if caps.Elicitation != nil {
+			r.Elicit = continuationElicit(c)
+		}
+		res, err := run(ctx)
+		return continuation.Outcome{Res: res, Err: err}
+	})
+	if !ok {
+		return run(ctx)
+	}
+	return toolOutcome(c.Await(ctx))
+}
+
+// modernPrompt gets a 2026-07-28 prompts/get as modernCall runs a
+// tools/call: get forwards it to the prompt's source with the peer the
+// source's requests to the client go to.
+func (f *Front) modernPrompt(ctx context.Context, info *server.RequestProtocolInfo, req mcp.GetPromptRequest, get func(context.Context, Peer) (*mcp.GetPromptResult, error)) (*mcp.GetPromptResult, error) {
+	who := principal.NameOf(f.identity(ctx))
+	bind := continuation.Binding{Method: string(mcp.MethodPromptsGet), Name: req.Params.Name, Args: continuation.ArgsSum(mustJSON(req.Params.Arguments))}
+	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
+		c, err := f.mrtr.ResumeWith(who, bind, req.Params.MultiRoundTripParams)
+		if err != nil {
+			return nil, err
+		}
+		return promptOutcome(c.Await(ctx))
+	}
+	p := modernPeer{peer: peer{f: f, ctx: ctx}, caps: info.ClientCapabilities, call: f.requests.Add(1)}
+	if !mayAsk(info.ClientCapabilities) {
+		return get(ctx, p)
+	}
+	c, ok := f.mrtr.Start(ctx, f.root, who, bind, func(ctx context.Context, c *continuation.Continuation) continuation.Outcome {
+		asking := p
+		asking.c = c
+		res, err := get(ctx, asking)
+		return continuation.Outcome{Res: res, Err: err}
+	})
+	if !ok {
+		return get(ctx, p)
+	}
+	return promptOutcome(c.Await(ctx))
+}
+
+// promptOutcome is await's answer as a prompts/get result.
+func promptOutcome(res any, in *mcp.MultiRoundTripResult, err error) (*mcp.GetPromptResult, error) {
+	switch {
+	case err != nil:
+		return nil, err
+	case in != nil:
+		return &mcp.GetPromptResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired}, MultiRoundTripResult: *in}, nil
+	}
+	out, _ := res.(*mcp.GetPromptResult)
+	if out == nil {
+		return nil, fmt.Errorf("the prompt gave no result")
+	}
+	return out, nil
+}
+
+// toolOutcome is await's answer as a tools/call result.
+func toolOutcome(res any, in *mcp.MultiRoundTripResult, err error) (*mcp.CallToolResult, error) {
+	switch {
+	case err != nil:
+		return nil, err
+	case in != nil:
+		return &mcp.CallToolResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired}, MultiRoundTripResult: *in}, nil
+	}
+	out, _ := res.(*mcp.CallToolResult)
+	if out == nil {
+		return nil, fmt.Errorf("the call gave no result")
+	}
+	return out, nil
+}
+
+// retryRefused checks a 2026-07-28 prompts/get of x that carries
+// inputResponses or a requestState before mcp-go's dispatcher serves it,
+// and writes the refusal (-32602, 400) when resume would refuse it: its
+// prompt handler's error would reach the client as -32603. It reports
+// whether it wrote one. (A tools/call's retry is the front's: call.go.)
+func (f *Front) retryRefused(w http.ResponseWriter, x *exchange, m *message) bool {
+	if !bytes.Contains(m.params, []byte(`"requestState"`)) && !bytes.Contains(m.params, []byte(`"inputResponses"`)) {
+		return false
+	}
+	var p struct {
+		Name           string                     `json:"name"`
+		Arguments      json.RawMessage            `json:"arguments"`
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		RequestState   string                     `json:"requestState"`
+	}
+	if json.Unmarshal(m.params, &p) != nil || (p.RequestState == "" && len(p.InputResponses) == 0) {
+		return false // mcp-go answers what it cannot read
+	}
+	bind := continuation.Binding{Method: string(mcp.MethodPromptsGet), Name: p.Name, Args: continuation.ArgsSum(p.Arguments)}
+	if _, err := f.mrtr.Resume(principal.NameOf(x.ident), bind, p.RequestState, p.InputResponses, false); err != nil {
+		writeJSON(w, http.StatusBadRequest, rpcError(m.id, mcp.INVALID_PARAMS, err.Error(), nil))
+		return true
+	}
+	return false
+}
+
+// continuationElicit returns the function that asks the user of c's
+// client through elicitation/create, as [Request.Elicit] does for a 2025
+// session.
+func continuationElicit(c *continuation.Continuation) func(context.Context, string, map[string]any) (string, map[string]any, error) {
+	return func(ctx context.Context, message string, schema map[string]any) (string, map[string]any, error) {
+		raw, err := c.Ask(ctx, mcp.NewElicitationInputRequest(mcp.ElicitationParams{Message: message, RequestedSchema: schema}))
+		if err != nil {
+			return "", nil, err
+		}
+		return elicitationAnswer(raw)
+	}
+}
