@@ -300,29 +300,3 @@ func (f *Front) Close() {
 	f.cats.subMu.Unlock() //nolint:staticcheck // SA2001: an empty section, a barrier
 	f.cats.drainer.Wait()
 }
-
-// libLogger is the logger handed to mcp-go.
-func (f *Front) libLogger() *slog.Logger {
-	return slog.New(quietHandler{f.logger.Handler(), slog.LevelWarn})
-}
-
-// quietHandler passes on only records at or above min. mcp-go logs every
-// request at info with its session ID (a bearer credential for the session),
-// and toolgate logs calls itself, so mcp-go gets a logger that keeps only
-// its warnings and errors.
-type quietHandler struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return quietHandler{h.Handler.WithAttrs(as), h.min}
-}
-
-func (h quietHandler) WithGroup(name string) slog.Handler {
-	return quietHandler{h.Handler.WithGroup(name), h.min}
-}

@@ -3,7 +3,6 @@ package mcpfront
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -68,7 +67,12 @@ func decodeMessage(raw []byte) (m message, reject []byte) {
 		return m, rpcError(m.id, mcp.INVALID_REQUEST, `the message must carry "jsonrpc": "2.0"`, nil)
 	}
 	if len(e.Method) > 0 {
-		if json.Unmarshal(e.Method, &m.method) != nil || m.method == "" {
+		if plainString(e.Method) {
+			m.method = string(e.Method[1 : len(e.Method)-1])
+		} else if json.Unmarshal(e.Method, &m.method) != nil {
+			return m, rpcError(m.id, mcp.INVALID_REQUEST, "the method must be a non-empty string", nil)
+		}
+		if m.method == "" {
 			return m, rpcError(m.id, mcp.INVALID_REQUEST, "the method must be a non-empty string", nil)
 		}
 	} else if e.Result != nil || e.Error != nil {
@@ -167,6 +171,3 @@ type answer struct {
 func errorAnswer(id json.RawMessage, code int, msg string, data any) answer {
 	return answer{body: rpcError(id, code, msg, data), code: code}
 }
-
-// idString is id for a message's text: the JSON as sent, quoted.
-func idString(id json.RawMessage) string { return strconv.Quote(string(id)) }

@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -33,8 +35,9 @@ import (
 
 // sessionQueue bounds the notifications a streamable HTTP session holds
 // for its GET stream (mcp-go drops a notification its queue has no room
-// for, and so does the front).
-const sessionQueue = 16
+// for): a burst of list changes, say, while the stream is slow or closed.
+// Each slot costs 48 bytes of every session, used or not.
+const sessionQueue = 64
 
 // maxSessionIDLen bounds the Mcp-Session-Id a request may carry. The IDs
 // toolgate's transports issue are far shorter (streamable HTTP:
@@ -272,13 +275,32 @@ func (s *session) ownedBy(r *http.Request) bool {
 }
 
 // callKey is the key of a request ID in s.calls: the ID as JSON-RPC
-// reads it (42 and 42.0 are one ID).
+// reads it (42 and 42.0 are one ID, "a" and "\u0061" too).
 func callKey(id json.RawMessage) string {
-	var rid mcp.RequestId
-	if json.Unmarshal(id, &rid) != nil {
+	if plainString(id) {
 		return string(id)
 	}
-	return rid.String()
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		return string(id)
+	}
+	switch v := v.(type) {
+	case string:
+		return strconv.Quote(v)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return string(id)
+}
+
+// plainString reports whether b is a JSON string that reads as its bytes
+// between the quotes: no escapes, valid UTF-8.
+func plainString(b []byte) bool {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return false
+	}
+	in := b[1 : len(b)-1]
+	return bytes.IndexByte(in, '\\') < 0 && bytes.IndexByte(in, '"') < 0 && utf8.Valid(in)
 }
 
 // cancelCall cancels the front's call of s that a notifications/cancelled
