@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/builtin"
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -31,7 +32,7 @@ func serveCalc(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("-%s %q: %w", serveCalcFlag, addr, err)
 	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+	if !config.IsLoopbackHost(host) {
 		return fmt.Errorf("-%s %q: loopback addresses only", serveCalcFlag, addr)
 	}
 	var reg calcRegistrar

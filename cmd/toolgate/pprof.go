@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+
+	"github.com/toolgate/toolgate/config"
 )
 
 // Built with -tags pprof, toolgate serves net/http/pprof on the loopback
@@ -20,7 +22,7 @@ func init() {
 		return
 	}
 	host, _, err := net.SplitHostPort(addr)
-	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+	if err != nil || !config.IsLoopbackHost(host) {
 		fmt.Fprintf(os.Stderr, "toolgate: TOOLGATE_PPROF=%q: a loopback host:port only\n", addr)
 		os.Exit(2)
 	}
