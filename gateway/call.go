@@ -51,6 +51,9 @@ type Call struct {
 	decoded bool   // input holds Raw decoded (or Raw was empty)
 	route   *route // the resolved tool with its executor and retry plan
 	oneShot bool   // Thread is a one-call thread, closed when the call ends
+	// sessionThread is the thread of the call's session ("" for none),
+	// derived once by the thread step.
+	sessionThread string
 	// sessionless: an MCP call without a session (a 2026-07-28 client),
 	// which gets a thread handle rather than a one-call thread (handles.go).
 	sessionless bool

@@ -231,6 +231,7 @@ func jsonKind(v any) string {
 // pool (threadctx.WithProvisional) until a call passes the handle.
 func (g *Gateway) thread(next Handler) Handler {
 	return func(ctx context.Context, c *Call) (*Result, error) {
+		c.sessionThread = g.sessionThread(c.Session)
 		if h, ok := g.takeHandle(c); ok && c.ident.Permits(c.Tool.Name) {
 			thread, err := g.handles.thread(c.Principal, h)
 			if err != nil {
@@ -291,7 +292,7 @@ func (g *Gateway) namedThread(c *Call) (string, error) {
 			return "t:" + s, nil
 		}
 	}
-	return g.sessionThread(c.Session), nil
+	return c.sessionThread, nil
 }
 
 // sessionThread is the thread of session id, or "" for none.
@@ -321,7 +322,7 @@ func (g *Gateway) limit(next Handler) Handler {
 		if c.route.reentrant {
 			return next(ctx, c)
 		}
-		key := g.sessionThread(c.Session)
+		key := c.sessionThread
 		if key == "" && !c.oneShot {
 			key = c.Thread
 		}
