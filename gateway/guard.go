@@ -1,11 +1,8 @@
 package gateway
 
 import (
-	"bytes"
 	"container/list"
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -181,163 +178,10 @@ func (g *Gateway) askLoop(ctx context.Context, c *Call, count int) string {
 	return loopDeny
 }
 
-// argsSum hashes the call's arguments as canonical JSON: the raw bytes the
-// client sent when there are any, else Args encoded. Absent and null
-// arguments are {}, as the validate step has it.
+// argsSum hashes the call's arguments (canonjson.ArgsSum): the raw
+// bytes the client sent when there are any, else Args encoded.
 func argsSum(c *Call) ([32]byte, error) {
-	raw := c.Raw
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		raw = nil
-	}
-	if raw == nil {
-		b, err := json.Marshal(c.Args)
-		if err != nil {
-			return [32]byte{}, err
-		}
-		raw = b
-	}
-	if isCanonical(raw) {
-		return sha256.Sum256(raw), nil
-	}
-	canon, err := canonicalJSON(raw)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	return sha256.Sum256(canon), nil
-}
-
-// isCanonical reports whether data is already exactly what canonicalJSON
-// makes of it, for a common subset: no whitespace, strings of printable
-// ASCII without escapes, integers without trailing zeros (10 is 1e1 in
-// canonical form), the literals, and objects with their keys in strictly
-// ascending order. It reports false for anything else, which
-// canonicalJSON then rewrites. A model's arguments are usually in this
-// subset, so argsSum hashes them without decoding them (issue 16:
-// canonicalJSON took 19 allocations for {"message":"hello"}).
-func isCanonical(data []byte) bool {
-	n, ok := canonValue(data, 0, 0)
-	return ok && n == len(data)
-}
-
-// canonMaxDepth bounds the nesting isCanonical follows; deeper values go
-// to canonicalJSON.
-const canonMaxDepth = 32
-
-// canonValue checks the value at d[i:] and returns the index after it.
-func canonValue(d []byte, i, depth int) (int, bool) {
-	if i >= len(d) {
-		return i, false
-	}
-	switch c := d[i]; {
-	case c == '{':
-		if depth >= canonMaxDepth {
-			return i, false
-		}
-		if i+1 < len(d) && d[i+1] == '}' {
-			return i + 2, true
-		}
-		var prev []byte
-		for i++; ; i++ {
-			j, ok := canonString(d, i)
-			if !ok {
-				return j, false
-			}
-			key := d[i+1 : j-1]
-			if prev != nil && bytes.Compare(prev, key) >= 0 {
-				return j, false // out of order, or a duplicate (the last would win)
-			}
-			prev = key
-			if j >= len(d) || d[j] != ':' {
-				return j, false
-			}
-			if i, ok = canonValue(d, j+1, depth+1); !ok || i >= len(d) {
-				return i, false
-			}
-			if d[i] == '}' {
-				return i + 1, true
-			}
-			if d[i] != ',' {
-				return i, false
-			}
-		}
-	case c == '[':
-		if depth >= canonMaxDepth {
-			return i, false
-		}
-		if i+1 < len(d) && d[i+1] == ']' {
-			return i + 2, true
-		}
-		for i++; ; i++ {
-			var ok bool
-			if i, ok = canonValue(d, i, depth+1); !ok || i >= len(d) {
-				return i, false
-			}
-			if d[i] == ']' {
-				return i + 1, true
-			}
-			if d[i] != ',' {
-				return i, false
-			}
-		}
-	case c == '"':
-		return canonString(d, i)
-	case c == 't':
-		return canonLiteral(d, i, "true")
-	case c == 'f':
-		return canonLiteral(d, i, "false")
-	case c == 'n':
-		return canonLiteral(d, i, "null")
-	case c == '-' || (c >= '0' && c <= '9'):
-		return canonInteger(d, i)
-	}
-	return i, false
-}
-
-// canonString checks the string at d[i:]: printable ASCII, no escapes.
-func canonString(d []byte, i int) (int, bool) {
-	if i >= len(d) || d[i] != '"' {
-		return i, false
-	}
-	for i++; i < len(d); i++ {
-		switch c := d[i]; {
-		case c == '"':
-			return i + 1, true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return i, false
-		}
-	}
-	return i, false
-}
-
-func canonLiteral(d []byte, i int, lit string) (int, bool) {
-	if len(d)-i < len(lit) || string(d[i:i+len(lit)]) != lit {
-		return i, false
-	}
-	return i + len(lit), true
-}
-
-// canonInteger checks the number at d[i:]: 0, or an integer with no
-// leading or trailing zeros and no fraction or exponent (-0 is 0).
-func canonInteger(d []byte, i int) (int, bool) {
-	neg := d[i] == '-'
-	if neg {
-		i++
-	}
-	start := i
-	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-		i++
-	}
-	switch {
-	case i == start:
-		return i, false
-	case d[start] == '0' && (i-start > 1 || neg):
-		return i, false
-	case d[i-1] == '0' && i-start > 1:
-		return i, false
-	case i < len(d) && (d[i] == '.' || d[i] == 'e' || d[i] == 'E'):
-		return i, false
-	}
-	return i, true
+	return canonjson.ArgsSum(c.Raw, c.Args)
 }
 
 // loopTracker holds the loop guard's state: per thread, the last call and
@@ -429,10 +273,3 @@ func (t *loopTracker) len() int {
 	defer t.mu.Unlock()
 	return len(t.threads)
 }
-
-// canonicalJSON and canonicalNumber are the loop guard's canonical form
-// of arguments (internal/canonjson, shared with the agent's loop guard).
-var (
-	canonicalJSON   = canonjson.JSON
-	canonicalNumber = canonjson.Number
-)

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -461,106 +460,4 @@ func TestLoopGuardAsk2026(t *testing.T) {
 		ran, res := call(s.client, s.thread)
 		u.checkStep(t, s.name, ran, res, s.runs, s.asked)
 	}
-}
-
-func TestCanonicalJSON(t *testing.T) {
-	tests := []struct {
-		in, want string
-	}{
-		{`{"b":1,"a":[true,null,"x"]}`, `{"a":[true,null,"x"],"b":1}`},
-		{` { "a" : 1.0 } `, `{"a":1}`},
-		{`1e0`, `1`},
-		{`10`, `1e1`},
-		{`1.5`, `15e-1`},
-		{`-0`, `0`},
-		{`-0.0e5`, `0`},
-		{`0.001`, `1e-3`},
-		{`1e400`, `1e400`},
-		{`-12.340E+2`, `-1234`},
-		{`123456789012345678901234567890`, `12345678901234567890123456789e1`},
-		{`123456789012345678901234567891`, `123456789012345678901234567891`},
-		{`1e-99999999999999999999999`, `1e-99999999999999999999999`},
-		{`"<&>\u00e9"`, `"<&>é"`},
-		{`{"a":1,"a":2}`, `{"a":2}`},
-	}
-	for _, tc := range tests {
-		got, err := canonicalJSON([]byte(tc.in))
-		if err != nil || string(got) != tc.want {
-			t.Errorf("canonicalJSON(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{``, `{`, `{} {}`, `1 2`, `nul`} {
-		if got, err := canonicalJSON([]byte(bad)); err == nil {
-			t.Errorf("canonicalJSON(%q) = %s, want an error", bad, got)
-		}
-	}
-}
-
-// FuzzCanonical checks that canonicalJSON is idempotent, gives valid
-// JSON, and gives the same form for a value re-marshalled by
-// encoding/json (other spacing, key order and number spelling).
-func FuzzCanonical(f *testing.F) {
-	for _, s := range append(sameArgs, `1e400`, `-0`, `[1,1.0,1e0]`, `{"a":{"b":[{}]}}`, `"\ud800"`, `123456789012345678901234567890`, `0.1e-7`) {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		c1, err := canonicalJSON(data)
-		if err != nil {
-			return
-		}
-		if !json.Valid(c1) {
-			t.Fatalf("canonicalJSON(%q) = %q, not valid JSON", data, c1)
-		}
-		c2, err := canonicalJSON(c1)
-		if err != nil || !bytes.Equal(c1, c2) {
-			t.Fatalf("canonicalJSON not idempotent: %q → %q → %q (%v)", data, c1, c2, err)
-		}
-		var v any
-		if err := json.Unmarshal(data, &v); err != nil {
-			return // numbers encoding/json cannot hold (1e400)
-		}
-		re, err := json.MarshalIndent(v, "", " ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c3, err := canonicalJSON(re)
-		if err != nil {
-			t.Fatalf("canonicalJSON(re-marshalled %q) error %v", re, err)
-		}
-		if !json.Valid(data) || hasBigNumber(data) {
-			return // float64 rounded a number: the value changed
-		}
-		if !bytes.Equal(c1, c3) {
-			t.Fatalf("canonicalJSON(%q) = %q, but of its re-marshalled %q = %q", data, c1, re, c3)
-		}
-	})
-}
-
-// hasBigNumber reports whether data holds a number float64 cannot hold
-// exactly, so that re-marshalling it changes its value.
-func hasBigNumber(data []byte) bool {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			return false
-		}
-		if n, ok := tok.(json.Number); ok {
-			f, err := n.Float64()
-			if err != nil {
-				return true
-			}
-			c1, err1 := canonicalNumber(string(n))
-			c2, err2 := canonicalNumber(string(mustMarshal(f)))
-			if err1 != nil || err2 != nil || c1 != c2 {
-				return true
-			}
-		}
-	}
-}
-
-func mustMarshal(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
 }

@@ -1,6 +1,8 @@
 // Package canonjson writes a JSON value in one canonical form, so that two
-// encodings of the same value compare equal: the call loop guards of the
-// gateway and of the agent loop use it to tell repeated arguments apart.
+// encodings of the same value compare equal, and hashes a call's
+// arguments in that form ([ArgsSum]): the loop guard of the gateway and of
+// the agent loop tells repeated arguments apart by it. It imports nothing
+// beyond the standard library.
 package canonjson
 
 import (
