@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
-	"io"
 	"slices"
 	"sync"
 
@@ -209,36 +208,64 @@ func (g *Guard) Notice(tool string, count int) string {
 // Digest hashes a call's result, part by part, into the sum [Guard.Done]
 // compares. Each part is written with its length before it, so no two
 // different sequences of parts hash alike. Its zero value is ready to
-// use; it is not safe for concurrent use.
+// use; it is not safe for concurrent use. A result of up to about 500
+// bytes is hashed without allocating (the guard hashes every result of a
+// tracked call, on the hot path); a larger one streams through the hash
+// in chunks.
 type Digest struct {
-	h hash.Hash
+	n     int       // bytes in small
+	small [512]byte // the parts, while they fit
+	h     hash.Hash // the hash once the parts outgrow small, else nil
+	chunk []byte    // h's input waiting to be written
 }
+
+// digestChunk is how many bytes a Digest writes to its hash at a time.
+const digestChunk = 4096
 
 // Add adds the part s.
 func (d *Digest) Add(s string) {
 	d.length(len(s))
-	_, _ = io.WriteString(d.h, s) // a hash never fails to write
+	write(d, s)
 }
 
 // AddBytes adds the part b.
 func (d *Digest) AddBytes(b []byte) {
 	d.length(len(b))
-	_, _ = d.h.Write(b)
+	write(d, b)
 }
 
 func (d *Digest) length(n int) {
+	var l [binary.MaxVarintLen64]byte
+	write(d, l[:binary.PutUvarint(l[:], uint64(n))])
+}
+
+func write[T string | []byte](d *Digest, p T) {
+	if d.h == nil && d.n+len(p) <= len(d.small) {
+		d.n += copy(d.small[d.n:], p)
+		return
+	}
 	if d.h == nil {
 		d.h = sha256.New()
+		d.chunk = append(make([]byte, 0, digestChunk), d.small[:d.n]...)
 	}
-	var l [binary.MaxVarintLen64]byte
-	_, _ = d.h.Write(l[:binary.PutUvarint(l[:], uint64(n))])
+	for len(p) > 0 {
+		k := min(len(p), cap(d.chunk)-len(d.chunk))
+		d.chunk = append(d.chunk, p[:k]...)
+		p = p[k:]
+		if len(d.chunk) == cap(d.chunk) {
+			_, _ = d.h.Write(d.chunk) // a hash never fails to write
+			d.chunk = d.chunk[:0]
+		}
+	}
 }
 
 // Sum returns the hash of the parts added so far.
 func (d *Digest) Sum() [32]byte {
 	if d.h == nil {
-		d.h = sha256.New()
+		return sha256.Sum256(d.small[:d.n])
 	}
+	_, _ = d.h.Write(d.chunk)
+	d.chunk = d.chunk[:0]
 	var s [32]byte
 	d.h.Sum(s[:0])
 	return s
