@@ -1,13 +1,17 @@
 package builtin_test
 
 import (
+	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/builtin"
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -78,5 +82,58 @@ func TestClockNowErrors(t *testing.T) {
 	_, err := fn(t.Context(), map[string]any{"timezone": "Europe/" + strings.Repeat("x", 57)})
 	if err == nil || !strings.Contains(err.Error(), "unknown time zone") {
 		t.Errorf("clock_now(64-byte name) = %v, want an unknown time zone error", err)
+	}
+}
+
+// TestClockNowPolled: a model that polls clock_now in one thread of a
+// gateway with the default loop guard (threshold 3, block) is not
+// refused while the time it reads changes; a clock stuck on one second
+// returns the same result each time, and the call after three of those is
+// refused.
+func TestClockNowPolled(t *testing.T) {
+	tests := []struct {
+		name string
+		tick time.Duration // how far the clock moves between calls
+		want []bool        // for each call, whether it runs
+	}{
+		{"a moving clock", time.Second, []bool{true, true, true, true, true, true, true, true}},
+		{"a stopped clock", 0, []bool{true, true, true, false, false}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Default(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Builtin = nil
+			g, err := gateway.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { g.Close() })
+			now := time.Date(2025, time.June, 15, 12, 30, 45, 0, time.UTC)
+			var reads atomic.Int64
+			clock := func() time.Time {
+				return now.Add(time.Duration(reads.Add(1)) * tc.tick)
+			}
+			if err := builtin.Register(g, []string{"clock_now"}, &builtin.Options{Now: clock}); err != nil {
+				t.Fatal(err)
+			}
+			meta := map[string]any{gateway.ThreadMetaKey: "poll"}
+			for i, wantRun := range tc.want {
+				before := reads.Load()
+				res, err := g.Call(t.Context(), "clock_now", json.RawMessage(`{}`), meta)
+				if err != nil {
+					t.Fatalf("call %d: Call(clock_now, {}) error %v", i+1, err)
+				}
+				ran := reads.Load() > before
+				if ran != wantRun || res.IsError == wantRun {
+					t.Fatalf("call %d: Call(clock_now, {}) ran = %v, result %q (isError %v); want ran = %v", i+1, ran, res.Text(), res.IsError, wantRun)
+				}
+				if !ran && !strings.Contains(res.Text(), "loop guard") {
+					t.Errorf("call %d: refused with %q, want the loop guard's notice", i+1, res.Text())
+				}
+			}
+		})
 	}
 }

@@ -169,13 +169,17 @@ type Guards struct {
 	Loop LoopGuard `yaml:"loop"`
 }
 
-// LoopGuard configures the loop guard: when a thread has called the same
-// tool with the same arguments (compared as canonical JSON) Threshold
-// times in a row, the next identical call gets Action. Any other call in
-// the thread starts the count again.
+// LoopGuard configures the loop guard (internal/loopguard has the rule):
+// when a thread has called the same tool with the same arguments
+// (compared as canonical JSON) Threshold times in a row and each call
+// returned the same result, the next identical call gets Action. A call
+// that returns another result, and any other call in the thread, starts
+// the count again: a clock or a status polled with the same arguments is
+// not a loop while its answer changes.
 type LoopGuard struct {
-	// Threshold is how many identical calls in a row a thread may make
-	// before the guard acts on the next one. At least 1. Default 3.
+	// Threshold is how many identical calls in a row, each returning the
+	// same result, a thread may make before the guard acts on the next
+	// one (with 3, the fourth). At least 1. Default 3.
 	Threshold int `yaml:"threshold"`
 	// Action is what happens to the call past Threshold. Default block.
 	Action LoopAction `yaml:"action"`

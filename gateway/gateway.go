@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/loopguard"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/threadctx"
 )
@@ -75,6 +76,9 @@ type Gateway struct {
 	use   []Middleware // guarded by useMu
 	chain atomic.Pointer[Handler]
 
+	// loops is the loop guard's per-thread state; set by New (guard.go).
+	loops *loopguard.Guard
+
 	// root is cancelled by Close; it bounds background work such as
 	// fetching OpenAPI documents.
 	root       context.Context
@@ -82,7 +86,6 @@ type Gateway struct {
 	calls      tracker
 	oneShot    atomic.Uint64 // numbers one-call threads
 	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
-	loops      loopTracker   // the loop guard's per-thread state (guard.go)
 	hookSet    []*hook       // the configured hooks, in the file's order; set by New (hooks.go)
 	openapi    openapiState  // the OpenAPI sources' skipped operations and sources not loaded (rest.go)
 	// catalogs are the OpenAPI sources served with catalog: search, by
@@ -119,7 +122,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, reg: registry.New(), execs: map[execKey]executors.Executor{},
-		handles: newHandleKeys()}
+		handles: newHandleKeys(), loops: newLoopGuard(cfg)}
 	g.routes.Store(&map[string]*route{})
 	// Configured sources are namespaces before their tools arrive (an
 	// upstream lists them once connected): name repair never moves a call

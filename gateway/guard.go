@@ -1,16 +1,17 @@
 package gateway
 
 import (
-	"container/list"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
+	"strconv"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/internal/canonjson"
+	"github.com/toolgate/toolgate/internal/loopguard"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -31,22 +32,28 @@ const (
 	// loopThreadsPerInstance and loopMinThreads size the loop guard's
 	// memory: it tracks at most max(threads.max_instances ×
 	// loopThreadsPerInstance, loopMinThreads) threads, forgetting the
-	// least recently used beyond that. A thread's state is its last call
-	// (tool name and a hash of its arguments) and count, about 100 bytes.
+	// least recently used beyond that (loopguard.Options.MaxThreads).
 	loopThreadsPerInstance = 10
 	loopMinThreads         = 1000
-	// loopMaxAllowed caps the calls one thread's user allowed always; past
-	// it the oldest is forgotten and will be asked about again.
-	loopMaxAllowed = 64
 )
 
-// guard is the loop guard step: a thread that repeats the same call
-// (tool and canonical arguments) more than guards.loop.threshold times in
-// a row gets the tool's action for each further repeat: block, warn or
-// ask. One-call threads are not tracked: they make a single call. Nor are
-// the calls of a toolgate_batch: the model asked for them all at once, to
-// run in parallel, so identical ones are no loop; the batch itself is a
-// call like any other.
+// newLoopGuard returns the loop guard's state for cfg's guards.loop.
+func newLoopGuard(cfg *config.Config) *loopguard.Guard {
+	return loopguard.New(&loopguard.Options{
+		Threshold:  cfg.Guards.Loop.Threshold,
+		MaxThreads: max(cfg.Threads.MaxInstances*loopThreadsPerInstance, loopMinThreads),
+	})
+}
+
+// guard is the loop guard step (internal/loopguard has the rule): a
+// thread that makes the same call (tool and canonical arguments)
+// guards.loop.threshold times in a row, each returning the same result,
+// gets the tool's action for each further identical call: block, warn or
+// ask. A call whose result changes (a clock, a status being polled) is
+// never acted on. One-call threads are not tracked: they make a single
+// call. Nor are the calls of a toolgate_batch: the model asked for them
+// all at once, to run in parallel, so identical ones are no loop; the
+// batch itself is a call like any other.
 func (g *Gateway) guard(next Handler) Handler {
 	lc := g.cfg.Guards.Loop
 	if !loopEnabled(lc) {
@@ -60,31 +67,92 @@ func (g *Gateway) guard(next Handler) Handler {
 		sum, err := argsSum(c)
 		if err != nil {
 			// Validated arguments always encode; treat the call as new.
-			g.loops.forget(c.Thread)
+			g.loops.Forget(c.Thread)
 			return next(ctx, c)
 		}
-		count, allowed := g.loops.see(c.Thread, c.Tool.Name, sum, g.loopCap())
-		if action == config.LoopOff || count <= lc.Threshold || allowed {
+		call := loopguard.Call{Tool: c.Tool.Name, Args: sum}
+		// Every call counts, those of a tool whose action is off too: it
+		// ends another call's streak. Its result needs no hash.
+		count, act := g.loops.Check(c.Thread, call)
+		if action == config.LoopOff {
 			return next(ctx, c)
+		}
+		if !act {
+			return g.loopRun(ctx, c, call, next)
 		}
 		switch action {
 		case config.LoopWarn:
-			res, err := next(ctx, c)
+			res, err := g.loopRun(ctx, c, call, next)
 			if err == nil && res != nil {
-				res = withLoopWarning(res, loopNotice(c.Tool.Name, count))
+				res = withLoopWarning(res, g.loopNotice(c.Tool.Name, count))
 			}
 			return res, err
 		case config.LoopAsk:
 			switch g.askLoop(ctx, c, count) {
 			case loopAllowAlways:
-				g.loops.allow(c.Thread, c.Tool.Name, sum)
-				return next(ctx, c)
+				g.loops.Allow(c.Thread, call)
+				return g.loopRun(ctx, c, call, next)
 			case loopAllowOnce:
-				return next(ctx, c)
+				return g.loopRun(ctx, c, call, next)
 			}
 		}
-		return errorResult(retry.Errorf(retry.Validation, "%s; the call was not run", loopNotice(c.Tool.Name, count))), nil
+		return errorResult(retry.Errorf(retry.Validation, "%s; the call was not run", g.loopNotice(c.Tool.Name, count))), nil
 	}
+}
+
+// loopNotice tells the model what it repeats and what to do instead.
+func (g *Gateway) loopNotice(tool string, count int) string {
+	return g.loops.Notice(tool, count) + "; change your approach (other arguments, another tool, or ask the user)"
+}
+
+// loopRun runs c and tells the loop guard what it returned: the result
+// as next returns it, before a warning is added.
+func (g *Gateway) loopRun(ctx context.Context, c *Call, call loopguard.Call, next Handler) (*Result, error) {
+	res, err := next(ctx, c)
+	g.loops.Done(c.Thread, call, resultSum(res, err))
+	return res, err
+}
+
+// resultSum hashes what a call returned, as the model sees it: its
+// isError and class, and its parts and structured content, or the
+// upstream's result as it sent it (so an upstream whose result's _meta
+// differs at each call is never seen looping); an error by its text. The
+// result's own Meta (attempts, the error class) is toolgate's bookkeeping
+// and left out.
+func resultSum(res *Result, err error) [32]byte {
+	var d loopguard.Digest
+	switch {
+	case err != nil:
+		d.Add("error")
+		d.Add(err.Error())
+	case res == nil:
+		d.Add("none")
+	case res.Passthrough != nil:
+		d.Add("passthrough")
+		d.AddBytes(res.Passthrough)
+	default:
+		d.Add("result")
+		d.Add(strconv.FormatBool(res.IsError))
+		d.Add(string(res.Class))
+		for _, p := range res.Content {
+			d.Add(string(p.Type))
+			d.Add(p.Text)
+			d.AddBytes(p.Data)
+			d.Add(p.MIMEType)
+			d.Add(p.URI)
+			d.Add(p.Name)
+			d.Add(p.Description)
+		}
+		if res.Structured != nil {
+			b, err := json.Marshal(res.Structured)
+			if err != nil {
+				d.Add("unencodable " + err.Error())
+			} else {
+				d.AddBytes(b)
+			}
+		}
+	}
+	return d.Sum()
 }
 
 // loopEnabled reports whether any tool's loop guard action is other than
@@ -99,16 +167,6 @@ func loopEnabled(lc config.LoopGuard) bool {
 		}
 	}
 	return false
-}
-
-func (g *Gateway) loopCap() int {
-	return max(g.cfg.Threads.MaxInstances*loopThreadsPerInstance, loopMinThreads)
-}
-
-// loopNotice tells the model what it repeats.
-func loopNotice(tool string, count int) string {
-	return fmt.Sprintf("loop guard: this is call %d in a row of tool %q with the same arguments in this thread; "+
-		"repeating it will not give a different result, so change your approach (other arguments, another tool, or ask the user)", count, tool)
 }
 
 // withLoopWarning appends notice to res as a text part. An upstream's
@@ -150,7 +208,8 @@ func (g *Gateway) askLoop(ctx context.Context, c *Call, count int) string {
 	if c.elicit == nil {
 		return loopDeny
 	}
-	msg := fmt.Sprintf("The model has called tool %q with the same arguments %d times in a row. Run it again?", c.Tool.Name, count)
+	msg := fmt.Sprintf("The model has called tool %q with the same arguments %d times in a row, and the last %d returned the same result. Run it again?",
+		c.Tool.Name, count, g.cfg.Guards.Loop.Threshold)
 	schema := map[string]any{
 		"type": "object",
 		"properties": map[string]any{
@@ -182,94 +241,4 @@ func (g *Gateway) askLoop(ctx context.Context, c *Call, count int) string {
 // bytes the client sent when there are any, else Args encoded.
 func argsSum(c *Call) ([32]byte, error) {
 	return canonjson.ArgsSum(c.Raw, c.Args)
-}
-
-// loopTracker holds the loop guard's state: per thread, the last call and
-// how many times in a row it was made. It keeps at most a given number of
-// threads, forgetting the least recently used. Its zero value is ready to
-// use; it is safe for concurrent use.
-type loopTracker struct {
-	mu      sync.Mutex               // guards threads and lru
-	threads map[string]*list.Element // thread → its element in lru (*loopState)
-	lru     list.List                // most recently used first
-}
-
-type loopState struct {
-	thread  string
-	tool    string
-	sum     [32]byte
-	count   int
-	allowed []loopCall // calls the user allowed always, oldest first
-}
-
-type loopCall struct {
-	tool string
-	sum  [32]byte
-}
-
-// see records a call of tool with arguments hashing to sum in thread, and
-// returns how many times in a row the thread has now made it, and whether
-// the user allowed it always. It keeps at most limit threads.
-func (t *loopTracker) see(thread, tool string, sum [32]byte, limit int) (count int, allowed bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.threads == nil {
-		t.threads = map[string]*list.Element{}
-	}
-	var s *loopState
-	if e, ok := t.threads[thread]; ok {
-		t.lru.MoveToFront(e)
-		s = e.Value.(*loopState)
-	} else {
-		s = &loopState{thread: thread}
-		t.threads[thread] = t.lru.PushFront(s)
-		for t.lru.Len() > limit {
-			old := t.lru.Back()
-			t.lru.Remove(old)
-			delete(t.threads, old.Value.(*loopState).thread)
-		}
-	}
-	if s.tool == tool && s.sum == sum && s.count > 0 {
-		s.count++
-	} else {
-		s.tool, s.sum, s.count = tool, sum, 1
-	}
-	return s.count, slices.Contains(s.allowed, loopCall{tool, sum})
-}
-
-// allow stops the guard acting on the call in thread, if the thread is
-// still tracked.
-func (t *loopTracker) allow(thread, tool string, sum [32]byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.threads[thread]
-	if !ok {
-		return
-	}
-	s := e.Value.(*loopState)
-	k := loopCall{tool, sum}
-	if slices.Contains(s.allowed, k) {
-		return
-	}
-	if len(s.allowed) >= loopMaxAllowed {
-		s.allowed = slices.Delete(s.allowed, 0, 1)
-	}
-	s.allowed = append(s.allowed, k)
-}
-
-// forget drops thread's state; called when the thread ends.
-func (t *loopTracker) forget(thread string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e, ok := t.threads[thread]; ok {
-		t.lru.Remove(e)
-		delete(t.threads, thread)
-	}
-}
-
-// len returns how many threads are tracked.
-func (t *loopTracker) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.threads)
 }

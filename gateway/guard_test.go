@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -118,6 +119,58 @@ func TestLoopGuard(t *testing.T) {
 	}
 }
 
+// TestLoopGuardPolling: the same call returning another result each time
+// is polling, not a loop; the guard acts on the call after threshold
+// identical calls in a row that returned one result.
+func TestLoopGuardPolling(t *testing.T) {
+	tests := []struct {
+		name    string
+		answers []string // what the tool returns, run after run
+		want    []bool   // for each call, whether it runs
+	}{
+		{"a clock", []string{"1", "2", "3", "4", "5", "6", "7", "8"},
+			[]bool{true, true, true, true, true, true, true, true}},
+		{"a status that settles", []string{"pending", "running", "running", "done", "done", "done"},
+			[]bool{true, true, true, true, true, true, false, false}},
+		{"a stuck status", []string{"pending", "pending", "pending"},
+			[]bool{true, true, true, false}},
+		{"an error that repeats", []string{"!gone", "!gone", "!gone"},
+			[]bool{true, true, true, false}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, _ := newGateway(t, func(c *config.Config) {
+				c.Guards.Loop = config.LoopGuard{Threshold: 3, Action: config.LoopBlock}
+			})
+			var runs atomic.Int64
+			err := g.RegisterStateless(registry.Tool{Name: "status"}, func(context.Context, map[string]any) (executors.Result, error) {
+				a := tc.answers[runs.Add(1)-1]
+				if msg, failed := strings.CutPrefix(a, "!"); failed {
+					return executors.Result{}, errors.New(msg)
+				}
+				return executors.Text(a), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta := map[string]any{ThreadMetaKey: "poll"}
+			for i, wantRun := range tc.want {
+				before := runs.Load()
+				res, err := g.Call(t.Context(), "status", json.RawMessage(`{}`), meta)
+				if err != nil {
+					t.Fatalf("call %d: Call(status, {}) error %v", i+1, err)
+				}
+				if ran := runs.Load() > before; ran != wantRun {
+					t.Fatalf("call %d: Call(status, {}) ran = %v, want %v; result %q", i+1, ran, wantRun, resultText(t, res))
+				}
+				if !wantRun {
+					wantBlocked(t, res, "status")
+				}
+			}
+		})
+	}
+}
+
 func wantBlocked(t *testing.T, res *Result, tool string) {
 	t.Helper()
 	text := resultText(t, res)
@@ -137,7 +190,7 @@ func TestLoopGuardWarn(t *testing.T) {
 		}
 		want := []Content{{Type: executors.TextContent, Text: "ran"}}
 		if i > 2 {
-			want = append(want, Content{Type: executors.TextContent, Text: "toolgate " + loopNotice("rep", i)})
+			want = append(want, Content{Type: executors.TextContent, Text: "toolgate " + g.loopNotice("rep", i)})
 		}
 		if diff := cmp.Diff(want, res.Content); diff != "" {
 			t.Fatalf("call %d content mismatch (-want +got):\n%s", i, diff)
@@ -193,7 +246,7 @@ func TestLoopGuardThreads(t *testing.T) {
 	if got := runs.Load(); got != 9 {
 		t.Errorf("runs = %d, want 9", got)
 	}
-	if got := g.loops.len(); got != 2 {
+	if got := g.loops.Len(); got != 2 {
 		t.Errorf("threads tracked = %d, want 2 (one-call threads are not)", got)
 	}
 }
@@ -213,37 +266,6 @@ func TestLoopGuardConcurrent(t *testing.T) {
 	wg.Wait()
 	if got := runs.Load(); got != 5 {
 		t.Errorf("%d concurrent identical calls ran %d, want the threshold, 5", n, got)
-	}
-}
-
-func TestLoopTrackerBounded(t *testing.T) {
-	var lt loopTracker
-	for i := range 10 {
-		lt.see(fmt.Sprint(i), "t", [32]byte{}, 4)
-	}
-	if got := lt.len(); got != 4 {
-		t.Fatalf("threads tracked = %d, want the limit 4", got)
-	}
-	// The most recently used survive.
-	if n, _ := lt.see("9", "t", [32]byte{}, 4); n != 2 {
-		t.Errorf("thread 9's count = %d, want 2", n)
-	}
-	if n, _ := lt.see("0", "t", [32]byte{}, 4); n != 1 {
-		t.Errorf("thread 0's count = %d, want 1 (evicted)", n)
-	}
-	lt.forget("0")
-	lt.forget("absent")
-	if got := lt.len(); got != 3 {
-		t.Errorf("threads tracked after forget = %d, want 3", got)
-	}
-	for i := range loopMaxAllowed + 1 {
-		lt.allow("9", "t", [32]byte{byte(i)})
-	}
-	if _, ok := lt.see("9", "t", [32]byte{0}, 4); ok {
-		t.Error("the oldest allowed call is still allowed past loopMaxAllowed")
-	}
-	if _, ok := lt.see("9", "t", [32]byte{loopMaxAllowed}, 4); !ok {
-		t.Error("the newest allowed call is not allowed")
 	}
 }
 
@@ -387,13 +409,13 @@ func TestLoopGuardAsk(t *testing.T) {
 	}
 
 	// The session's state goes with the session.
-	if got := g.loops.len(); got != 2 {
+	if got := g.loops.Len(); got != 2 {
 		t.Fatalf("threads tracked = %d, want 2", got)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := g.loops.len(); got != 1 {
+	if got := g.loops.Len(); got != 1 {
 		t.Errorf("threads tracked after a session ended = %d, want 1", got)
 	}
 }
@@ -459,5 +481,51 @@ func TestLoopGuardAsk2026(t *testing.T) {
 		}
 		ran, res := call(s.client, s.thread)
 		u.checkStep(t, s.name, ran, res, s.runs, s.asked)
+	}
+}
+
+// TestResultSum: the loop guard compares results by what the model sees;
+// toolgate's own _meta does not count.
+func TestResultSum(t *testing.T) {
+	text := func(s string) *Result { return &Result{Content: []Content{{Type: executors.TextContent, Text: s}}} }
+	base := text("ok")
+	tests := []struct {
+		name  string
+		res   *Result
+		err   error
+		alike bool // hashes as base does
+	}{
+		{"the same", text("ok"), nil, true},
+		{"other meta", &Result{Content: base.Content, Meta: map[string]any{executors.AttemptsMetaKey: 2}}, nil, true},
+		{"other text", text("ko"), nil, false},
+		{"text split otherwise", &Result{Content: []Content{{Type: executors.TextContent, Text: "o"}, {Type: executors.TextContent, Text: "k"}}}, nil, false},
+		{"an image", &Result{Content: []Content{{Type: executors.ImageContent, Data: []byte("ok"), MIMEType: "image/png"}}}, nil, false},
+		{"an error result", &Result{Content: base.Content, IsError: true}, nil, false},
+		{"structured", &Result{Content: base.Content, Structured: map[string]any{"n": 1}}, nil, false},
+		{"passthrough", &Result{Passthrough: json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)}, nil, false},
+		{"an error", nil, errors.New("ok"), false},
+		{"nothing", nil, nil, false},
+	}
+	want := resultSum(base, nil)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := resultSum(tc.res, tc.err); (got == want) != tc.alike {
+				t.Errorf("resultSum(%+v, %v) == resultSum(%+v): %v, want %v", tc.res, tc.err, base, got == want, tc.alike)
+			}
+		})
+	}
+	s1 := resultSum(&Result{Structured: map[string]any{"a": 1, "b": 2}}, nil)
+	if s2 := resultSum(&Result{Structured: map[string]any{"b": 2, "a": 1}}, nil); s1 != s2 {
+		t.Error("one structured value hashes unlike twice")
+	}
+}
+
+// BenchmarkResultSum is the loop guard's hash of a typical result, made
+// for every call in a tracked thread.
+func BenchmarkResultSum(b *testing.B) {
+	r := &Result{Content: []Content{{Type: executors.TextContent, Text: "hello world, some result text"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		resultSum(r, nil)
 	}
 }

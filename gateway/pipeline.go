@@ -54,8 +54,9 @@ var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the c
 //	thread    the thread the call runs in, decided once
 //	permit    the principal's tool permissions and rate limit (auth.go);
 //	          nothing for calls without a principal
-//	guard     the loop guard: a thread repeating one call past
-//	          guards.loop.threshold is blocked, warned or asked (guard.go)
+//	guard     the loop guard: a thread repeating one call, with one
+//	          result, past guards.loop.threshold is blocked, warned or
+//	          asked (guard.go, internal/loopguard)
 //	hooks     the configured hooks: deny_args and webhooks before the call,
 //	          webhooks, redact and truncate after it (hooks.go)
 //	(use)     middleware added with [Gateway.Use]

@@ -244,7 +244,7 @@ func (b frontBackend) SessionEnded(id string) {
 	if _, ok := b.g.sessions.LoadAndDelete(id); ok {
 		b.g.metrics.sessions.Dec()
 		b.g.pool.CloseThread(sessionThread(id))
-		b.g.loops.forget(sessionThread(id))
+		b.g.loops.Forget(sessionThread(id))
 		b.g.logger.Debug("session ended")
 	}
 }
