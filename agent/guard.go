@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
-	"github.com/toolgate/toolgate/internal/canonjson"
+	"github.com/toolgate/toolgate/internal/loopguard"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -37,16 +39,23 @@ const (
 )
 
 // DefaultLoopThreshold is the loop guard's threshold when
-// [LoopGuard.Threshold] is zero: the third identical call in a row.
-const DefaultLoopThreshold = 3
+// [LoopGuard.Threshold] is zero: it acts on the fourth identical call in
+// a row after three that returned the same result.
+const DefaultLoopThreshold = loopguard.DefaultThreshold
 
 // LoopGuard stops a model that repeats itself: the same tool with the same
-// canonical arguments (object keys sorted, whitespace dropped) Threshold
-// times in a row in one run. The zero value is a notice at the third call.
+// canonical arguments (object keys sorted, whitespace dropped, numbers by
+// value) Threshold times in a row in one run, each call returning the
+// same result; the guard acts on the next identical call. A call that
+// returns another result starts the count again, so a model polling a
+// clock or a changing status is never stopped. It is the rule of the
+// gateway's guards.loop, with the same meaning of Threshold. The zero
+// value is a notice at the fourth identical call.
 type LoopGuard struct {
-	// Threshold is how many identical calls in a row trigger the guard (at
-	// the Threshold-th). Zero means [DefaultLoopThreshold]; negative turns
-	// the guard off.
+	// Threshold is how many identical calls in a row, each returning the
+	// same result, the model may make before the guard acts on the next
+	// one. Zero means [DefaultLoopThreshold]; negative turns the guard
+	// off.
 	Threshold int
 	// Action is what the guard does; empty means [LoopNotice].
 	Action LoopAction
@@ -57,16 +66,27 @@ type LoopGuard struct {
 }
 
 // guard is the per-run state of the loop guard and of tool-name repair.
-// The runner's loop goroutine is its only user.
+// The goroutine reading the model's stream checks calls (check, resolve);
+// the goroutines running them report their results (done).
 type guard struct {
-	cfg     LoopGuard
-	last    string // tool and canonical arguments of the last call
-	count   int
-	allowed map[string]bool // calls the Ask callback allowed always
-	stop    *LoopError      // set when LoopStop fired
+	cfg   LoopGuard
+	loops *loopguard.Guard // the run's one thread, ""; nil when the guard is off
+	stop  *LoopError       // set when LoopStop fired; read between steps
+
+	mu      sync.Mutex                // guards running
+	running map[string]loopguard.Call // call ID → the call, for calls that run
 
 	names []string           // the tool names reg holds, sorted
 	reg   *registry.Registry // the current tools, for name repair
+}
+
+// newGuard returns a run's guard for cfg.
+func newGuard(cfg LoopGuard) *guard {
+	g := &guard{cfg: cfg, running: map[string]loopguard.Call{}}
+	if cfg.Threshold >= 0 {
+		g.loops = loopguard.New(&loopguard.Options{Threshold: cfg.Threshold})
+	}
+	return g
 }
 
 // setTools makes tools the ones names are repaired against.
@@ -122,54 +142,62 @@ func (g *guard) resolve(name string) (string, *ToolResult) {
 // check records call and returns a result answering it when the guard
 // keeps it from running.
 func (g *guard) check(ctx context.Context, call ToolCall) *ToolResult {
-	threshold := g.cfg.Threshold
-	if threshold == 0 {
-		threshold = DefaultLoopThreshold
-	}
-	if threshold < 0 {
+	if g.loops == nil {
 		return nil
 	}
-	key := call.Name + "\x00" + canonicalArgs(call.Arguments)
-	if key == g.last {
-		g.count++
-	} else {
-		g.last, g.count = key, 1
-	}
-	if g.count < threshold || g.allowed[key] {
+	c := loopguard.Call{Tool: call.Name, Args: loopguard.ArgsSum([]byte(call.Arguments))}
+	count, act := g.loops.Check("", c)
+	if !act {
+		g.run(call.ID, c)
 		return nil
 	}
-	notice := fmt.Sprintf("loop guard: this is call %d in a row of tool %q with the same arguments; "+
-		"repeating it will not give a different result, so the call was not run: change your approach (other arguments, another tool, or answer with what you have)", g.count, call.Name)
 	switch g.cfg.Action {
 	case LoopStop:
-		g.stop = &LoopError{Tool: call.Name, Count: g.count}
+		g.stop = &LoopError{Tool: call.Name, Count: count}
 	case LoopAsk:
 		d := Deny
 		if g.cfg.Ask != nil {
-			d = g.cfg.Ask(ctx, call, g.count)
+			d = g.cfg.Ask(ctx, call, count)
 		}
 		switch d {
 		case AllowAlways:
-			if g.allowed == nil {
-				g.allowed = make(map[string]bool)
-			}
-			g.allowed[key] = true
+			g.loops.Allow("", c)
+			g.run(call.ID, c)
 			return nil
 		case AllowOnce:
+			g.run(call.ID, c)
 			return nil
 		}
 	}
-	return errorResult(notice)
+	return errorResult(g.loops.Notice(call.Name, count) +
+		", so the call was not run: change your approach (other arguments, another tool, or answer with what you have)")
 }
 
-// canonicalArgs returns the canonical form of a JSON arguments text, as
-// the gateway's loop guard compares arguments (internal/canonjson): keys
-// sorted, no insignificant whitespace, numbers by value (1 and 1.0 are the
-// same). Text that is not JSON is returned as it is.
-func canonicalArgs(s string) string {
-	c, err := canonjson.JSON([]byte(s))
-	if err != nil {
-		return s
+// run notes that the call with ID id, c to the loop guard, runs.
+func (g *guard) run(id string, c loopguard.Call) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running[id] = c
+}
+
+// done tells the loop guard what a call that ran returned. It is called,
+// from the goroutine that ran the call, before the step's results are
+// complete, so the next step's calls are checked against it.
+func (g *guard) done(res ToolResult) {
+	g.mu.Lock()
+	c, ok := g.running[res.CallID]
+	delete(g.running, res.CallID)
+	g.mu.Unlock()
+	if !ok {
+		return // answered without running: by the guard, or name repair
 	}
-	return string(c)
+	var d loopguard.Digest
+	d.Add(strconv.FormatBool(res.IsError))
+	for _, p := range res.Content {
+		d.Add(string(p.Type))
+		d.Add(p.Text)
+		d.Add(p.URL)
+		d.AddBytes(p.JSON)
+	}
+	g.loops.Done("", c, d.Sum())
 }

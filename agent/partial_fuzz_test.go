@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/loopguard"
 )
 
 // FuzzParsePartial: parsePartial reads a model's streamed, possibly cut
@@ -34,6 +36,6 @@ func FuzzParsePartial(f *testing.F) {
 				_ = parsePartial(s[:i])
 			}
 		}
-		_ = canonicalArgs(s)
+		_ = loopguard.ArgsSum([]byte(s))
 	})
 }

@@ -58,7 +58,8 @@ type RunnerOptions struct {
 	// zero means [DefaultMaxConsecutiveToolFailures], negative no limit.
 	MaxConsecutiveToolFailures int
 	// LoopGuard stops the model from repeating a call; the zero value is
-	// on (a notice at the third identical call in a row).
+	// on (a notice at the fourth identical call in a row, after three that
+	// returned the same result).
 	LoopGuard LoopGuard
 	// AutoEnhance, when not nil, is the one-time follow-up.
 	AutoEnhance *AutoEnhance
@@ -232,7 +233,7 @@ func (r *Runner) loop(ctx context.Context, yield func(*StepResult, error) bool) 
 	if maxFail == 0 {
 		maxFail = DefaultMaxConsecutiveToolFailures
 	}
-	g := &guard{cfg: o.LoopGuard}
+	g := newGuard(o.LoopGuard)
 	stepOpts := &StepOptions{
 		Generate: GenerateOptions{
 			OnPart:     o.OnPart,
@@ -240,9 +241,14 @@ func (r *Runner) loop(ctx context.Context, yield func(*StepResult, error) bool) 
 			Events:     o.Events,
 			Retry:      o.Retry,
 		},
-		OnToolResult: o.OnToolResult,
-		OnToolState:  o.OnToolState,
-		MaxParallel:  o.MaxParallel,
+		OnToolResult: func(res ToolResult) {
+			g.done(res)
+			if o.OnToolResult != nil {
+				o.OnToolResult(res)
+			}
+		},
+		OnToolState: o.OnToolState,
+		MaxParallel: o.MaxParallel,
 		Before: func(ctx context.Context, c ToolCall) (ToolCall, *ToolResult) {
 			name, res := g.resolve(c.Name)
 			if res != nil {

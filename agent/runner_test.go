@@ -166,22 +166,29 @@ func TestRunnerLoopGuard(t *testing.T) {
 	}
 	// The same call with its keys in another order, other spacing and its
 	// numbers spelt otherwise (2.0 is 2, as for the gateway's loop guard).
-	reordered := streamed("anthropic", turn{calls: []agent.ToolCall{call("c3", "echo", `{"b":2.0,"a":1e0}`)}})
+	reordered := streamed("anthropic", turn{calls: []agent.ToolCall{call("c4", "echo", `{"b":2.0,"a":1e0}`)}})
+	reordered3 := streamed("anthropic", turn{calls: []agent.ToolCall{call("c3", "echo", `{"b":2.0,"a":1e0}`)}})
+	done := streamed("anthropic", turn{text: "done"})
 	tests := []struct {
-		name     string
-		guard    agent.LoopGuard
-		replies  []reply
-		wantRuns int32
-		wantErr  bool
+		name        string
+		guard       agent.LoopGuard
+		replies     []reply
+		wantRuns    int32
+		wantAsked   int32
+		wantBlocked bool // the last call was answered by the loop guard
+		wantErr     bool
 	}{
-		{"notice", agent.LoopGuard{}, []reply{same("c1"), same("c2"), reordered, streamed("anthropic", turn{text: "ok, stopping"})}, 2, false},
-		{"stop", agent.LoopGuard{Action: agent.LoopStop}, []reply{same("c1"), same("c2"), reordered}, 2, true},
-		{"ask allows once", agent.LoopGuard{Action: agent.LoopAsk, Threshold: 2, Ask: func(context.Context, agent.ToolCall, int) agent.LoopDecision { return agent.AllowOnce }},
-			[]reply{same("c1"), same("c2"), reordered, streamed("anthropic", turn{text: "done"})}, 3, false},
-		{"ask allows always", agent.LoopGuard{Action: agent.LoopAsk, Threshold: 2, Ask: func(context.Context, agent.ToolCall, int) agent.LoopDecision { return agent.AllowAlways }},
-			[]reply{same("c1"), same("c2"), reordered, streamed("anthropic", turn{text: "done"})}, 3, false},
+		// Three calls return the same echo; the fourth, the same call
+		// spelt otherwise, is the loop.
+		{"notice", agent.LoopGuard{}, []reply{same("c1"), same("c2"), same("c3"), reordered, done}, 3, 0, true, false},
+		{"stop", agent.LoopGuard{Action: agent.LoopStop}, []reply{same("c1"), same("c2"), same("c3"), reordered}, 3, 0, true, true},
+		{"ask allows once", agent.LoopGuard{Action: agent.LoopAsk, Threshold: 1, Ask: func(context.Context, agent.ToolCall, int) agent.LoopDecision { return agent.AllowOnce }},
+			[]reply{same("c1"), same("c2"), reordered3, done}, 3, 2, false, false},
+		{"ask allows always", agent.LoopGuard{Action: agent.LoopAsk, Threshold: 1, Ask: func(context.Context, agent.ToolCall, int) agent.LoopDecision { return agent.AllowAlways }},
+			[]reply{same("c1"), same("c2"), reordered3, done}, 3, 1, false, false},
 		{"ask denies", agent.LoopGuard{Action: agent.LoopAsk, Ask: func(context.Context, agent.ToolCall, int) agent.LoopDecision { return agent.Deny }},
-			[]reply{same("c1"), same("c2"), reordered, streamed("anthropic", turn{text: "done"})}, 2, false},
+			[]reply{same("c1"), same("c2"), same("c3"), reordered, done}, 3, 1, true, false},
+		{"off", agent.LoopGuard{Threshold: -1}, []reply{same("c1"), same("c2"), same("c3"), reordered, done}, 4, 0, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,14 +210,13 @@ func TestRunnerLoopGuard(t *testing.T) {
 					mu.Unlock()
 				}})
 			_, err := r.RunUntilDone(t.Context())
-			if _, isLoop := errors.AsType[*agent.LoopError](err); isLoop != tc.wantErr || (err != nil && !isLoop) {
+			if le, isLoop := errors.AsType[*agent.LoopError](err); isLoop != tc.wantErr || (err != nil && !isLoop) {
 				t.Fatalf("RunUntilDone() error = %v, want a LoopError: %v", err, tc.wantErr)
+			} else if isLoop && (le.Tool != "echo" || le.Count != 4) {
+				t.Errorf("LoopError = %+v, want echo, call 4", le)
 			}
-			if tc.name == "ask allows always" && asked.Load() != 1 {
-				t.Errorf("Ask was called %d times, want once: allow_always covers the repeats", asked.Load())
-			}
-			if tc.name == "ask allows once" && asked.Load() != 2 {
-				t.Errorf("Ask was called %d times, want twice (calls 2 and 3): allow_once covers one call", asked.Load())
+			if got := asked.Load(); got != tc.wantAsked {
+				t.Errorf("Ask was called %d times, want %d", got, tc.wantAsked)
 			}
 			if got := runs.Load(); got != tc.wantRuns {
 				t.Errorf("the tool ran %d times, want %d", got, tc.wantRuns)
@@ -218,8 +224,8 @@ func TestRunnerLoopGuard(t *testing.T) {
 			mu.Lock()
 			last := results[len(results)-1]
 			mu.Unlock()
-			if blocked := tc.wantRuns == 2; blocked != (last.IsError && strings.Contains(last.Text(), "loop guard")) {
-				t.Errorf("third result = %v %q; blocked: %v", last.IsError, last.Text(), blocked)
+			if blocked := last.IsError && strings.Contains(last.Text(), "loop guard"); blocked != tc.wantBlocked {
+				t.Errorf("last result = %v %q; want blocked by the loop guard: %v", last.IsError, last.Text(), tc.wantBlocked)
 			}
 		})
 	}

@@ -20,7 +20,7 @@ var allowed = map[string][]string{
 	"cmd/toolgate":                  {"config", "gateway", "internal/cli", "internal/gcfloor", "registry"},
 	"cmd/toolgate-agent":            {"agent", "internal/cli"},
 	"internal/cli":                  {"builtin", "config", "gateway", "internal/textcut"},
-	"agent":                         {"executors", "gateway", "internal/canonjson", "internal/loopguard", "registry", "retry"},
+	"agent":                         {"executors", "gateway", "internal/loopguard", "registry", "retry"},
 	"builtin":                       {"registry", "executors", "retry"},
 	"gateway":                       {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "internal/auth", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas"},
 	"gateway/internal/mcpfront":     {"executors", "gateway/internal/continuation", "internal/mcppeer", "internal/principal", "registry"},
