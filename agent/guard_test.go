@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,12 +14,14 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/loopguard/loopguardtest"
 	"github.com/toolgate/toolgate/registry"
 )
 
-// pollRun runs a Runner whose model calls tool with {} once per step,
-// calls times, then stops; it returns, for each call, whether the tool
-// ran. The tool's i-th run answers answers[i].
+// pollRun runs a Runner whose model calls the tool status with {} once
+// per step, calls times, then stops; it returns, for each call, whether
+// the tool ran. The tool's i-th run answers answers[i]
+// (loopguardtest.Answer).
 func pollRun(t *testing.T, guard agent.LoopGuard, answers []string, calls int) []bool {
 	t.Helper()
 	replies := make([]reply, 0, calls+1)
@@ -29,7 +32,13 @@ func pollRun(t *testing.T, guard agent.LoopGuard, answers []string, calls int) [
 	f := newFakeProvider(t, "anthropic", replies...)
 	var runs atomic.Int32
 	tools := &fakeTools{fns: map[string]func(agent.ToolCall) (string, error){
-		"status": func(agent.ToolCall) (string, error) { return answers[runs.Add(1)-1], nil },
+		"status": func(agent.ToolCall) (string, error) {
+			text, failed := loopguardtest.Answer(answers[runs.Add(1)-1])
+			if failed {
+				return "", errors.New(text)
+			}
+			return text, nil
+		},
 	}}
 	var mu sync.Mutex // guards ran
 	ran := map[string]bool{}
@@ -56,27 +65,15 @@ func pollRun(t *testing.T, guard agent.LoopGuard, answers []string, calls int) [
 	return out
 }
 
-// TestRunnerLoopGuardPolling: the same call returning another result each
-// time is polling, not a loop: the guard acts on the call after threshold
-// identical calls in a row that returned one result, as the gateway's.
+// TestRunnerLoopGuardPolling runs the loop guard's scenarios
+// (loopguardtest), as the gateway's TestLoopGuardPolling does: the same
+// call returning another result each time is polling, not a loop.
 func TestRunnerLoopGuardPolling(t *testing.T) {
-	tests := []struct {
-		name    string
-		answers []string
-		want    []bool
-	}{
-		{"a clock", []string{"1", "2", "3", "4", "5", "6", "7", "8"},
-			[]bool{true, true, true, true, true, true, true, true}},
-		{"a status that settles", []string{"pending", "running", "running", "done", "done", "done"},
-			[]bool{true, true, true, true, true, true, false, false}},
-		{"a stuck status", []string{"pending", "pending", "pending"},
-			[]bool{true, true, true, false}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := pollRun(t, agent.LoopGuard{}, tc.answers, len(tc.want))
-			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Errorf("calls run = %v, want %v", got, tc.want)
+	for _, sc := range loopguardtest.Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			got := pollRun(t, agent.LoopGuard{Threshold: sc.Threshold}, sc.Answers, len(sc.Runs))
+			if fmt.Sprint(got) != fmt.Sprint(sc.Runs) {
+				t.Errorf("calls run = %v, want %v", got, sc.Runs)
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/loopguard/loopguardtest"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -119,42 +120,29 @@ func TestLoopGuard(t *testing.T) {
 	}
 }
 
-// TestLoopGuardPolling: the same call returning another result each time
-// is polling, not a loop; the guard acts on the call after threshold
-// identical calls in a row that returned one result.
+// TestLoopGuardPolling runs the loop guard's scenarios (loopguardtest):
+// the same call returning another result each time is polling, not a
+// loop; the guard acts on the call after threshold identical calls in a
+// row that returned one result.
 func TestLoopGuardPolling(t *testing.T) {
-	tests := []struct {
-		name    string
-		answers []string // what the tool returns, run after run
-		want    []bool   // for each call, whether it runs
-	}{
-		{"a clock", []string{"1", "2", "3", "4", "5", "6", "7", "8"},
-			[]bool{true, true, true, true, true, true, true, true}},
-		{"a status that settles", []string{"pending", "running", "running", "done", "done", "done"},
-			[]bool{true, true, true, true, true, true, false, false}},
-		{"a stuck status", []string{"pending", "pending", "pending"},
-			[]bool{true, true, true, false}},
-		{"an error that repeats", []string{"!gone", "!gone", "!gone"},
-			[]bool{true, true, true, false}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, sc := range loopguardtest.Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
 			g, _ := newGateway(t, func(c *config.Config) {
-				c.Guards.Loop = config.LoopGuard{Threshold: 3, Action: config.LoopBlock}
+				c.Guards.Loop = config.LoopGuard{Threshold: sc.Threshold, Action: config.LoopBlock}
 			})
 			var runs atomic.Int64
 			err := g.RegisterStateless(registry.Tool{Name: "status"}, func(context.Context, map[string]any) (executors.Result, error) {
-				a := tc.answers[runs.Add(1)-1]
-				if msg, failed := strings.CutPrefix(a, "!"); failed {
-					return executors.Result{}, errors.New(msg)
+				text, failed := loopguardtest.Answer(sc.Answers[runs.Add(1)-1])
+				if failed {
+					return executors.Result{}, errors.New(text)
 				}
-				return executors.Text(a), nil
+				return executors.Text(text), nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			meta := map[string]any{ThreadMetaKey: "poll"}
-			for i, wantRun := range tc.want {
+			for i, wantRun := range sc.Runs {
 				before := runs.Load()
 				res, err := g.Call(t.Context(), "status", json.RawMessage(`{}`), meta)
 				if err != nil {

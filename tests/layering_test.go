@@ -50,6 +50,9 @@ var allowed = map[string][]string{
 	"internal/keypath":              {},
 	"bench":                         {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/rest/openapi/corpus", "builtin"},
 	"tests":                         {},
+
+	// Test helpers, imported by tests only.
+	"internal/loopguard/loopguardtest": {},
 }
 
 // thirdParty lists, for third-party module prefixes confined to some

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/toolgate/toolgate/internal/loopguard/loopguardtest"
 )
 
 func TestMain(m *testing.M) {
@@ -117,6 +119,30 @@ func TestGuard(t *testing.T) {
 				case "allow":
 					g.Allow("th", e.call)
 				}
+			}
+		})
+	}
+}
+
+// TestScenarios runs the scenarios the gateway and the agent run too.
+func TestScenarios(t *testing.T) {
+	for _, sc := range loopguardtest.Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			g := New(&Options{Threshold: sc.Threshold})
+			runs := 0
+			for i, want := range sc.Runs {
+				if _, act := g.Check("th", a); act == want {
+					t.Fatalf("call %d: Check() acts = %v, want %v", i+1, act, !want)
+				}
+				if !want {
+					continue
+				}
+				text, failed := loopguardtest.Answer(sc.Answers[runs])
+				runs++
+				var d Digest
+				d.Add(fmt.Sprint(failed))
+				d.Add(text)
+				g.Done("th", a, d.Sum())
 			}
 		})
 	}
