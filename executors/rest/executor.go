@@ -197,10 +197,9 @@ func (x *toolExecutor) Execute(ctx context.Context, call executors.Call) (execut
 		RequestLogHook: c.onRequest,
 		PrepareRetry:   c.prepareRetry,
 	}
-	req.SetResponseHandler(c.read)
 	resp, err := c.rc.Do(req)
 	if resp != nil {
-		resp.Body.Close() // read closed it already, unless the request failed
+		resp.Body.Close() // checkRetry has read what it keeps
 	}
 	if err != nil {
 		return executors.Result{}, c.failure(ctx, err)
@@ -364,15 +363,14 @@ type callState struct {
 	plan    retry.Plan    // the call's, with its Subject and Rand filled in
 	permit  retry.Permit  // the admission of the attempt in progress
 	attempt int           // the attempt in progress, from 1
-	checked int           // the attempt whose outcome the breaker has had
 	wait    time.Duration // Decide's wait before the next retry
 	reason  string        // Decide's reason for not retrying, for the error
 	last    error         // the last attempt's failure (attemptError), for Decide and OnRetry
-	lastErr error         // the last attempt's transport error; nil when it got a response
+	lastErr error         // the last attempt's transport error, or its success body's read error; else nil
 	refused error         // the breaker's refusal of a retry (PrepareRetry's error)
 
-	// The final response, filled in by read; or the last response
-	// retried, filled in by capture, for a retry the breaker refuses.
+	// The last response, filled in by capture: the final one, or the
+	// last one retried, for a retry the breaker refuses.
 	status    int
 	header    http.Header
 	body      []byte // at most the cap
@@ -389,34 +387,33 @@ func (c *callState) onRequest(_ retryablehttp.Logger, _ *http.Request, i int) {
 	}
 }
 
-// checkRetry is go-retryablehttp's CheckRetry: it records the attempt's
-// outcome with the breaker and asks [retry.Plan.Decide]. It is called once
-// per attempt, and a second time when read (the response handler) has run
-// on a response it did not retry: then the answer stays no, unless
-// reading the body failed, which Decide judges as a network error (the
-// breaker has had the response's outcome).
+// checkRetry is go-retryablehttp's CheckRetry, called once per attempt
+// (the request has no response handler, which would make the loop call
+// it a second time on the attempt it does not retry). It records the
+// attempt's outcome with the breaker, reads the response's body (which
+// go-retryablehttp drains before a retry, and Execute closes otherwise),
+// and asks [retry.Plan.Decide] once. A success whose body cannot be read
+// is judged as that network error (the breaker has had the response's
+// outcome), and when it is not retried, the read error ends the loop; an
+// error response whose excerpt cannot be read is judged by its status.
 func (c *callState) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	if c.checked == c.attempt {
-		if err == nil {
-			return false, nil
-		}
-		resp = nil
-		c.last = c.attemptError(ctx, nil, err)
-	} else {
-		c.checked = c.attempt
-		if resp != nil && c.e.onResponse != nil {
-			c.e.onResponse(c.t.name, resp.StatusCode)
-		}
-		c.last = c.attemptError(ctx, resp, err)
-		c.permit.Record(c.last)
+	if resp != nil && c.e.onResponse != nil {
+		c.e.onResponse(c.t.name, resp.StatusCode)
 	}
+	c.last = c.attemptError(ctx, resp, err)
+	c.permit.Record(c.last)
 	c.lastErr = err
+	var bodyErr error
+	if err == nil {
+		if rerr := c.capture(resp); rerr != nil && c.last == nil {
+			bodyErr = rerr
+			c.last, c.lastErr = c.attemptError(ctx, nil, rerr), rerr
+		}
+	}
 	var ok bool
 	c.wait, ok, c.reason = c.plan.Decide(ctx, c.attempt, c.last)
-	if ok && resp != nil {
-		// go-retryablehttp drains the body before the wait; keep what a
-		// failure needs, should the breaker refuse the retry.
-		c.capture(resp)
+	if !ok && bodyErr != nil {
+		return false, bodyErr
 	}
 	return ok, nil
 }
@@ -562,14 +559,6 @@ func (c *callState) attempts() string {
 		return "after 1 attempt"
 	}
 	return fmt.Sprintf("after %d attempts", c.attempt)
-}
-
-// read is the response handler: go-retryablehttp calls it on a response
-// CheckRetry did not retry. It captures the response and closes its body.
-// An error makes CheckRetry reconsider the attempt.
-func (c *callState) read(resp *http.Response) error {
-	defer resp.Body.Close()
-	return c.capture(resp)
 }
 
 // capture keeps resp's status and header, and at most the tool's cap of a

@@ -544,3 +544,74 @@ func TestRefusalHidesFailedRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestOneDecisionPerAttempt sends responses whose body breaks off after a
+// few bytes. Each attempt gets one retry decision, on one outcome: the
+// status of an error response (an excerpt that cannot be read changes
+// nothing the backend said), or a network error for a success whose body
+// did not arrive. A second decision on the same attempt would retry a 404,
+// or turn a 503 that used up the attempts into a network error.
+func TestOneDecisionPerAttempt(t *testing.T) {
+	tests := []struct {
+		name        string
+		status      int
+		want        string
+		wantClass   retry.Class
+		wantRetries []retry.Class
+	}{
+		{
+			name:      "404 not retried",
+			status:    404,
+			want:      `GET http://api.test/x returned 404 Not Found after 1 attempt`,
+			wantClass: retry.NotFound,
+		},
+		{
+			name:        "503 on the last attempt stays a 503",
+			status:      503,
+			want:        `GET http://api.test/x returned 503 Service Unavailable after 3 attempts; gave up after 3 attempts`,
+			wantClass:   retry.Unavailable,
+			wantRetries: []retry.Class{retry.Unavailable, retry.Unavailable},
+		},
+		{
+			name:        "200 without its body is a network error",
+			status:      200,
+			want:        `GET http://api.test/x failed after 3 attempts: unexpected EOF; gave up after 3 attempts`,
+			wantClass:   retry.Network,
+			wantRetries: []retry.Class{retry.Network, retry.Network},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var codes []int
+				var retries []retry.Class
+				e := New(&Options{
+					Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+						body := io.MultiReader(strings.NewReader(`{"error":`), iotest.ErrReader(io.ErrUnexpectedEOF))
+						return &http.Response{StatusCode: tc.status, Header: http.Header{}, Body: io.NopCloser(body), ContentLength: -1, Request: r}, nil
+					}),
+					Rand:       zeroRand,
+					OnResponse: func(_ string, code int) { codes = append(codes, code) },
+					OnRetry:    func(_ string, c retry.Class) { retries = append(retries, c) },
+				})
+				defer e.Close()
+				tool := mustAdd(t, e, Spec{URL: "http://api.test/x"}, retry.Policy{Attempts: 3, InitialBackoff: time.Second})
+				_, err := execute(t.Context(), tool, nil)
+				re := asRetryError(t, err)
+				if re.Class != tc.wantClass || err.Error() != tc.want {
+					t.Errorf("Execute = %q (class %q),\nwant %q (class %q)", err, re.Class, tc.want, tc.wantClass)
+				}
+				if diff := cmp.Diff(tc.wantRetries, retries); diff != "" {
+					t.Errorf("OnRetry classes (-want +got):\n%s", diff)
+				}
+				wantCodes := make([]int, len(tc.wantRetries)+1)
+				for i := range wantCodes {
+					wantCodes[i] = tc.status
+				}
+				if diff := cmp.Diff(wantCodes, codes); diff != "" {
+					t.Errorf("OnResponse codes, one per attempt (-want +got):\n%s", diff)
+				}
+			})
+		})
+	}
+}
