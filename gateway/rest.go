@@ -381,7 +381,7 @@ func (g *Gateway) readSpec(location string, limit int64) ([]byte, error) {
 			return nil, fmt.Errorf("reading the spec: %w", err)
 		}
 		defer f.Close()
-		return readCapped(f, limit)
+		return readSpecCapped(f, limit)
 	}
 	ctx, cancel := context.WithTimeout(g.root, specFetchTimeout)
 	defer cancel()
@@ -401,11 +401,13 @@ func (g *Gateway) readSpec(location string, limit int64) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("fetching the spec: HTTP %s", strconv.Itoa(resp.StatusCode))
 	}
-	return readCapped(resp.Body, limit)
+	return readSpecCapped(resp.Body, limit)
 }
 
-func readCapped(r io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+// readSpecCapped reads a spec of at most limit bytes from r: one byte
+// more is an error.
+func readSpecCapped(r io.Reader, limit int64) ([]byte, error) {
+	b, err := rest.ReadCapped(r, limit+1, -1)
 	if err != nil {
 		return nil, fmt.Errorf("reading the spec: %w", err)
 	}

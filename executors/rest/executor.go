@@ -575,7 +575,7 @@ func (c *callState) capture(resp *http.Response) error {
 	if resp.Request != nil && resp.Request.Method == http.MethodHead {
 		hint = 0 // the length of the body a GET would get
 	}
-	body, err := readCapped(resp.Body, limit, hint)
+	body, err := ReadCapped(resp.Body, limit, hint)
 	if err != nil {
 		return err
 	}
@@ -598,30 +598,4 @@ func (c *callState) capture(resp *http.Response) error {
 	rest, err := io.Copy(io.Discard, resp.Body)
 	c.size, c.sizeKnown = limit+1+rest, err == nil
 	return nil
-}
-
-// readCapped reads r to its end or to limit bytes, never allocating more
-// than limit. hint is the expected size, or -1.
-func readCapped(r io.Reader, limit, hint int64) ([]byte, error) {
-	size := int64(4 << 10)
-	if hint >= 0 {
-		size = hint + 1 // one more, to see the end without growing
-	}
-	buf := make([]byte, 0, min(size, limit))
-	for int64(len(buf)) < limit {
-		if len(buf) == cap(buf) {
-			b := make([]byte, len(buf), min(max(2*int64(cap(buf)), 512), limit))
-			copy(b, buf)
-			buf = b
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-	return buf, nil
 }
