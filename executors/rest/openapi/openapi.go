@@ -2,7 +2,6 @@ package openapi
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -798,92 +797,6 @@ func (b *oapiBuilder) convert(o *oapiOp, maxDepth int) (rest.Spec, []string, *oa
 		spec.Headers = headers
 	}
 	return spec, sc.notes, nil
-}
-
-// applyAuth adds to an operation's headers and query the credentials of
-// the first of its security requirements (or the document's) that
-// src.Auth satisfies, and returns the Spec's secrets: src.Secrets plus
-// every credential, in each form it is sent in.
-func (b *oapiBuilder) applyAuth(op *openapi3.Operation, setHeader func(name, value string), headers, query map[string]string, sc *oapiSchemaConv) []string {
-	secrets := slices.Clone(b.src.Secrets)
-	for _, k := range slices.Sorted(maps.Keys(b.src.Auth)) {
-		secrets = append(secrets, b.src.Auth[k])
-	}
-	reqs := b.doc.Security
-	if op.Security != nil {
-		reqs = *op.Security
-	}
-	if len(reqs) == 0 || len(b.src.Auth) == 0 {
-		return secrets
-	}
-	var schemes openapi3.SecuritySchemes
-	if b.doc.Components != nil {
-		schemes = b.doc.Components.SecuritySchemes
-	}
-	usable := func(name string) *openapi3.SecurityScheme {
-		ref := schemes[name]
-		if ref == nil || ref.Value == nil || b.src.Auth[name] == "" {
-			return nil
-		}
-		v := ref.Value
-		switch {
-		case v.Type == "apiKey" && (v.In == "header" || v.In == "query" || v.In == "cookie") && v.Name != "":
-		case v.Type == "http" && (strings.EqualFold(v.Scheme, "bearer") || strings.EqualFold(v.Scheme, "basic")):
-		case v.Type == "oauth2" || v.Type == "openIdConnect":
-		default:
-			return nil
-		}
-		return v
-	}
-	for _, req := range reqs {
-		if len(req) == 0 {
-			return secrets // security is optional; no credentials are sent
-		}
-		ok := true
-		for name := range req {
-			if usable(name) == nil {
-				ok = false
-				break
-			}
-		}
-		if !ok {
-			continue
-		}
-		for _, name := range slices.Sorted(maps.Keys(req)) {
-			v, cred := usable(name), b.src.Auth[name]
-			lit := oapiBraces.Replace(cred)
-			switch {
-			case v.Type == "apiKey" && v.In == "header":
-				setHeader(v.Name, lit)
-			case v.Type == "apiKey" && v.In == "query":
-				query[v.Name] = lit
-				secrets = append(secrets, url.QueryEscape(cred), strings.ReplaceAll(url.QueryEscape(cred), "+", "%20"))
-			case v.Type == "apiKey" && v.In == "cookie":
-				c := v.Name + "=" + lit
-				for k, old := range headers {
-					if strings.EqualFold(k, "Cookie") {
-						c = old + "; " + c
-					}
-				}
-				setHeader("Cookie", c)
-			case v.Type == "http" && strings.EqualFold(v.Scheme, "basic"):
-				enc := base64.StdEncoding.EncodeToString([]byte(cred))
-				setHeader("Authorization", "Basic "+enc)
-				secrets = append(secrets, enc)
-			default: // bearer, oauth2, openIdConnect: a token
-				setHeader("Authorization", "Bearer "+lit)
-			}
-		}
-		return secrets
-	}
-	var names []string
-	for _, req := range reqs {
-		names = append(names, slices.Sorted(maps.Keys(req))...)
-	}
-	slices.Sort(names)
-	sc.note(fmt.Sprintf("no credentials sent: the operation needs %s, and auth has none of them (or only a scheme type toolgate cannot send)",
-		strings.Join(slices.Compact(names), " or ")))
-	return secrets
 }
 
 // oapiDescription is summary and description, or "METHOD PATH".
