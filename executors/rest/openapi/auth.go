@@ -11,11 +11,11 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// applyAuth adds to an operation's headers and query the credentials of
-// the first of its security requirements (or the document's) that
-// src.Auth satisfies, and returns the Spec's secrets: src.Secrets plus
+// applyAuth adds to d's headers and query the credentials of the first
+// of op's security requirements (or the document's) that src.Auth
+// satisfies, and returns the Spec's secrets: src.Secrets plus
 // every credential, in each form it is sent in.
-func (b *oapiBuilder) applyAuth(op *openapi3.Operation, setHeader func(name, value string), headers, query map[string]string, sc *oapiSchemaConv) []string {
+func (b *oapiBuilder) applyAuth(op *openapi3.Operation, d *oapiDraft) []string {
 	secrets := slices.Clone(b.src.Secrets)
 	for _, k := range slices.Sorted(maps.Keys(b.src.Auth)) {
 		secrets = append(secrets, b.src.Auth[k])
@@ -65,24 +65,24 @@ func (b *oapiBuilder) applyAuth(op *openapi3.Operation, setHeader func(name, val
 			lit := oapiBraces.Replace(cred)
 			switch {
 			case v.Type == "apiKey" && v.In == "header":
-				setHeader(v.Name, lit)
+				d.setHeader(v.Name, lit)
 			case v.Type == "apiKey" && v.In == "query":
-				query[v.Name] = lit
+				d.query[v.Name] = lit
 				secrets = append(secrets, url.QueryEscape(cred), strings.ReplaceAll(url.QueryEscape(cred), "+", "%20"))
 			case v.Type == "apiKey" && v.In == "cookie":
 				c := v.Name + "=" + lit
-				for k, old := range headers {
+				for k, old := range d.headers {
 					if strings.EqualFold(k, "Cookie") {
 						c = old + "; " + c
 					}
 				}
-				setHeader("Cookie", c)
+				d.setHeader("Cookie", c)
 			case v.Type == "http" && strings.EqualFold(v.Scheme, "basic"):
 				enc := base64.StdEncoding.EncodeToString([]byte(cred))
-				setHeader("Authorization", "Basic "+enc)
+				d.setHeader("Authorization", "Basic "+enc)
 				secrets = append(secrets, enc)
 			default: // bearer, oauth2, openIdConnect: a token
-				setHeader("Authorization", "Bearer "+lit)
+				d.setHeader("Authorization", "Bearer "+lit)
 			}
 		}
 		return secrets
@@ -92,7 +92,7 @@ func (b *oapiBuilder) applyAuth(op *openapi3.Operation, setHeader func(name, val
 		names = append(names, slices.Sorted(maps.Keys(req))...)
 	}
 	slices.Sort(names)
-	sc.note(fmt.Sprintf("no credentials sent: the operation needs %s, and auth has none of them (or only a scheme type toolgate cannot send)",
+	d.sc.note(fmt.Sprintf("no credentials sent: the operation needs %s, and auth has none of them (or only a scheme type toolgate cannot send)",
 		strings.Join(slices.Compact(names), " or ")))
 	return secrets
 }

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"encoding/json"
 	"maps"
 	"mime"
 	"slices"
@@ -97,4 +98,79 @@ func oapiMarkFiles(sr *openapi3.SchemaRef, converted any, enc map[string]rest.Pa
 			}
 		}
 	}
+}
+
+// requestBody adds rb, if the operation has one, to d: the input schema's
+// property "body" (or "request_body" when a parameter took "body"), sent
+// as JSON or as a [rest.Payload].
+func (d *oapiDraft) requestBody(rb *openapi3.RequestBodyRef) *oapiSkip {
+	if rb == nil || rb.Value == nil || len(rb.Value.Content) == 0 {
+		return nil
+	}
+	prop := "body"
+	if _, taken := d.props[prop]; taken {
+		prop = "request_body"
+		if _, taken := d.props[prop]; taken {
+			return &oapiSkip{`parameters named "body" and "request_body" leave no property name for the request body`}
+		}
+	}
+	mediaType, mt, kind := oapiBodyMedia(rb.Value.Content)
+	schema := d.bodyEncoding(prop, mediaType, mt, kind)
+	if m, ok := schema.(map[string]any); ok && rb.Value.Description != "" {
+		if desc, had := m["description"].(string); had && kind == rest.PayloadBinary {
+			m["description"] = rb.Value.Description + "\n\n" + desc
+		} else {
+			m["description"] = rb.Value.Description
+		}
+	}
+	d.props[prop] = schema
+	if rb.Value.Required {
+		d.required = append(d.required, prop)
+	}
+	return nil
+}
+
+// bodyEncoding sets how the request body, argument prop, is sent in the
+// chosen media type of kind (see [oapiBodyMedia]), and returns its schema.
+func (d *oapiDraft) bodyEncoding(prop, mediaType string, mt *openapi3.MediaType, kind string) any {
+	switch kind {
+	case "json":
+		schema := d.sc.ref(mt.Schema, 0, true)
+		d.body = json.RawMessage(`"{` + prop + `}"`)
+		if mediaType != "application/json" {
+			d.setHeader("Content-Type", mediaType)
+		}
+		return schema
+	case rest.PayloadForm, rest.PayloadMultipart:
+		return d.formPayload(prop, mediaType, mt, kind)
+	case rest.PayloadText:
+		d.payload = &rest.Payload{Arg: prop, Kind: kind, ContentType: mediaType}
+		return map[string]any{"type": "string"}
+	}
+	schema := map[string]any{"type": "string", "contentEncoding": "base64",
+		"description": "The body's bytes (" + mediaType + "), in base64."}
+	if strings.Contains(mediaType, "*") {
+		mediaType = "application/octet-stream"
+	}
+	d.payload = &rest.Payload{Arg: prop, Kind: rest.PayloadBinary, ContentType: mediaType}
+	return schema
+}
+
+// formPayload sets a form or multipart body's [rest.Payload], with each
+// part's encoding and its files marked, and returns its schema.
+func (d *oapiDraft) formPayload(prop, mediaType string, mt *openapi3.MediaType, kind string) any {
+	schema := d.sc.ref(mt.Schema, 0, true)
+	d.payload = &rest.Payload{Arg: prop, Kind: kind, Encoding: map[string]rest.PartEncoding{}}
+	if kind == rest.PayloadForm {
+		d.payload.ContentType = mediaType
+	}
+	for name, enc := range mt.Encoding {
+		if enc != nil {
+			d.payload.Encoding[name] = rest.PartEncoding{ContentType: enc.ContentType, Style: enc.Style, Explode: enc.Explode}
+		}
+	}
+	if kind == rest.PayloadMultipart {
+		oapiMarkFiles(mt.Schema, schema, d.payload.Encoding)
+	}
+	return schema
 }

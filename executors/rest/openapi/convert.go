@@ -218,150 +218,118 @@ func oapiCheck(item *openapi3.PathItem, op *openapi3.Operation) (invalid map[*op
 // builds no schemas at all (the input schema is then meaningless). notes
 // are warnings for a Spec that is kept.
 func (b *oapiBuilder) convert(o *oapiOp, maxDepth int) (rest.Spec, []string, *oapiSkip) {
-	p, item, method, op := o.path, o.item, o.method, o.op
-	if !slices.Contains(oapiMethods, method) {
-		return rest.Spec{}, nil, &oapiSkip{method + " operations are not supported"}
+	if !slices.Contains(oapiMethods, o.method) {
+		return rest.Spec{}, nil, &oapiSkip{o.method + " operations are not supported"}
 	}
-	base, skip := b.opBase(item, op)
+	base, skip := b.opBase(o.item, o.op)
 	if skip != nil {
 		return rest.Spec{}, nil, skip
 	}
-
-	sc := &oapiSchemaConv{cache: &b.cache, maxDepth: maxDepth}
-	props := make(map[string]any)
-	var requiredProps []string
-	headers := make(map[string]string, len(b.src.Headers))
-	setHeader := func(name, value string) {
-		for k := range headers {
-			if strings.EqualFold(k, name) {
-				delete(headers, k)
-			}
+	d, skip := b.newDraft(o, maxDepth)
+	if skip != nil {
+		return rest.Spec{}, nil, skip
+	}
+	for _, prm := range oapiParameters(o.item.Parameters, o.op.Parameters) {
+		if skip := d.param(prm, o.invalid); skip != nil {
+			return rest.Spec{}, nil, skip
 		}
-		headers[name] = value
+	}
+	secrets := b.applyAuth(o.op, d)
+	urlPath, skip := d.urlPath(o.path)
+	if skip != nil {
+		return rest.Spec{}, nil, skip
+	}
+	if skip := d.requestBody(o.op.RequestBody); skip != nil {
+		return rest.Spec{}, nil, skip
+	}
+	raw, skip := d.inputSchema()
+	if skip != nil {
+		return rest.Spec{}, nil, skip
+	}
+	spec := rest.Spec{
+		Description:      oapiDescription(o.op, o.method, o.path),
+		Source:           "openapi:" + b.src.Name,
+		Method:           o.method,
+		URL:              base + urlPath,
+		Body:             d.body,
+		Params:           d.params,
+		Payload:          d.payload,
+		InputSchema:      raw,
+		Timeout:          b.src.Timeout,
+		MaxResponseBytes: b.src.MaxResponseBytes,
+		Secrets:          secrets,
+	}
+	if len(d.query) > 0 {
+		spec.Query = d.query
+	}
+	if len(d.headers) > 0 {
+		spec.Headers = d.headers
+	}
+	return spec, d.sc.notes, nil
+}
+
+// oapiDraft is one operation's Spec while convert builds it: the input
+// schema's properties, and how each of them reaches the request.
+type oapiDraft struct {
+	sc        *oapiSchemaConv
+	props     map[string]any // the input schema's properties
+	required  []string       // the input schema's required properties
+	headers   map[string]string
+	query     map[string]string
+	pathProps map[string]string // path parameter name → property
+	params    []rest.Param
+	body      json.RawMessage
+	payload   *rest.Payload
+}
+
+// newDraft starts the Spec of o with the source's headers and the fixed
+// query of o's path, if any.
+func (b *oapiBuilder) newDraft(o *oapiOp, maxDepth int) (*oapiDraft, *oapiSkip) {
+	d := &oapiDraft{
+		sc:        &oapiSchemaConv{cache: &b.cache, maxDepth: maxDepth},
+		props:     make(map[string]any),
+		headers:   make(map[string]string, len(b.src.Headers)),
+		query:     make(map[string]string),
+		pathProps: make(map[string]string),
 	}
 	for k, v := range b.src.Headers {
-		setHeader(k, oapiBraces.Replace(v))
+		d.setHeader(k, oapiBraces.Replace(v))
 	}
-	query := make(map[string]string)
 	if o.query != "" {
 		fixed, err := url.ParseQuery(o.query)
 		if err != nil {
-			return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("the query part of path %q does not parse: %v", o.key, err)}
+			return nil, &oapiSkip{fmt.Sprintf("the query part of path %q does not parse: %v", o.key, err)}
 		}
 		for k, vs := range fixed {
 			if k != "" && len(vs) > 0 {
-				query[k] = oapiBraces.Replace(vs[0])
+				d.query[k] = oapiBraces.Replace(vs[0])
 			}
 		}
 	}
-	pathProps := make(map[string]string) // path parameter name → property
+	return d, nil
+}
 
-	var params []rest.Param
-	for _, prm := range oapiParameters(item.Parameters, op.Parameters) {
-		if prm.In == openapi3.ParameterInHeader && oapiIgnoredHeader(prm.Name) {
-			continue // OpenAPI says these header parameters SHALL be ignored
+// setHeader sets header name to value, replacing it in any case.
+func (d *oapiDraft) setHeader(name, value string) {
+	d.dropHeader(name)
+	d.headers[name] = value
+}
+
+// dropHeader deletes header name, in any case.
+func (d *oapiDraft) dropHeader(name string) {
+	for k := range d.headers {
+		if strings.EqualFold(k, name) {
+			delete(d.headers, k)
 		}
-		if prm.In == openapi3.ParameterInHeader && oapiClientHeader(prm.Name) {
-			sc.note(fmt.Sprintf("header parameter %q is left out of the tool: the HTTP client sets it from the request itself", prm.Name))
-			continue
-		}
-		required := prm.In == openapi3.ParameterInPath || prm.Required
-		// drop leaves out an optional parameter the executor cannot
-		// send, and skips the operation when it is required.
-		drop := func(msg string) *oapiSkip {
-			if required {
-				return &oapiSkip{msg}
-			}
-			sc.note(msg + "; the parameter is left out of the tool")
-			return nil
-		}
-		if msg, bad := o.invalid[prm]; bad {
-			sc.note(msg + "; the parameter is left out of the tool")
-			continue
-		}
-		switch prm.In {
-		case openapi3.ParameterInPath, openapi3.ParameterInQuery, openapi3.ParameterInHeader, openapi3.ParameterInCookie:
-		default:
-			if sk := drop(fmt.Sprintf("parameter %q is in %q, which is not a parameter location", prm.Name, prm.In)); sk != nil {
-				return rest.Spec{}, nil, sk
-			}
-			continue
-		}
-		style := prm.Style
-		if style == "" {
-			style = oapiDefaultStyle(prm.In)
-		}
-		if !oapiStyleOK(prm.In, style) {
-			if sk := drop(fmt.Sprintf("%s parameter %q has style %q, which OpenAPI does not define for %s parameters", prm.In, prm.Name, style, prm.In)); sk != nil {
-				return rest.Spec{}, nil, sk
-			}
-			continue
-		}
-		schemaRef, asJSON := prm.Schema, false
-		if schemaRef == nil {
-			for _, k := range slices.Sorted(maps.Keys(prm.Content)) {
-				if mt := prm.Content[k]; mt != nil {
-					schemaRef, asJSON = mt.Schema, oapiIsJSON(k)
-					break
-				}
-			}
-		}
-		prop, ok := oapiPropName(props, prm.In, prm.Name)
-		if !ok {
-			if sk := drop(fmt.Sprintf("%s parameter %q: its property name collides with another parameter's", prm.In, prm.Name)); sk != nil {
-				return rest.Spec{}, nil, sk
-			}
-			continue
-		}
-		schema := sc.ref(schemaRef, 0, false)
-		if m, ok := schema.(map[string]any); ok {
-			if prm.Description != "" {
-				m["description"] = prm.Description
-			}
-			if prm.Deprecated {
-				m["deprecated"] = true
-			}
-		}
-		props[prop] = schema
-		if required {
-			requiredProps = append(requiredProps, prop)
-		}
-		if prm.In == openapi3.ParameterInPath {
-			pathProps[prm.Name] = prop
-		}
-		// A scalar in its location's default style is a plain template;
-		// everything else is a Param, serialized by the executor.
-		scalar := schemaRef != nil && schemaRef.Value != nil && !asJSON &&
-			!schemaRef.Value.Type.Includes(openapi3.TypeArray) && !schemaRef.Value.Type.Includes(openapi3.TypeObject) &&
-			len(schemaRef.Value.Type.Slice()) > 0
-		if scalar && style == oapiDefaultStyle(prm.In) && prm.In != openapi3.ParameterInCookie && !prm.AllowReserved {
-			switch prm.In {
-			case openapi3.ParameterInQuery:
-				query[prm.Name] = "{" + prop + "}"
-			case openapi3.ParameterInHeader:
-				setHeader(prm.Name, "{"+prop+"}")
-			}
-			continue
-		}
-		if prm.In == openapi3.ParameterInHeader {
-			for k := range headers {
-				if strings.EqualFold(k, prm.Name) {
-					delete(headers, k)
-				}
-			}
-		}
-		params = append(params, rest.Param{
-			Name: prm.Name, In: prm.In, Arg: prop, Style: style, Explode: prm.Explode,
-			AllowReserved: prm.AllowReserved, JSON: asJSON,
-		})
 	}
+}
 
-	secrets := b.applyAuth(op, setHeader, headers, query, sc)
-
-	// Path placeholders take their parameters' property names.
+// urlPath returns path p with each placeholder renamed to its path
+// parameter's property.
+func (d *oapiDraft) urlPath(p string) (string, *oapiSkip) {
 	var missing string
 	urlPath := oapiPlaceholder.ReplaceAllStringFunc(p, func(m string) string {
-		prop, ok := pathProps[m[1:len(m)-1]]
+		prop, ok := d.pathProps[m[1:len(m)-1]]
 		if !ok {
 			missing = m
 			return m
@@ -369,105 +337,33 @@ func (b *oapiBuilder) convert(o *oapiOp, maxDepth int) (rest.Spec, []string, *oa
 		return "{" + prop + "}"
 	})
 	if missing != "" {
-		return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("path placeholder %s has no path parameter", missing)}
+		return "", &oapiSkip{fmt.Sprintf("path placeholder %s has no path parameter", missing)}
 	}
+	return urlPath, nil
+}
 
-	var body json.RawMessage
-	var payload *rest.Payload
-	if rb := op.RequestBody; rb != nil && rb.Value != nil && len(rb.Value.Content) > 0 {
-		prop := "body"
-		if _, taken := props[prop]; taken {
-			prop = "request_body"
-			if _, taken := props[prop]; taken {
-				return rest.Spec{}, nil, &oapiSkip{`parameters named "body" and "request_body" leave no property name for the request body`}
-			}
-		}
-		mediaType, mt, kind := oapiBodyMedia(rb.Value.Content)
-		var schema any
-		switch kind {
-		case "json":
-			schema = sc.ref(mt.Schema, 0, true)
-			body = json.RawMessage(`"{` + prop + `}"`)
-			if mediaType != "application/json" {
-				setHeader("Content-Type", mediaType)
-			}
-		case rest.PayloadForm, rest.PayloadMultipart:
-			schema = sc.ref(mt.Schema, 0, true)
-			payload = &rest.Payload{Arg: prop, Kind: kind, Encoding: map[string]rest.PartEncoding{}}
-			if kind == rest.PayloadForm {
-				payload.ContentType = mediaType
-			}
-			for name, enc := range mt.Encoding {
-				if enc != nil {
-					payload.Encoding[name] = rest.PartEncoding{ContentType: enc.ContentType, Style: enc.Style, Explode: enc.Explode}
-				}
-			}
-			if kind == rest.PayloadMultipart {
-				oapiMarkFiles(mt.Schema, schema, payload.Encoding)
-			}
-		case rest.PayloadText:
-			schema = map[string]any{"type": "string"}
-			payload = &rest.Payload{Arg: prop, Kind: kind, ContentType: mediaType}
-		default:
-			schema = map[string]any{"type": "string", "contentEncoding": "base64",
-				"description": "The body's bytes (" + mediaType + "), in base64."}
-			if strings.Contains(mediaType, "*") {
-				mediaType = "application/octet-stream"
-			}
-			payload = &rest.Payload{Arg: prop, Kind: rest.PayloadBinary, ContentType: mediaType}
-		}
-		if m, ok := schema.(map[string]any); ok && rb.Value.Description != "" {
-			if d, had := m["description"].(string); had && kind == rest.PayloadBinary {
-				m["description"] = rb.Value.Description + "\n\n" + d
-			} else {
-				m["description"] = rb.Value.Description
-			}
-		}
-		props[prop] = schema
-		if rb.Value.Required {
-			requiredProps = append(requiredProps, prop)
-		}
-	}
-
+// inputSchema returns the input schema, encoded: an object of d's
+// properties, nothing else allowed.
+func (d *oapiDraft) inputSchema() (json.RawMessage, *oapiSkip) {
 	input := map[string]any{
 		"type":                 "object",
-		"properties":           props,
+		"properties":           d.props,
 		"additionalProperties": false,
 	}
-	if len(requiredProps) > 0 {
-		input["required"] = requiredProps
+	if len(d.required) > 0 {
+		input["required"] = d.required
 	}
-	if sc.over {
-		return rest.Spec{}, nil, oapiTooLarge
+	if d.sc.over {
+		return nil, oapiTooLarge
 	}
 	raw, err := json.Marshal(input)
 	if err != nil {
-		return rest.Spec{}, nil, &oapiSkip{fmt.Sprintf("encoding input schema: %v", err)}
+		return nil, &oapiSkip{fmt.Sprintf("encoding input schema: %v", err)}
 	}
 	if len(raw) > oapiMaxSchemaBytes {
-		return rest.Spec{}, nil, oapiTooLarge
+		return nil, oapiTooLarge
 	}
-
-	spec := rest.Spec{
-		Description:      oapiDescription(op, method, p),
-		Source:           "openapi:" + b.src.Name,
-		Method:           method,
-		URL:              base + urlPath,
-		Body:             body,
-		Params:           params,
-		Payload:          payload,
-		InputSchema:      raw,
-		Timeout:          b.src.Timeout,
-		MaxResponseBytes: b.src.MaxResponseBytes,
-		Secrets:          secrets,
-	}
-	if len(query) > 0 {
-		spec.Query = query
-	}
-	if len(headers) > 0 {
-		spec.Headers = headers
-	}
-	return spec, sc.notes, nil
+	return raw, nil
 }
 
 // oapiDescription is summary and description, or "METHOD PATH".

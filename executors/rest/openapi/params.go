@@ -1,8 +1,11 @@
 package openapi
 
 import (
+	"fmt"
+	"maps"
 	"mime"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -98,4 +101,123 @@ func oapiStyleOK(in, style string) bool {
 		return style == rest.StyleForm
 	}
 	return false
+}
+
+// param adds prm to d: a property of the input schema, and the template
+// or [rest.Param] that sends it. A parameter the executor cannot send, or
+// one in invalid (which the document's check found wrong), is left out
+// with a note when it is optional, and skips the operation when it is
+// required.
+func (d *oapiDraft) param(prm *openapi3.Parameter, invalid map[*openapi3.Parameter]string) *oapiSkip {
+	if prm.In == openapi3.ParameterInHeader && oapiIgnoredHeader(prm.Name) {
+		return nil // OpenAPI says these header parameters SHALL be ignored
+	}
+	if prm.In == openapi3.ParameterInHeader && oapiClientHeader(prm.Name) {
+		d.sc.note(fmt.Sprintf("header parameter %q is left out of the tool: the HTTP client sets it from the request itself", prm.Name))
+		return nil
+	}
+	required := prm.In == openapi3.ParameterInPath || prm.Required
+	// drop leaves out an optional parameter the executor cannot
+	// send, and skips the operation when it is required.
+	drop := func(msg string) *oapiSkip {
+		if required {
+			return &oapiSkip{msg}
+		}
+		d.sc.note(msg + "; the parameter is left out of the tool")
+		return nil
+	}
+	if msg, bad := invalid[prm]; bad {
+		d.sc.note(msg + "; the parameter is left out of the tool")
+		return nil
+	}
+	style, problem := oapiParamStyle(prm)
+	if problem != "" {
+		return drop(problem)
+	}
+	schemaRef, asJSON := oapiParamSchema(prm)
+	prop, ok := oapiPropName(d.props, prm.In, prm.Name)
+	if !ok {
+		return drop(fmt.Sprintf("%s parameter %q: its property name collides with another parameter's", prm.In, prm.Name))
+	}
+	d.paramProp(prm, prop, schemaRef, required)
+	if oapiPlainParam(prm, schemaRef, asJSON, style) {
+		switch prm.In {
+		case openapi3.ParameterInQuery:
+			d.query[prm.Name] = "{" + prop + "}"
+		case openapi3.ParameterInHeader:
+			d.setHeader(prm.Name, "{"+prop+"}")
+		}
+		return nil
+	}
+	if prm.In == openapi3.ParameterInHeader {
+		d.dropHeader(prm.Name)
+	}
+	d.params = append(d.params, rest.Param{
+		Name: prm.Name, In: prm.In, Arg: prop, Style: style, Explode: prm.Explode,
+		AllowReserved: prm.AllowReserved, JSON: asJSON,
+	})
+	return nil
+}
+
+// paramProp adds the input schema's property prop for prm, of schema
+// schemaRef.
+func (d *oapiDraft) paramProp(prm *openapi3.Parameter, prop string, schemaRef *openapi3.SchemaRef, required bool) {
+	schema := d.sc.ref(schemaRef, 0, false)
+	if m, ok := schema.(map[string]any); ok {
+		if prm.Description != "" {
+			m["description"] = prm.Description
+		}
+		if prm.Deprecated {
+			m["deprecated"] = true
+		}
+	}
+	d.props[prop] = schema
+	if required {
+		d.required = append(d.required, prop)
+	}
+	if prm.In == openapi3.ParameterInPath {
+		d.pathProps[prm.Name] = prop
+	}
+}
+
+// oapiParamStyle returns prm's style, its location's default when it has
+// none, or what is wrong with its location or style.
+func oapiParamStyle(prm *openapi3.Parameter) (style, problem string) {
+	switch prm.In {
+	case openapi3.ParameterInPath, openapi3.ParameterInQuery, openapi3.ParameterInHeader, openapi3.ParameterInCookie:
+	default:
+		return "", fmt.Sprintf("parameter %q is in %q, which is not a parameter location", prm.Name, prm.In)
+	}
+	style = prm.Style
+	if style == "" {
+		style = oapiDefaultStyle(prm.In)
+	}
+	if !oapiStyleOK(prm.In, style) {
+		return "", fmt.Sprintf("%s parameter %q has style %q, which OpenAPI does not define for %s parameters", prm.In, prm.Name, style, prm.In)
+	}
+	return style, ""
+}
+
+// oapiParamSchema returns prm's schema: its schema, or else the schema of
+// the first of its content's media types (asJSON when that is JSON).
+func oapiParamSchema(prm *openapi3.Parameter) (schemaRef *openapi3.SchemaRef, asJSON bool) {
+	if prm.Schema != nil {
+		return prm.Schema, false
+	}
+	for _, k := range slices.Sorted(maps.Keys(prm.Content)) {
+		if mt := prm.Content[k]; mt != nil {
+			return mt.Schema, oapiIsJSON(k)
+		}
+	}
+	return nil, false
+}
+
+// oapiPlainParam reports whether prm is sent as a plain template: a
+// scalar in its location's default style. Everything else is a
+// [rest.Param], serialized by the executor.
+func oapiPlainParam(prm *openapi3.Parameter, schemaRef *openapi3.SchemaRef, asJSON bool, style string) bool {
+	scalar := schemaRef != nil && schemaRef.Value != nil && !asJSON &&
+		!schemaRef.Value.Type.Includes(openapi3.TypeArray) && !schemaRef.Value.Type.Includes(openapi3.TypeObject) &&
+		len(schemaRef.Value.Type.Slice()) > 0
+	return scalar && style == oapiDefaultStyle(prm.In) && prm.In != openapi3.ParameterInCookie && !prm.AllowReserved
 }
