@@ -139,7 +139,31 @@ func (sc *oapiSchemaConv) schema(s *openapi3.Schema, depth int, request bool) an
 	if sc.size += size; sc.size > oapiMaxSchemaBytes {
 		sc.over = true
 	}
+	oapi30Keywords(m)
+	if p, ok := m["pattern"].(string); ok {
+		if !sc.cache.goRegexp(p) {
+			delete(m, "pattern")
+			sc.note(fmt.Sprintf("pattern %q is not a Go regular expression; dropped", p))
+		}
+	}
+	if v := s.Items; v != nil {
+		m["items"] = sc.ref(v, depth, request)
+	}
+	if len(s.Properties) > 0 {
+		sc.properties(m, s, depth, request)
+	}
+	if v, ok := sc.boolSchema(s.AdditionalProperties, depth, request); ok {
+		m["additionalProperties"] = v
+	}
+	sc.subschemas(m, s, depth, request)
+	if s.Nullable {
+		return oapiNullable(m)
+	}
+	return m
+}
 
+// oapi30Keywords translates OpenAPI 3.0's keywords in m to 2020-12's.
+func oapi30Keywords(m map[string]any) {
 	// OpenAPI 3.0's example becomes 2020-12's examples.
 	if ex, ok := m["example"]; ok {
 		delete(m, "example")
@@ -159,43 +183,39 @@ func (sc *oapiSchemaConv) schema(s *openapi3.Schema, depth int, request bool) an
 			}
 		}
 	}
-	if p, ok := m["pattern"].(string); ok {
-		if !sc.cache.goRegexp(p) {
-			delete(m, "pattern")
-			sc.note(fmt.Sprintf("pattern %q is not a Go regular expression; dropped", p))
-		}
-	}
+}
 
-	if v := s.Items; v != nil {
-		m["items"] = sc.ref(v, depth, request)
-	}
-	if len(s.Properties) > 0 {
-		props := make(map[string]any, len(s.Properties))
-		for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
-			v := s.Properties[k]
-			if request && v != nil && v.Value != nil && v.Value.ReadOnly {
-				continue // readOnly properties SHOULD NOT be sent in requests
-			}
-			props[k] = sc.ref(v, depth, request)
+// properties sets m's properties, converted from s's, without the
+// readOnly ones in a request, and its required without the properties
+// left out.
+func (sc *oapiSchemaConv) properties(m map[string]any, s *openapi3.Schema, depth int, request bool) {
+	props := make(map[string]any, len(s.Properties))
+	for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
+		v := s.Properties[k]
+		if request && v != nil && v.Value != nil && v.Value.ReadOnly {
+			continue // readOnly properties SHOULD NOT be sent in requests
 		}
-		m["properties"] = props
-		if req, ok := m["required"].([]any); ok {
-			req = slices.DeleteFunc(slices.Clone(req), func(r any) bool {
-				name, _ := r.(string)
-				_, kept := props[name]
-				_, declared := s.Properties[name]
-				return declared && !kept
-			})
-			if len(req) == 0 {
-				delete(m, "required")
-			} else {
-				m["required"] = req
-			}
+		props[k] = sc.ref(v, depth, request)
+	}
+	m["properties"] = props
+	if req, ok := m["required"].([]any); ok {
+		req = slices.DeleteFunc(slices.Clone(req), func(r any) bool {
+			name, _ := r.(string)
+			_, kept := props[name]
+			_, declared := s.Properties[name]
+			return declared && !kept
+		})
+		if len(req) == 0 {
+			delete(m, "required")
+		} else {
+			m["required"] = req
 		}
 	}
-	if v, ok := sc.boolSchema(s.AdditionalProperties, depth, request); ok {
-		m["additionalProperties"] = v
-	}
+}
+
+// subschemas sets m's keywords that hold schemas, converted from s's,
+// but items, properties and additionalProperties.
+func (sc *oapiSchemaConv) subschemas(m map[string]any, s *openapi3.Schema, depth int, request bool) {
 	// Fixed order, so that notes come out in the same order every time.
 	for _, kv := range []struct {
 		key  string
@@ -232,11 +252,6 @@ func (sc *oapiSchemaConv) schema(s *openapi3.Schema, depth int, request bool) an
 			m[kv.key] = out
 		}
 	}
-
-	if s.Nullable {
-		return oapiNullable(m)
-	}
-	return m
 }
 
 // oapiCache keeps what converting a schema computes that does not
