@@ -62,148 +62,21 @@ type headerParam struct {
 // and never shows the value; FieldError.Value holds it unless it contains
 // one of s.Secrets.
 func compile(s Spec) (*tool, registry.Tool, error) {
-	var errs []error
-	shown := func(v string) string {
-		if containsSecret(v, s.Secrets) {
-			return ""
-		}
-		return v
-	}
-	bad := func(field, value, msg string) {
-		errs = append(errs, &registry.FieldError{Field: field, Value: shown(value), Msg: msg})
-	}
-	switch {
-	case s.Name == "":
-		bad("name", "", "is required; name the tool, like get_weather")
-	case registry.ValidateName(s.Name) != nil:
-		errs = append(errs, &registry.FieldError{Field: "name", Value: shown(s.Name), Err: registry.ErrInvalidName,
-			Msg: fmt.Sprintf("must be 1 to %d characters from A-Z a-z 0-9 _ . -, like get_weather", registry.MaxNameLen)})
-	}
-	if s.Source == "" {
-		errs = append(errs, errors.New(`source is empty; write "rest:<name>" or "openapi:<source>"`))
-	}
-
-	t := &tool{name: s.Name, method: strings.ToUpper(s.Method)}
-	if t.method == "" {
-		t.method = http.MethodGet
-	}
-	idempotent, known := methodIdempotent(t.method)
-	if !known {
-		bad("method", s.Method, "must be one of "+methodList)
-	}
-	t.idempotent = idempotent
-	if s.Idempotent != nil {
-		t.idempotent = *s.Idempotent
-	}
-
-	var names []string // placeholders, for a derived schema
-	u, sample, err := parseURL(s.URL, s.Query)
-	if err != nil {
-		// parseURL never shows the URL; the caller may.
-		for _, fe := range fieldErrors(err) {
-			if fe.Field == "url" && s.URL != "" {
-				fe.Value = shown(s.URL)
-			}
-		}
-		errs = append(errs, err)
-	} else {
-		t.url = u
-		for _, seg := range u.segments {
-			names = append(names, seg.args()...)
-		}
-		for _, q := range u.query {
-			names = append(names, q.value.args()...)
-		}
-	}
-
-	if err := ValidateHeaders(s.Headers); err != nil {
-		errs = append(errs, err)
-	} else {
-		for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
-			v, err := parseTemplate(s.Headers[name])
-			if err != nil {
-				errs = append(errs, &registry.FieldError{Field: registry.FieldPath("headers", name), Msg: err.Error()})
-				continue
-			}
-			t.headers = append(t.headers, headerParam{name: http.CanonicalHeaderKey(name), value: v})
-			names = append(names, v.args()...)
-		}
-	}
-
-	if len(s.Body) > 0 && !bytes.Equal(bytes.TrimSpace(s.Body), []byte("null")) {
-		b, err := parseBody(s.Body)
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			t.body = b
-			names = b.args(names)
-			t.jsonCT = !slices.ContainsFunc(t.headers, func(h headerParam) bool { return h.name == "Content-Type" })
-		}
-	}
-
-	if len(s.Params) > 0 {
-		var pathArgs []string
-		for _, seg := range t.url.segments {
-			pathArgs = append(pathArgs, seg.args()...)
-		}
-		ps, perrs := compileParams(s.Params, pathArgs)
-		errs = append(errs, perrs...)
-		t.params = ps
-		for _, p := range ps {
-			names = append(names, p.Arg)
-		}
-	}
-	if s.Payload != nil {
-		switch err := checkPayload(s.Payload); {
-		case err != nil:
-			errs = append(errs, err)
-		case t.body != nil:
-			bad("payload", "", "must not be set with body; send one or the other")
-		default:
-			p := *s.Payload
-			t.payload = &p
-			names = append(names, p.Arg)
-		}
-	}
-
-	schema := s.InputSchema
-	if schema == nil {
-		schema = deriveSchema(names)
-	} else {
-		var obj map[string]any
-		if err := json.Unmarshal(schema, &obj); err != nil || obj == nil {
-			bad("input_schema", "", `must be a JSON object (a JSON Schema), like {"type":"object","properties":{"id":{"type":"string"}}}; or leave it out to derive one`)
-		}
-	}
-
-	switch {
-	case s.MaxResponseBytes < 0:
-		bad("max_response_bytes", strconv.FormatInt(s.MaxResponseBytes, 10), fmt.Sprintf("must be a positive number of bytes, or 0 for the default (%d)", DefaultMaxResponseBytes))
-	case s.MaxResponseBytes == 0:
-		t.maxBytes = DefaultMaxResponseBytes
-	default:
-		t.maxBytes = s.MaxResponseBytes
-	}
-	if s.Timeout < 0 {
-		bad("timeout", s.Timeout.String(), "must be positive, like 30s, or 0 for the default")
-	}
-	t.subject = fmt.Sprintf("tool %q", s.Name)
-
-	hosts, herrs := parseHosts(s.AllowedHosts, sample)
-	for _, fe := range herrs {
-		fe.Value = shown(fe.Value)
-		errs = append(errs, fe)
-	}
-	t.hosts = hosts
-	var user *url.Userinfo
-	if sample != nil {
-		user = sample.User
-	}
-	t.secrets = secretReplacer(s.Secrets, user)
-
-	if err := errors.Join(errs...); err != nil {
+	c := &compiler{s: s, t: &tool{name: s.Name}}
+	c.name()
+	c.method()
+	sample := c.urlAndQuery()
+	c.headers()
+	c.body()
+	c.params()
+	c.payload()
+	schema := c.inputSchema()
+	c.limits()
+	c.hosts(sample)
+	if err := errors.Join(c.errs...); err != nil {
 		return nil, registry.Tool{}, err
 	}
+	t := c.t
 	readOnly := t.method == http.MethodGet || t.method == http.MethodHead
 	return t, registry.Tool{
 		Name:        s.Name,
@@ -220,6 +93,200 @@ func compile(s Spec) (*tool, registry.Tool, error) {
 		Timeout:    s.Timeout,
 		Idempotent: t.idempotent,
 	}, nil
+}
+
+// compiler is a Spec being compiled: each of its methods checks and
+// builds one part of the tool, in the order compile reports problems.
+type compiler struct {
+	s     Spec
+	t     *tool
+	errs  []error
+	names []string // placeholders, for a derived schema
+}
+
+// shown returns v, or "" when it holds one of the Spec's secrets.
+func (c *compiler) shown(v string) string {
+	if containsSecret(v, c.s.Secrets) {
+		return ""
+	}
+	return v
+}
+
+// bad reports a problem with field, whose value is value.
+func (c *compiler) bad(field, value, msg string) {
+	c.errs = append(c.errs, &registry.FieldError{Field: field, Value: c.shown(value), Msg: msg})
+}
+
+// name checks the tool's name and source.
+func (c *compiler) name() {
+	s := c.s
+	switch {
+	case s.Name == "":
+		c.bad("name", "", "is required; name the tool, like get_weather")
+	case registry.ValidateName(s.Name) != nil:
+		c.errs = append(c.errs, &registry.FieldError{Field: "name", Value: c.shown(s.Name), Err: registry.ErrInvalidName,
+			Msg: fmt.Sprintf("must be 1 to %d characters from A-Z a-z 0-9 _ . -, like get_weather", registry.MaxNameLen)})
+	}
+	if s.Source == "" {
+		c.errs = append(c.errs, errors.New(`source is empty; write "rest:<name>" or "openapi:<source>"`))
+	}
+}
+
+// method sets the tool's method (GET by default) and whether it is
+// idempotent.
+func (c *compiler) method() {
+	t := c.t
+	t.method = strings.ToUpper(c.s.Method)
+	if t.method == "" {
+		t.method = http.MethodGet
+	}
+	idempotent, known := methodIdempotent(t.method)
+	if !known {
+		c.bad("method", c.s.Method, "must be one of "+methodList)
+	}
+	t.idempotent = idempotent
+	if c.s.Idempotent != nil {
+		t.idempotent = *c.s.Idempotent
+	}
+}
+
+// urlAndQuery compiles the URL and query, and returns the URL with every
+// placeholder filled (nil when it is invalid).
+func (c *compiler) urlAndQuery() *url.URL {
+	u, sample, err := parseURL(c.s.URL, c.s.Query)
+	if err != nil {
+		// parseURL never shows the URL; the caller may.
+		for _, fe := range fieldErrors(err) {
+			if fe.Field == "url" && c.s.URL != "" {
+				fe.Value = c.shown(c.s.URL)
+			}
+		}
+		c.errs = append(c.errs, err)
+		return sample
+	}
+	c.t.url = u
+	for _, seg := range u.segments {
+		c.names = append(c.names, seg.args()...)
+	}
+	for _, q := range u.query {
+		c.names = append(c.names, q.value.args()...)
+	}
+	return sample
+}
+
+// headers compiles the headers, sorted by name.
+func (c *compiler) headers() {
+	if err := ValidateHeaders(c.s.Headers); err != nil {
+		c.errs = append(c.errs, err)
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.s.Headers)) {
+		v, err := parseTemplate(c.s.Headers[name])
+		if err != nil {
+			c.errs = append(c.errs, &registry.FieldError{Field: registry.FieldPath("headers", name), Msg: err.Error()})
+			continue
+		}
+		c.t.headers = append(c.t.headers, headerParam{name: http.CanonicalHeaderKey(name), value: v})
+		c.names = append(c.names, v.args()...)
+	}
+}
+
+// body compiles the JSON body template, if any (JSON null is none).
+func (c *compiler) body() {
+	if len(c.s.Body) == 0 || bytes.Equal(bytes.TrimSpace(c.s.Body), []byte("null")) {
+		return
+	}
+	b, err := parseBody(c.s.Body)
+	if err != nil {
+		c.errs = append(c.errs, err)
+		return
+	}
+	c.t.body = b
+	c.names = b.args(c.names)
+	c.t.jsonCT = !slices.ContainsFunc(c.t.headers, func(h headerParam) bool { return h.name == "Content-Type" })
+}
+
+// params compiles the serialized parameters, if any.
+func (c *compiler) params() {
+	if len(c.s.Params) == 0 {
+		return
+	}
+	var pathArgs []string
+	for _, seg := range c.t.url.segments {
+		pathArgs = append(pathArgs, seg.args()...)
+	}
+	ps, perrs := compileParams(c.s.Params, pathArgs)
+	c.errs = append(c.errs, perrs...)
+	c.t.params = ps
+	for _, p := range ps {
+		c.names = append(c.names, p.Arg)
+	}
+}
+
+// payload checks the non-JSON body, if any.
+func (c *compiler) payload() {
+	if c.s.Payload == nil {
+		return
+	}
+	switch err := checkPayload(c.s.Payload); {
+	case err != nil:
+		c.errs = append(c.errs, err)
+	case c.t.body != nil:
+		c.bad("payload", "", "must not be set with body; send one or the other")
+	default:
+		p := *c.s.Payload
+		c.t.payload = &p
+		c.names = append(c.names, p.Arg)
+	}
+}
+
+// inputSchema returns the Spec's input schema, checked to be a JSON
+// object, or one derived from the placeholders.
+func (c *compiler) inputSchema() json.RawMessage {
+	schema := c.s.InputSchema
+	if schema == nil {
+		return deriveSchema(c.names)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(schema, &obj); err != nil || obj == nil {
+		c.bad("input_schema", "", `must be a JSON object (a JSON Schema), like {"type":"object","properties":{"id":{"type":"string"}}}; or leave it out to derive one`)
+	}
+	return schema
+}
+
+// limits checks max_response_bytes and timeout, and names the tool for
+// retry messages.
+func (c *compiler) limits() {
+	s, t := c.s, c.t
+	switch {
+	case s.MaxResponseBytes < 0:
+		c.bad("max_response_bytes", strconv.FormatInt(s.MaxResponseBytes, 10), fmt.Sprintf("must be a positive number of bytes, or 0 for the default (%d)", DefaultMaxResponseBytes))
+	case s.MaxResponseBytes == 0:
+		t.maxBytes = DefaultMaxResponseBytes
+	default:
+		t.maxBytes = s.MaxResponseBytes
+	}
+	if s.Timeout < 0 {
+		c.bad("timeout", s.Timeout.String(), "must be positive, like 30s, or 0 for the default")
+	}
+	t.subject = fmt.Sprintf("tool %q", s.Name)
+}
+
+// hosts sets the hosts the tool may reach (sample's, the URL filled in,
+// by default) and the secrets its messages hide, sample's userinfo among
+// them.
+func (c *compiler) hosts(sample *url.URL) {
+	hosts, herrs := parseHosts(c.s.AllowedHosts, sample)
+	for _, fe := range herrs {
+		fe.Value = c.shown(fe.Value)
+		c.errs = append(c.errs, fe)
+	}
+	c.t.hosts = hosts
+	var user *url.Userinfo
+	if sample != nil {
+		user = sample.User
+	}
+	c.t.secrets = secretReplacer(c.s.Secrets, user)
 }
 
 // methodList is the methods a REST tool may use, for messages.
