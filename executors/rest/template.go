@@ -274,34 +274,7 @@ func parseURL(raw string, query map[string]string) (urlTemplate, *url.URL, error
 		}
 	}
 	if hasQuery && queryPart != "" {
-		for pair := range strings.SplitSeq(queryPart, "&") {
-			if pair == "" {
-				continue
-			}
-			k, v, _ := strings.Cut(pair, "=")
-			if strings.ContainsAny(k, "{}") {
-				bad("has a placeholder in a query key; placeholders are allowed in query values only, like ?q={q}")
-				continue
-			}
-			key, err := url.QueryUnescape(k)
-			if err != nil {
-				bad("has a query key with an invalid %-escape; escape a literal % as %25")
-				continue
-			}
-			t, err := parseTemplate(v)
-			if err != nil {
-				bad(err.Error())
-				continue
-			}
-			for i, p := range t.parts {
-				if p.arg == "" {
-					if t.parts[i].lit, err = url.QueryUnescape(p.lit); err != nil {
-						bad("has a query value with an invalid %-escape; escape a literal % as %25")
-					}
-				}
-			}
-			u.query = append(u.query, queryParam{key: key, value: t})
-		}
+		u.query = parseQueryPart(queryPart, bad)
 	}
 	if len(errs) > 0 {
 		return u, nil, errors.Join(errs...)
@@ -321,6 +294,42 @@ func parseURL(raw string, query map[string]string) (urlTemplate, *url.URL, error
 		return u, nil, errors.Join(errs...)
 	}
 	return u, sample, nil
+}
+
+// parseQueryPart compiles the query of a URL template, key=value pairs
+// separated by "&" whose values may hold placeholders, reporting each
+// problem to bad.
+func parseQueryPart(queryPart string, bad func(msg string)) []queryParam {
+	var params []queryParam
+	for pair := range strings.SplitSeq(queryPart, "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		if strings.ContainsAny(k, "{}") {
+			bad("has a placeholder in a query key; placeholders are allowed in query values only, like ?q={q}")
+			continue
+		}
+		key, err := url.QueryUnescape(k)
+		if err != nil {
+			bad("has a query key with an invalid %-escape; escape a literal % as %25")
+			continue
+		}
+		t, err := parseTemplate(v)
+		if err != nil {
+			bad(err.Error())
+			continue
+		}
+		for i, p := range t.parts {
+			if p.arg == "" {
+				if t.parts[i].lit, err = url.QueryUnescape(p.lit); err != nil {
+					bad("has a query value with an invalid %-escape; escape a literal % as %25")
+				}
+			}
+		}
+		params = append(params, queryParam{key: key, value: t})
+	}
+	return params
 }
 
 // queryParams compiles the Spec.Query map, sorted by key. Every problem is
