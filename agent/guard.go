@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toolgate/toolgate/internal/canonjson"
 	"github.com/toolgate/toolgate/internal/loopguard"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -145,7 +146,7 @@ func (g *guard) check(ctx context.Context, call ToolCall) *ToolResult {
 	if g.loops == nil {
 		return nil
 	}
-	c := loopguard.Call{Tool: call.Name, Args: loopguard.ArgsSum([]byte(call.Arguments))}
+	c := loopguard.Call{Tool: call.Name, Args: canonjson.RawSum([]byte(call.Arguments))}
 	count, act := g.loops.Check("", c)
 	if !act {
 		g.run(call.ID, c)

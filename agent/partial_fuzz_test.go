@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/toolgate/toolgate/internal/loopguard"
+	"github.com/toolgate/toolgate/internal/canonjson"
 )
 
 // FuzzParsePartial: parsePartial reads a model's streamed, possibly cut
@@ -36,6 +36,6 @@ func FuzzParsePartial(f *testing.F) {
 				_ = parsePartial(s[:i])
 			}
 		}
-		_ = loopguard.ArgsSum([]byte(s))
+		_ = canonjson.RawSum([]byte(s))
 	})
 }

@@ -212,3 +212,21 @@ func BenchmarkArgsSum(b *testing.B) {
 		}
 	}
 }
+
+// RawSum: arguments spelt otherwise hash alike; absent, null and {} alike;
+// malformed text as it is, and two unlike texts unlike.
+func TestRawSum(t *testing.T) {
+	if RawSum([]byte(`{"n":1}`)) != RawSum([]byte(` { "n" : 1.0 } `)) {
+		t.Error(`RawSum({"n":1}) != RawSum( { "n" : 1.0 } )`)
+	}
+	if RawSum(nil) != RawSum([]byte(`{}`)) || RawSum([]byte(`null`)) != RawSum([]byte(` {} `)) {
+		t.Error("absent, null and {} arguments hash unlike")
+	}
+	bad := []byte(`{"n":1`)
+	if got, want := RawSum(bad), sha256.Sum256(bad); got != want {
+		t.Errorf("RawSum(%s) = %x, want the hash of the text, %x", bad, got, want)
+	}
+	if RawSum(bad) == RawSum([]byte(`{"n":2`)) {
+		t.Error("two unlike malformed texts hash alike")
+	}
+}

@@ -174,3 +174,14 @@ func canonInteger(d []byte, i int) (int, bool) {
 	}
 	return i, true
 }
+
+// RawSum is [ArgsSum] of raw alone, and total: raw that is not one JSON
+// value hashes as it is (the same malformed arguments sent twice are the
+// same arguments).
+func RawSum(raw []byte) [32]byte {
+	sum, err := ArgsSum(raw, nil)
+	if err != nil {
+		return sha256.Sum256(raw)
+	}
+	return sum
+}

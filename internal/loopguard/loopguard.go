@@ -8,8 +8,6 @@ import (
 	"hash"
 	"slices"
 	"sync"
-
-	"github.com/toolgate/toolgate/internal/canonjson"
 )
 
 // DefaultThreshold is [Options.Threshold] when zero: a thread may make a
@@ -32,18 +30,6 @@ type Call struct {
 	// Args is the arguments' hash, from [ArgsSum] (or
 	// [canonjson.ArgsSum]).
 	Args [32]byte
-}
-
-// ArgsSum returns the hash of a call's arguments as the guard compares
-// them: [canonjson.ArgsSum] of raw, or, when raw is not JSON, the SHA-256
-// of raw as it is (a model that repeats the same malformed arguments
-// repeats itself too). Absent and null arguments are {}.
-func ArgsSum(raw []byte) [32]byte {
-	sum, err := canonjson.ArgsSum(raw, nil)
-	if err != nil {
-		return sha256.Sum256(raw)
-	}
-	return sum
 }
 
 // Options configure a [Guard]. A nil *Options is the zero value.

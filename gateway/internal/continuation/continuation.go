@@ -7,7 +7,6 @@
 package continuation
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/toolgate/toolgate/internal/canonjson"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
@@ -121,25 +119,11 @@ func New() *Registry {
 }
 
 // Binding is what a Continuation continues: the method, the name and a
-// hash of the arguments (ArgsSum) of the request that started it. A retry
+// hash of the arguments (canonjson.RawSum) of the request that started it. A retry
 // must bind alike.
 type Binding struct {
 	Method, Name string
 	Args         [32]byte
-}
-
-// ArgsSum hashes arguments as sent, in canonical form: the same JSON
-// value hashes alike however it is spaced or its keys ordered. Absent and
-// null arguments are {}.
-func ArgsSum(raw json.RawMessage) [32]byte {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = []byte("{}")
-	}
-	if c, err := canonjson.JSON(raw); err == nil {
-		raw = c
-	}
-	return sha256.Sum256(raw)
 }
 
 // Outcome is what a detached call returned.

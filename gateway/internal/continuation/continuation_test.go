@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolgate/toolgate/internal/canonjson"
 	"go.uber.org/goleak"
 )
 
@@ -21,7 +22,7 @@ func TestResume(t *testing.T) {
 	root, cancel := context.WithCancel(context.Background())
 	defer r.Close(cancel)
 	ctx := t.Context()
-	bind := Binding{Method: "tools/call", Name: "t", Args: ArgsSum(json.RawMessage(`{"a":1,"b":[2]}`))}
+	bind := Binding{Method: "tools/call", Name: "t", Args: canonjson.RawSum(json.RawMessage(`{"a":1,"b":[2]}`))}
 	c, ok := r.Start(ctx, root, "alice", bind, func(ctx context.Context, c *Continuation) Outcome {
 		raw, err := c.Ask(ctx, mcp.NewElicitationInputRequest(mcp.ElicitationParams{Message: "go on?"}))
 		return Outcome{Res: string(raw), Err: err}
@@ -39,7 +40,7 @@ func TestResume(t *testing.T) {
 	}
 	answers := map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept"}`)}
 	other := bind
-	other.Args = ArgsSum(json.RawMessage(`{"a":2}`))
+	other.Args = canonjson.RawSum(json.RawMessage(`{"a":2}`))
 	for _, tc := range []struct {
 		name, who, state string
 		bind             Binding
@@ -56,7 +57,7 @@ func TestResume(t *testing.T) {
 		}
 	}
 	spelt := bind
-	spelt.Args = ArgsSum(json.RawMessage(` { "b" : [ 2 ] , "a" : 1.0 } `))
+	spelt.Args = canonjson.RawSum(json.RawMessage(` { "b" : [ 2 ] , "a" : 1.0 } `))
 	c2, err := r.Resume("alice", spelt, in.RequestState, answers, true)
 	if err != nil {
 		t.Fatalf("the retry: %v", err)

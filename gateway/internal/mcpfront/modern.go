@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/continuation"
+	"github.com/toolgate/toolgate/internal/canonjson"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/internal/principal"
 )
@@ -94,7 +95,7 @@ func (p modernPeer) Request(ctx context.Context, method string, params json.RawM
 func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *Request, call func(context.Context, *Request) *executors.Result) (*mcp.CallToolResult, error) {
 	who := principal.NameOf(r.Identity)
 	bind := func() continuation.Binding { // only for a call that may wait: the common call hashes nothing
-		return continuation.Binding{Method: string(mcp.MethodToolsCall), Name: p.Name, Args: continuation.ArgsSum(p.Arguments)}
+		return continuation.Binding{Method: string(mcp.MethodToolsCall), Name: p.Name, Args: canonjson.RawSum(p.Arguments)}
 	}
 	if p.RequestState != "" || len(p.InputResponses) > 0 {
 		c, err := f.mrtr.ResumeWith(who, bind(), p.MultiRoundTripParams)
@@ -137,7 +138,7 @@ func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *R
 // source's requests to the client go to.
 func (f *Front) modernPrompt(ctx context.Context, info *server.RequestProtocolInfo, req mcp.GetPromptRequest, get func(context.Context, Peer) (*mcp.GetPromptResult, error)) (*mcp.GetPromptResult, error) {
 	who := principal.NameOf(f.identity(ctx))
-	bind := continuation.Binding{Method: string(mcp.MethodPromptsGet), Name: req.Params.Name, Args: continuation.ArgsSum(mustJSON(req.Params.Arguments))}
+	bind := continuation.Binding{Method: string(mcp.MethodPromptsGet), Name: req.Params.Name, Args: canonjson.RawSum(mustJSON(req.Params.Arguments))}
 	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
 		c, err := f.mrtr.ResumeWith(who, bind, req.Params.MultiRoundTripParams)
 		if err != nil {
@@ -209,7 +210,7 @@ func (f *Front) retryRefused(w http.ResponseWriter, x *exchange, m *message) boo
 	if json.Unmarshal(m.params, &p) != nil || (p.RequestState == "" && len(p.InputResponses) == 0) {
 		return false // mcp-go answers what it cannot read
 	}
-	bind := continuation.Binding{Method: string(mcp.MethodPromptsGet), Name: p.Name, Args: continuation.ArgsSum(p.Arguments)}
+	bind := continuation.Binding{Method: string(mcp.MethodPromptsGet), Name: p.Name, Args: canonjson.RawSum(p.Arguments)}
 	if _, err := f.mrtr.Resume(principal.NameOf(x.ident), bind, p.RequestState, p.InputResponses, false); err != nil {
 		writeJSON(w, http.StatusBadRequest, rpcError(m.id, mcp.INVALID_PARAMS, err.Error(), nil))
 		return true
