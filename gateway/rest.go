@@ -34,26 +34,29 @@ const specFetchTimeout = 30 * time.Second
 // serve it with catalog: search. A variable for tests only.
 var maxSourceToolBytes = 16 << 20
 
+// pendingTool is a REST tool on its way to registration: a rest section's
+// spec, compiled by bindREST, or a tool an OpenAPI document made, compiled
+// already.
+type pendingTool struct {
+	spec rest.Spec
+	path string // config path of the definition, for its errors
+	// fromDoc marks a spec made from an OpenAPI document, already added:
+	// tool and exec are its.
+	fromDoc bool
+	tool    registry.Tool
+	exec    executors.Executor
+}
+
 // restTools compiles the config's rest and openapi sections into REST
 // tools bound to their executors, for the caller to register in one batch.
 // Every problem is reported at once, each as file:line:col: path: message
 // (see [configErrors]).
 func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 	secrets := restSecrets(cfg.Secrets())
-	type pending struct {
-		spec rest.Spec
-		path string // config path of the definition, for its errors
-		// fromDoc marks a spec made from an OpenAPI document, already
-		// added: tool and exec are its.
-		fromDoc bool
-		tool    registry.Tool
-		exec    executors.Executor
-	}
-	var specs []pending
-	var metaTools []executors.Bound // the catalogs' meta-tools (catalog.go)
 	errs := nameErrors(cfg)
+	var specs []pendingTool
 	for i, t := range cfg.Rest {
-		specs = append(specs, pending{path: fmt.Sprintf("rest[%d]", i), spec: rest.Spec{
+		specs = append(specs, pendingTool{path: fmt.Sprintf("rest[%d]", i), spec: rest.Spec{
 			Name:             t.Name,
 			Description:      t.Description,
 			Source:           "rest:" + t.Name,
@@ -70,150 +73,175 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 			Secrets:          secrets,
 		}})
 	}
-	// A source whose document cannot be read or used is an error only
-	// when it is the only source of tools; otherwise toolgate starts
-	// without it and /readyz says degraded.
-	onlySource := len(cfg.OpenAPI) == 1 && len(cfg.Rest) == 0 && len(cfg.Upstreams) == 0 && len(cfg.Builtin) == 0
-	for i, o := range cfg.OpenAPI {
-		path := fmt.Sprintf("openapi[%d]", i)
-		src := openapi.Source{
-			Name:             o.Name,
-			Location:         o.Spec,
-			BaseURL:          o.BaseURL,
-			Include:          o.Include,
-			Exclude:          o.Exclude,
-			Headers:          o.Headers,
-			Auth:             o.Auth,
-			MaxSpecBytes:     o.MaxSpecBytes,
-			Timeout:          o.Timeout.D(),
-			MaxResponseBytes: o.MaxResponseBytes,
-			Secrets:          secrets,
-		}
-		// The source's own settings first: a document is not fetched for
-		// a source that cannot be used.
-		if err := src.Validate(); err != nil {
-			errs = append(errs, configErrors(cfg, path, err)...)
-			continue
-		}
-		unusable := func(perr error) {
-			if onlySource {
-				errs = append(errs, perr)
-				return
-			}
-			g.openapi.failed(o.Name, perr)
-			g.logger.Error("openapi source not loaded; serving without it", "source", o.Name, "error", perr.Error())
-		}
-		doc, err := g.readSpec(o.Spec, src.MaxSpecBytes)
-		if err != nil {
-			unusable(cfg.Locate(config.Problem{Path: path + ".spec", Msg: err.Error()}))
-			continue
-		}
-		src.Spec = doc
-		d, err := openapi.Open(src)
-		if err != nil {
-			// Open has checked src's settings (above); what is left is
-			// the document's: it does not load, or has no base URL.
-			for _, e := range configErrors(cfg, path+".spec", err) {
-				unusable(e)
-			}
-			continue
-		}
-		for _, w := range d.Warnings() {
-			g.logger.Warn("openapi source", "source", o.Name, "warning", w.Msg)
-		}
-		var cat *catalog
-		if cmp.Or(o.Catalog, cfg.Defaults.Catalog) == config.CatalogSearch {
-			cat = newCatalog(o.Name, d)
-		}
-		var skippedOps []SkippedOperation
-		skip := func(op SkippedOperation) {
-			skippedOps = append(skippedOps, op)
-			g.logger.Debug("openapi operation skipped", "source", o.Name, "operation", op.Operation, "tool", op.Tool, "reason", op.Reason)
-		}
-		var kept []pending
-		size := 0 // bytes of the kept tools' input schemas and descriptions
-		over := false
-		for i := range d.Len() {
-			// A source behind a catalog builds each tool's input schema
-			// on first use (catalog.go): the outline says all else.
-			var sp rest.Spec
-			var ws []openapi.Warning
-			var ok bool
-			if cat != nil {
-				sp, ws, ok = d.Outline(i)
-			} else {
-				sp, ws, ok = d.Spec(i)
-			}
-			for _, w := range ws {
-				if w.Skipped {
-					skip(SkippedOperation{Source: o.Name, Operation: w.Operation, Tool: w.Tool, Reason: w.Msg})
-				} else {
-					g.logger.Debug("openapi operation", "source", o.Name, "operation", w.Operation, "tool", w.Tool, "note", w.Msg)
-				}
-			}
-			if !ok {
-				continue
-			}
-			op := d.Operation(i)
-			if cat != nil && cat.isMeta(sp.Name) {
-				skip(SkippedOperation{Source: o.Name, Operation: op.Method + " " + op.Path, Tool: sp.Name,
-					Reason: "its tool name is one of the catalog's meta-tools (catalog: search); exclude it, or rename the source"})
-				continue
-			}
-			if cat != nil {
-				sp.InputSchema = cat.stubSchema()
-			}
-			// A spec the REST executor refuses is skipped like any
-			// operation the importer could not convert: the document's
-			// problem, not the file's.
-			t, exec, err := g.rest.Add(sp)
-			if err != nil {
-				skip(SkippedOperation{Source: o.Name, Operation: sp.Method + " " + sp.URL, Tool: sp.Name,
-					Reason: "the REST executor cannot send it: " + strings.ReplaceAll(err.Error(), "\n", "; ")})
-				continue
-			}
-			if cat != nil {
-				exec = cat.add(g, t, op, i, exec)
-			} else if size += len(t.InputSchema) + len(t.Description); size > maxSourceToolBytes {
-				over = true
-				break
-			}
-			kept = append(kept, pending{path: path, spec: sp, fromDoc: true, tool: t, exec: exec})
-		}
-		if over {
-			// Served as one tool each, a document this large would take
-			// minutes and gigabytes to register, and no client could list
-			// it; behind a catalog its tools are built on first use.
-			unusable(cfg.Locate(config.Problem{Path: path + ".spec", Msg: fmt.Sprintf(
-				"its %d operations make more tools than a client can list: their input schemas and descriptions pass %d MiB before the last; "+
-					"serve it with catalog: search (three meta-tools; each tool is built on first use), or select fewer operations with include or exclude",
-				d.Len(), maxSourceToolBytes>>20)}))
-			continue
-		}
-		g.openapi.loaded(skippedOps)
+	var metaTools []executors.Bound // the catalogs' meta-tools (catalog.go)
+	for i := range cfg.OpenAPI {
+		kept, meta, problems := g.openapiTools(cfg, i, secrets)
 		specs = append(specs, kept...)
+		metaTools = append(metaTools, meta...)
+		errs = append(errs, problems...)
+	}
+	bound, problems := g.bindREST(cfg, specs)
+	if errs = append(errs, problems...); len(errs) > 0 {
+		return nil, joinProblems(errs...)
+	}
+	return append(bound, metaTools...), nil
+}
+
+// openapiTools reads the document of cfg.OpenAPI[i] and returns its tools,
+// and, behind a catalog, the catalog's meta-tools. A source whose document
+// cannot be read or used is a problem only when it is the only source of
+// tools; otherwise toolgate starts without it, logs why, and /readyz says
+// degraded.
+func (g *Gateway) openapiTools(cfg *config.Config, i int, secrets []string) (kept []pendingTool, meta []executors.Bound, problems []error) {
+	o := cfg.OpenAPI[i]
+	path := fmt.Sprintf("openapi[%d]", i)
+	onlySource := len(cfg.OpenAPI) == 1 && len(cfg.Rest) == 0 && len(cfg.Upstreams) == 0 && len(cfg.Builtin) == 0
+	src := openapi.Source{
+		Name:             o.Name,
+		Location:         o.Spec,
+		BaseURL:          o.BaseURL,
+		Include:          o.Include,
+		Exclude:          o.Exclude,
+		Headers:          o.Headers,
+		Auth:             o.Auth,
+		MaxSpecBytes:     o.MaxSpecBytes,
+		Timeout:          o.Timeout.D(),
+		MaxResponseBytes: o.MaxResponseBytes,
+		Secrets:          secrets,
+	}
+	// The source's own settings first: a document is not fetched for a
+	// source that cannot be used.
+	if err := src.Validate(); err != nil {
+		return nil, nil, configErrors(cfg, path, err)
+	}
+	unusable := func(perr error) {
+		if onlySource {
+			problems = append(problems, perr)
+			return
+		}
+		g.openapi.failed(o.Name, perr)
+		g.logger.Error("openapi source not loaded; serving without it", "source", o.Name, "error", perr.Error())
+	}
+	doc, err := g.readSpec(o.Spec, src.MaxSpecBytes)
+	if err != nil {
+		unusable(cfg.Locate(config.Problem{Path: path + ".spec", Msg: err.Error()}))
+		return nil, nil, problems
+	}
+	src.Spec = doc
+	d, err := openapi.Open(src)
+	if err != nil {
+		// Open has checked src's settings (above); what is left is the
+		// document's: it does not load, or has no base URL.
+		for _, e := range configErrors(cfg, path+".spec", err) {
+			unusable(e)
+		}
+		return nil, nil, problems
+	}
+	for _, w := range d.Warnings() {
+		g.logger.Warn("openapi source", "source", o.Name, "warning", w.Msg)
+	}
+	var cat *catalog
+	if cmp.Or(o.Catalog, cfg.Defaults.Catalog) == config.CatalogSearch {
+		cat = newCatalog(o.Name, d)
+	}
+	kept, skipped, over := g.operationTools(o.Name, path, d, cat)
+	if over {
+		// Served as one tool each, a document this large would take
+		// minutes and gigabytes to register, and no client could list it;
+		// behind a catalog its tools are built on first use.
+		unusable(cfg.Locate(config.Problem{Path: path + ".spec", Msg: fmt.Sprintf(
+			"its %d operations make more tools than a client can list: their input schemas and descriptions pass %d MiB before the last; "+
+				"serve it with catalog: search (three meta-tools; each tool is built on first use), or select fewer operations with include or exclude",
+			d.Len(), maxSourceToolBytes>>20)}))
+		return nil, nil, problems
+	}
+	g.openapi.loaded(skipped)
+	if cat == nil {
+		g.logger.Info(fmt.Sprintf("openapi source %q: %d tools, %d operations skipped", o.Name, len(kept), len(skipped)),
+			"source", o.Name, "tools", len(kept), "skipped", len(skipped))
+		return kept, nil, problems
+	}
+	// Its tools are registered (they dispatch through the pipeline) but
+	// listed as three meta-tools.
+	if g.catalogs == nil {
+		g.catalogs = map[string]*catalog{}
+	}
+	g.catalogs[cat.source] = cat
+	g.logger.Info(fmt.Sprintf("openapi source %q: %d tools behind %s, %d operations skipped", o.Name, len(kept), cat.metaName(catalogSearch), len(skipped)),
+		"source", o.Name, "tools", len(kept), "skipped", len(skipped), "catalog", string(config.CatalogSearch))
+	return kept, g.catalogTools(cat), problems
+}
+
+// operationTools makes a tool of each operation of source's document d
+// (config path path) that converts and that the REST executor can send,
+// behind cat when it is not nil, and lists the operations skipped. over
+// reports that, served as one tool each, the tools' schemas and
+// descriptions passed maxSourceToolBytes.
+func (g *Gateway) operationTools(source, path string, d *openapi.Document, cat *catalog) (kept []pendingTool, skipped []SkippedOperation, over bool) {
+	skip := func(op SkippedOperation) {
+		skipped = append(skipped, op)
+		g.logger.Debug("openapi operation skipped", "source", source, "operation", op.Operation, "tool", op.Tool, "reason", op.Reason)
+	}
+	size := 0 // bytes of the kept tools' input schemas and descriptions
+	for i := range d.Len() {
+		// A source behind a catalog builds each tool's input schema on
+		// first use (catalog.go): the outline says all else.
+		var sp rest.Spec
+		var ws []openapi.Warning
+		var ok bool
 		if cat != nil {
-			// Its tools are registered (they dispatch through the
-			// pipeline) but listed as three meta-tools.
-			if g.catalogs == nil {
-				g.catalogs = map[string]*catalog{}
+			sp, ws, ok = d.Outline(i)
+		} else {
+			sp, ws, ok = d.Spec(i)
+		}
+		for _, w := range ws {
+			if w.Skipped {
+				skip(SkippedOperation{Source: source, Operation: w.Operation, Tool: w.Tool, Reason: w.Msg})
+			} else {
+				g.logger.Debug("openapi operation", "source", source, "operation", w.Operation, "tool", w.Tool, "note", w.Msg)
 			}
-			g.catalogs[cat.source] = cat
-			metaTools = append(metaTools, g.catalogTools(cat)...)
-			g.logger.Info(fmt.Sprintf("openapi source %q: %d tools behind %s, %d operations skipped", o.Name, len(kept), cat.metaName(catalogSearch), len(skippedOps)),
-				"source", o.Name, "tools", len(kept), "skipped", len(skippedOps), "catalog", string(config.CatalogSearch))
+		}
+		if !ok {
 			continue
 		}
-		g.logger.Info(fmt.Sprintf("openapi source %q: %d tools, %d operations skipped", o.Name, len(kept), len(skippedOps)),
-			"source", o.Name, "tools", len(kept), "skipped", len(skippedOps))
+		op := d.Operation(i)
+		if cat != nil && cat.isMeta(sp.Name) {
+			skip(SkippedOperation{Source: source, Operation: op.Method + " " + op.Path, Tool: sp.Name,
+				Reason: "its tool name is one of the catalog's meta-tools (catalog: search); exclude it, or rename the source"})
+			continue
+		}
+		if cat != nil {
+			sp.InputSchema = cat.stubSchema()
+		}
+		// A spec the REST executor refuses is skipped like any operation
+		// the importer could not convert: the document's problem, not the
+		// file's.
+		t, exec, err := g.rest.Add(sp)
+		if err != nil {
+			skip(SkippedOperation{Source: source, Operation: sp.Method + " " + sp.URL, Tool: sp.Name,
+				Reason: "the REST executor cannot send it: " + strings.ReplaceAll(err.Error(), "\n", "; ")})
+			continue
+		}
+		if cat != nil {
+			exec = cat.add(g, t, op, i, exec)
+		} else if size += len(t.InputSchema) + len(t.Description); size > maxSourceToolBytes {
+			return nil, skipped, true
+		}
+		kept = append(kept, pendingTool{path: path, spec: sp, fromDoc: true, tool: t, exec: exec})
 	}
-	var bound []executors.Bound
+	return kept, skipped, false
+}
+
+// bindREST compiles the specs of the rest section (those of documents are
+// compiled already) and binds every tool to its executor, with its
+// backend's circuit state for the metrics.
+func (g *Gateway) bindREST(cfg *config.Config, specs []pendingTool) (bound []executors.Bound, problems []error) {
 	for _, p := range specs {
 		t, exec := p.tool, p.exec
 		if !p.fromDoc {
 			var err error
 			if t, exec, err = g.rest.Add(p.spec); err != nil {
-				errs = append(errs, configErrors(cfg, p.path, err)...)
+				problems = append(problems, configErrors(cfg, p.path, err)...)
 				continue
 			}
 		}
@@ -222,10 +250,7 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 		g.res.restHost[p.spec.Source] = backend
 		g.metrics.circuitState(backend, g.res.backends.Get(backend).State())
 	}
-	if len(errs) > 0 {
-		return nil, joinProblems(errs...)
-	}
-	return append(bound, metaTools...), nil
+	return bound, problems
 }
 
 // leafErrors flattens a tree of errors joined with errors.Join.
