@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/continuation"
+	"github.com/toolgate/toolgate/gateway/internal/subscriptions"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -152,7 +153,8 @@ type Front struct {
 	sessions   atomic.Int64 // live sessions plus slots reserved for new ones (session.go)
 	principals sync.Map     // principal name → *principalCount, of principals with sessions (session.go)
 
-	cats catalogs // the sources' resources, prompts, subscriptions and log levels (surface.go)
+	cats catalogs           // the sources' resources, prompts and log levels (surface.go)
+	subs *subscriptions.Set // the sessions' resource subscriptions
 
 	mrtr     *continuation.Registry // 2026-07-28 calls waiting for their clients' answers (modern.go)
 	requests atomic.Uint64          // numbers 2026-07-28 requests, for their peers (modern.go)
@@ -170,6 +172,7 @@ func New(b Backend, o Options) *Front {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
 	f.tools.Store(&map[string]*frontTool{})
+	f.subs = subscriptions.New(f.passSubscription, unsubscribeTimeout)
 	f.root, f.rootCancel = context.WithCancel(context.Background())
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(ctx context.Context, cs server.ClientSession) {
@@ -290,13 +293,11 @@ func (f *Front) Close() {
 	p := f.httpParts
 	f.httpParts, f.closed = nil, true
 	f.mu.Unlock()
+	// Sessions that end from now on leave their sources subscribed: the
+	// sources are going too.
+	f.subs.Close()
 	f.mrtr.Close(f.rootCancel) // the calls waiting for their clients first, told why; streams end with f.root
 	if p != nil {
 		p.close()
 	}
-	// The drainer ends with f.root, which mrtr.close has cancelled; one
-	// that forgetSession starts, it starts under subMu with f.root alive.
-	f.cats.subMu.Lock()
-	f.cats.subMu.Unlock() //nolint:staticcheck // SA2001: an empty section, a barrier
-	f.cats.drainer.Wait()
 }

@@ -28,7 +28,7 @@ const setLevelTimeout = 5 * time.Second
 
 // unsubscribeTimeout bounds unsubscribing the source of a resource a
 // session that ended was the last one subscribed to. It runs in the
-// background (drainSubscriptions), one resource at a time: the session's
+// background (package subscriptions), one resource at a time: the session's
 // end (a DELETE, or the idle sweeper) does not wait for it.
 const unsubscribeTimeout = 5 * time.Second
 
@@ -83,19 +83,11 @@ type ownedPrompt struct {
 	cat  *Catalog
 }
 
-// catalogs holds the sources' catalogs, subscriptions and log levels.
+// catalogs holds the sources' catalogs and log levels.
 type catalogs struct {
 	mu      sync.Mutex          // guards bySrc and applying a change
 	bySrc   map[string]*Catalog // source → its catalog
 	current sync.Map            // "s" → *surface
-
-	// subMu guards subs, pending and draining, and the fields of each
-	// subscription it marks. It is never held while a source is told.
-	subMu    sync.Mutex
-	subs     map[string]*subscription // URI → its sessions and what its source was told
-	pending  map[string]bool          // URIs whose last session ended, for drainSubscriptions
-	draining bool                     // drainSubscriptions runs
-	drainer  sync.WaitGroup           // drainSubscriptions; Close waits for it
 
 	levelMu   sync.Mutex
 	levels    map[string]mcp.LoggingLevel // session → the level it set
@@ -332,81 +324,6 @@ func (s *surface) owner(uri string) *Catalog {
 	return nil
 }
 
-// subscription is one URI's subscribed sessions and what its source was
-// told. Telling the source is serialised per URI (send), and each teller
-// decides what to tell under catalogs.subMu only once the one before it
-// is done: whatever the order in which sessions come and go, the last
-// thing the source hears matches whether any session still wants the URI.
-type subscription struct {
-	send chan struct{} // 1-buffered: held while the source is told about the URI
-
-	// Guarded by catalogs.subMu.
-	sessions map[string]bool // subscribed session IDs
-	told     bool            // the source was last told to subscribe, and did not fail
-	users    int             // goroutines holding or waiting for send
-}
-
-// subLocked returns uri's subscription, made if there is none.
-// f.cats.subMu must be held.
-func (c *catalogs) subLocked(uri string) *subscription {
-	if c.subs == nil {
-		c.subs = map[string]*subscription{}
-	}
-	sub := c.subs[uri]
-	if sub == nil {
-		sub = &subscription{send: make(chan struct{}, 1), sessions: map[string]bool{}}
-		c.subs[uri] = sub
-	}
-	return sub
-}
-
-// subscribed records that session subscribed to uri (on) or unsubscribed
-// (off), and subscribes the source serving uri when the first session
-// subscribes and unsubscribes it when the last one goes, before it
-// returns.
-func (f *Front) subscribed(ctx context.Context, session, uri string, on bool) {
-	f.cats.subMu.Lock()
-	sub := f.cats.subLocked(uri)
-	if on {
-		sub.sessions[session] = true
-	} else {
-		delete(sub.sessions, session)
-	}
-	f.cats.subMu.Unlock()
-	f.syncSubscription(ctx, uri)
-}
-
-// syncSubscription tells the source serving uri to subscribe or to
-// unsubscribe if what it was last told differs from whether any session
-// wants uri now, after every earlier syncSubscription of uri has ended.
-// It waits for those, each bounded by its own context.
-func (f *Front) syncSubscription(ctx context.Context, uri string) {
-	c := &f.cats
-	c.subMu.Lock()
-	sub := c.subLocked(uri)
-	sub.users++
-	c.subMu.Unlock()
-
-	sub.send <- struct{}{}
-	c.subMu.Lock()
-	want := len(sub.sessions) > 0
-	tell := want != sub.told
-	c.subMu.Unlock()
-	if tell {
-		ok := f.passSubscription(ctx, uri, want)
-		c.subMu.Lock()
-		sub.told = want && ok // a failed unsubscribe counts as done: nobody wants the updates
-		c.subMu.Unlock()
-	}
-	<-sub.send
-
-	c.subMu.Lock()
-	if sub.users--; sub.users == 0 && len(sub.sessions) == 0 && !sub.told {
-		delete(c.subs, uri)
-	}
-	c.subMu.Unlock()
-}
-
 // passSubscription subscribes the source serving uri to it (on), or
 // unsubscribes it, if the source serves subscriptions; a failure is
 // logged and reported as false.
@@ -428,74 +345,19 @@ func (f *Front) passSubscription(ctx context.Context, uri string, on bool) bool 
 
 // forgetSession drops what the front keeps for a session that ended
 // (DELETE, idle expiry, a closed SSE or stdio connection): its
-// subscriptions and its log level. A resource the session was the last
-// one subscribed to is unsubscribed at its source, as if the session had
-// unsubscribed before it ended, but in the background
-// (drainSubscriptions), so that the idle sweeper ending sessions never
-// waits for a slow source; not when the front is closing, since its
-// sources are going too.
+// subscriptions and its log level.
 func (f *Front) forgetSession(id string) {
+	f.subs.Forget(id)
 	c := &f.cats
-	start := false
-	c.subMu.Lock()
-	for uri, sub := range c.subs {
-		if !sub.sessions[id] {
-			continue
-		}
-		delete(sub.sessions, id)
-		if len(sub.sessions) == 0 && f.root.Err() == nil {
-			if c.pending == nil {
-				c.pending = map[string]bool{}
-			}
-			c.pending[uri] = true
-			start, c.draining = start || !c.draining, true
-		}
-	}
-	if start {
-		// At most one runs; it ends when nothing is pending or the front
-		// closes (f.root), each source call bounded by unsubscribeTimeout.
-		// Started under subMu, which Close takes after ending f.root and
-		// before it waits: a drainer is either counted before that wait or
-		// never started.
-		c.drainer.Go(f.drainSubscriptions)
-	}
-	c.subMu.Unlock()
 	c.levelMu.Lock()
 	delete(c.levels, id)
 	c.levelMu.Unlock()
 }
 
-// drainSubscriptions brings the sources of the pending URIs up to date
-// (syncSubscription), one URI at a time in URI order, until none is
-// pending or the front closes.
-func (f *Front) drainSubscriptions() {
-	c := &f.cats
-	for {
-		c.subMu.Lock()
-		if len(c.pending) == 0 || f.root.Err() != nil {
-			c.pending, c.draining = nil, false
-			c.subMu.Unlock()
-			return
-		}
-		uri := slices.Min(slices.Collect(maps.Keys(c.pending)))
-		delete(c.pending, uri)
-		c.subMu.Unlock()
-		ctx, cancel := context.WithTimeout(f.root, unsubscribeTimeout)
-		f.syncSubscription(ctx, uri)
-		cancel()
-	}
-}
-
 // ResourceUpdated tells every session subscribed to uri that it changed
 // (notifications/resources/updated).
 func (f *Front) ResourceUpdated(uri string) {
-	var sessions []string
-	f.cats.subMu.Lock()
-	if sub := f.cats.subs[uri]; sub != nil {
-		sessions = slices.Collect(maps.Keys(sub.sessions))
-	}
-	f.cats.subMu.Unlock()
-	for _, id := range sessions {
+	for _, id := range f.subs.Sessions(uri) {
 		_ = f.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
 	}
 }
@@ -547,10 +409,10 @@ func (f *Front) surfaceHooks(hooks *server.Hooks) {
 		return ""
 	}
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
-		f.subscribed(ctx, sessionOf(ctx), req.Params.URI, true)
+		f.subs.Subscribed(ctx, sessionOf(ctx), req.Params.URI, true)
 	})
 	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
-		f.subscribed(ctx, sessionOf(ctx), req.Params.URI, false)
+		f.subs.Subscribed(ctx, sessionOf(ctx), req.Params.URI, false)
 	})
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
 		f.levelSet(ctx, sessionOf(ctx), req.Params.Level)

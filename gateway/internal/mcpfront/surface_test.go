@@ -479,7 +479,7 @@ func TestSubscriptionOrder(t *testing.T) {
 		ctx := t.Context()
 
 		subscribedA := make(chan struct{})
-		go func() { g.subscribed(ctx, "A", uri, true); close(subscribedA) }()
+		go func() { g.subs.Subscribed(ctx, "A", uri, true); close(subscribedA) }()
 		want("subscribe started")
 		src.release <- struct{}{}
 		<-subscribedA
@@ -494,7 +494,7 @@ func TestSubscriptionOrder(t *testing.T) {
 		}
 
 		subscribedB := make(chan struct{})
-		go func() { g.subscribed(ctx, "B", uri, true); close(subscribedB) }()
+		go func() { g.subs.Subscribed(ctx, "B", uri, true); close(subscribedB) }()
 		want("subscribe started", "subscribe done", "unsubscribe started") // B's subscribe waits
 		src.release <- struct{}{}
 		want("subscribe started", "subscribe done", "unsubscribe started", "unsubscribe done", "subscribe started")
