@@ -94,7 +94,7 @@ func TestModern2026(t *testing.T) {
 	if n := clientCount(g); n != 0 {
 		t.Errorf("%d sessions registered for a 2026-07-28 client, want 0", n)
 	}
-	if n := g.sessions.Load(); n != 0 {
+	if n := g.limits.Live(); n != 0 {
 		t.Errorf("%d sessions counted against max_sessions, want 0", n)
 	}
 

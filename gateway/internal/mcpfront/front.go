@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/continuation"
+	"github.com/toolgate/toolgate/gateway/internal/sessionlimit"
 	"github.com/toolgate/toolgate/gateway/internal/subscriptions"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
@@ -150,8 +151,7 @@ type Front struct {
 	rootCancel context.CancelFunc
 	clients    sync.Map // live session ID → *session (session.go)
 
-	sessions   atomic.Int64 // live sessions plus slots reserved for new ones (session.go)
-	principals sync.Map     // principal name → *principalCount, of principals with sessions (session.go)
+	limits *sessionlimit.Limits // server.max_sessions and auth.max_sessions (session.go)
 
 	cats catalogs           // the sources' resources, prompts and log levels (surface.go)
 	subs *subscriptions.Set // the sessions' resource subscriptions
@@ -167,7 +167,7 @@ type Front struct {
 // New returns a front serving b. It starts nothing: mount it with
 // [Front.Mount] or serve stdio with [Front.ServeStdio].
 func New(b Backend, o Options) *Front {
-	f := &Front{b: b, o: o, logger: o.Logger, mrtr: continuation.New()}
+	f := &Front{b: b, o: o, logger: o.Logger, mrtr: continuation.New(), limits: sessionlimit.New(o.MaxSessions, o.MaxSessionsPerPrincipal)}
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
 	}

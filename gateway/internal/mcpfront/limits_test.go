@@ -195,7 +195,7 @@ func TestMaxSessions(t *testing.T) {
 	if rec := s.post(`{"jsonrpc":"2.0","id":9,"method":"ping"}`); rec.Code != http.StatusOK {
 		t.Errorf("ping in the session made after a DELETE = HTTP %d %s", rec.Code, rec.Body)
 	}
-	if n := g.sessions.Load(); n != 3 {
+	if n := g.limits.Live(); n != 3 {
 		t.Errorf("session count %d, want 3", n)
 	}
 }
@@ -234,7 +234,7 @@ func TestMaxSessionsConcurrent(t *testing.T) {
 			t.Fatalf("a failed initialize kept its slot: HTTP %d %s", rec.Code, rec.Body)
 		}
 	}
-	if n := g2.sessions.Load(); n != 0 {
+	if n := g2.limits.Live(); n != 0 {
 		t.Errorf("session count %d after failed initializes, want 0", n)
 	}
 	g2.clients.Range(func(k, _ any) bool { t.Errorf("session %v kept after a failed initialize", k); return true })
@@ -254,7 +254,7 @@ func TestEndedSessionIDsForgotten(t *testing.T) {
 		}
 	}
 	g.clients.Range(func(k, _ any) bool { t.Errorf("session %v kept after it ended", k); return true })
-	if n := g.sessions.Load(); n != 0 {
+	if n := g.limits.Live(); n != 0 {
 		t.Errorf("session count %d after every session ended, want 0", n)
 	}
 }

@@ -160,7 +160,7 @@ func (f *Front) serveInitialize(w http.ResponseWriter, r *http.Request, m *messa
 	if !ok {
 		return
 	}
-	defer f.release(sl)
+	defer sl.Release()
 	s := newSession(principal.From(ctx))
 	resp := f.mcp.HandleMessage(f.mcp.WithContext(ctx, s), m.raw)
 	body, err := json.Marshal(resp)

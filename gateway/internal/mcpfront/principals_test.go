@@ -67,12 +67,6 @@ func endAs(t *testing.T, url, who, id string) {
 	}
 }
 
-func countPrincipals(f *Front) int {
-	n := 0
-	f.principals.Range(func(any, any) bool { n++; return true })
-	return n
-}
-
 // The per-principal session counts keep only principals with sessions: a
 // principal whose sessions all ended is forgotten (before, every principal
 // ever seen kept an entry), and the cap still holds throughout.
@@ -93,10 +87,10 @@ func TestPrincipalCountsForgotten(t *testing.T) {
 		endAs(t, url, who, b)
 		endAs(t, url, who, c)
 	}
-	if n := countPrincipals(f); n != 0 {
+	if n := f.limits.Principals(); n != 0 {
 		t.Fatalf("%d principals counted after every session ended, want 0", n)
 	}
-	if live := f.sessions.Load(); live != 0 {
+	if live := f.limits.Live(); live != 0 {
 		t.Fatalf("%d sessions counted after every session ended, want 0", live)
 	}
 }

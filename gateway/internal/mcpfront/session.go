@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolgate/toolgate/gateway/internal/sessionlimit"
 	"github.com/toolgate/toolgate/internal/principal"
 )
 
@@ -60,7 +62,7 @@ type session struct {
 	ident *principal.Identity
 	// owner is the count of its principal's sessions this one is in,
 	// under Options.MaxSessionsPerPrincipal; nil when not counted.
-	owner *principalCount
+	owner *sessionlimit.Count
 	// listen: the session of one subscriptions/listen request
 	// (post.go), registered with mcp-go for its broadcasts only.
 	listen bool
@@ -373,14 +375,15 @@ func (f *Front) clientStarted(ctx context.Context, cs server.ClientSession) *ses
 		s = &session{id: cs.SessionID(), inner: cs, ident: principal.From(ctx), done: make(chan struct{})}
 	}
 	s.last.Store(time.Now().UnixNano())
-	if sl, ok := ctx.Value(slotKey{}).(*slot); !ok || !sl.used.CompareAndSwap(false, true) {
-		f.sessions.Add(1)
-	} else {
-		s.owner = sl.owner // the slot's count is the session's now
+	sl, ok := ctx.Value(slotKey{}).(*sessionlimit.Slot)
+	if ok {
+		s.owner, ok = sl.Take() // the slot's count is the session's now
+	}
+	if !ok {
+		f.limits.Add()
 	}
 	if old, replaced := f.clients.Swap(s.id, s); replaced {
-		f.sessions.Add(-1) // the older session's entry, gone with its count
-		f.leave(old.(*session).owner)
+		f.limits.Ended(old.(*session).owner) // the older session's entry, gone with its count
 	}
 	return s
 }
@@ -393,8 +396,7 @@ func (f *Front) clientEnded(cs server.ClientSession) {
 		return
 	}
 	s := v.(*session)
-	f.sessions.Add(-1)
-	f.leave(s.owner)
+	f.limits.Ended(s.owner)
 	s.end()
 }
 
@@ -413,117 +415,33 @@ func (f *Front) endSession(ctx context.Context, s *session) {
 	f.mcp.UnregisterSession(ctx, s.id)
 }
 
-// A slot is the room for one session under server.max_sessions, reserved
-// by a request that may create a session (an initialize, an SSE stream)
-// and taken by the session registered while serving it (clientStarted
-// finds it in the register hook's ctx: the initialize's own, or, for SSE,
-// one mcp-go derives from the request's).
-type slot struct {
-	used atomic.Bool
-	// owner is the count of the requesting principal's sessions the slot
-	// reserved room in; nil when principals are not capped.
-	owner *principalCount
-}
-
 type slotKey struct{}
 
-// principalCount is the number of one principal's sessions (and slots
-// reserved for new ones) under Options.MaxSessionsPerPrincipal. A count
-// that drops to zero is dead and leaves Front.principals, so the map holds
-// only principals with sessions, however many have come and gone; a
-// request that finds a dead count takes a new one.
-type principalCount struct {
-	name string
-	mu   sync.Mutex
-	n    int  // guarded by mu
-	dead bool // guarded by mu
-}
-
-// join adds one to name's count of sessions unless it has limit, and
-// returns the count, or nil when the principal is at its limit.
-func (f *Front) join(name string, limit int) *principalCount {
-	for {
-		v, _ := f.principals.LoadOrStore(name, &principalCount{name: name})
-		pc := v.(*principalCount)
-		pc.mu.Lock()
-		switch {
-		case pc.dead: // left the map just now: take a new one
-			pc.mu.Unlock()
-			continue
-		case pc.n >= limit:
-			pc.mu.Unlock()
-			return nil
-		}
-		pc.n++
-		pc.mu.Unlock()
-		return pc
+// reserve takes room for a session (server.max_sessions, and the
+// principal's auth.max_sessions) for a request that may create one, and
+// returns ctx carrying it, for the session registered while serving the
+// request to take (clientStarted finds it in the register hook's ctx: the
+// initialize's own, or, for SSE, one mcp-go derives from the request's);
+// false when a cap is reached, after answering 503. The caller must
+// release the slot once the request is served.
+func (f *Front) reserve(w http.ResponseWriter, ctx context.Context) (context.Context, *sessionlimit.Slot, bool) {
+	id := principal.From(ctx)
+	sl, err := f.limits.Reserve(principal.NameOf(id))
+	if err == nil {
+		return context.WithValue(ctx, slotKey{}, sl), sl, true
 	}
-}
-
-// leave takes one off pc (nil: not counted), forgetting the principal at
-// zero.
-func (f *Front) leave(pc *principalCount) {
-	if pc == nil {
-		return
+	msg := fmt.Sprintf("the gateway has %d sessions open (server.max_sessions): retry later, or end sessions no longer in use with DELETE", f.o.MaxSessions)
+	if errors.Is(err, sessionlimit.ErrPrincipalFull) {
+		msg = fmt.Sprintf("principal %q has %d sessions open (auth.max_sessions): end sessions no longer in use with DELETE, or retry later", id.Name, f.o.MaxSessionsPerPrincipal)
 	}
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	if pc.n--; pc.n == 0 {
-		pc.dead = true
-		f.principals.CompareAndDelete(pc.name, pc)
-	}
-}
-
-// reserve takes a slot for a request that may create a session, and
-// returns ctx carrying it; false when the principal's or everyone's cap is
-// reached, after answering 503. The caller must call release once the
-// request is served.
-func (f *Front) reserve(w http.ResponseWriter, ctx context.Context) (context.Context, *slot, bool) {
-	var owner *principalCount
-	if id := principal.From(ctx); id != nil && f.o.MaxSessionsPerPrincipal > 0 {
-		if owner = f.join(id.Name, f.o.MaxSessionsPerPrincipal); owner == nil {
-			w.Header().Set("Retry-After", strconv.Itoa(sessionsRetryAfter))
-			writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR,
-				fmt.Sprintf("principal %q has %d sessions open (auth.max_sessions): end sessions no longer in use with DELETE, or retry later", id.Name, f.o.MaxSessionsPerPrincipal)))
-			return ctx, nil, false
-		}
-	}
-	if !tryAdd(&f.sessions, int64(f.o.MaxSessions)) {
-		f.leave(owner)
-		w.Header().Set("Retry-After", strconv.Itoa(sessionsRetryAfter))
-		writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR,
-			fmt.Sprintf("the gateway has %d sessions open (server.max_sessions): retry later, or end sessions no longer in use with DELETE", f.o.MaxSessions)))
-		return ctx, nil, false
-	}
-	sl := &slot{owner: owner}
-	return context.WithValue(ctx, slotKey{}, sl), sl, true
-}
-
-// tryAdd adds one to n unless that would take it past limit (0: no
-// limit), and reports whether it did.
-func tryAdd(n *atomic.Int64, limit int64) bool {
-	for {
-		v := n.Load()
-		if limit > 0 && v >= limit {
-			return false
-		}
-		if n.CompareAndSwap(v, v+1) {
-			return true
-		}
-	}
+	w.Header().Set("Retry-After", strconv.Itoa(sessionsRetryAfter))
+	writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR, msg))
+	return ctx, nil, false
 }
 
 // sessionsRetryAfter is the Retry-After, in seconds, of a request refused
 // under server.max_sessions.
 const sessionsRetryAfter = 5
-
-// release gives back sl if no session took it.
-func (f *Front) release(sl *slot) {
-	if sl.used.CompareAndSwap(false, true) {
-		f.sessions.Add(-1)
-		f.leave(sl.owner)
-	}
-}
 
 // sweepInterval is how often idle sessions are looked for, for ttl: a
 // session lives at most a quarter of ttl past it.

@@ -26,7 +26,7 @@ func (f *Front) sseHandler(p *httpParts) http.Handler {
 		if !ok {
 			return
 		}
-		defer f.release(sl)
+		defer sl.Release()
 		r = r.WithContext(ctx)
 		fl, ok := w.(http.Flusher)
 		if !ok {
