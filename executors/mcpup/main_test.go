@@ -329,7 +329,7 @@ func wantClass(t *testing.T, err error, want retry.Class) {
 
 // httpFake runs the fake upstream in mode http or sse and returns its URL
 // and a function that kills it. It is killed when t ends.
-func httpFake(t *testing.T, mode string) (string, func()) {
+func httpFake(t testing.TB, mode string) (string, func()) {
 	t.Helper()
 	cmd := exec.Command(fakeBin, "-mode", mode)
 	stderr, err := cmd.StderrPipe()
