@@ -10,19 +10,16 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/toolgate/toolgate/internal/jsonscan"
 )
 
 // stdioTransport is mcp-go's client transport over a stdio upstream's
 // pipes, in place of mcp-go's own (transport.NewIO), which is on every
 // proxied call's path (issue 16):
 //
-//   - A result of toolgate's own request, the message on every call's
-//     path, is scanned, not decoded (scanResponse); other messages are
-//     decoded for their shape, then as what they are. mcp-go's reader
-//     copies each line twice more and decodes a response twice (its
-//     shape, then the response).
+//   - Each message is decoded once (decodeMessage: a result of
+//     toolgate's own request, the message on every call's path, is
+//     scanned, not decoded). mcp-go's reader copies each line twice more
+//     and decodes a response twice (its shape, then the response).
 //   - Writes are batched under load: a message sent while another is being
 //     written joins a buffer that one flusher goroutine writes when that
 //     write returns, so concurrent calls share write system calls (and the
@@ -107,59 +104,29 @@ func (t *stdioTransport) read() {
 	}
 }
 
-// message is what dispatch reads of a message, in one decoding.
-type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"` // decoded for a response only
-}
-
 // dispatch hands one message to whoever waits for it. What is not a
 // JSON-RPC object is skipped, as mcp-go's transport skips it.
 func (t *stdioTransport) dispatch(line []byte) {
-	if sid, result, ok := scanResponse(line); ok {
-		t.deliver(mcp.NewRequestId(sid), &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, Result: result})
-		return
-	}
-	var m message
-	if len(line) == 0 || json.Unmarshal(line, &m) != nil {
-		return
-	}
-	hasID := len(m.ID) > 0 && string(m.ID) != "null"
+	m, ok := decodeMessage(line)
 	switch {
-	case m.Method != "" && !hasID:
-		var n mcp.JSONRPCNotification
-		if json.Unmarshal(line, &n) != nil {
-			return
-		}
+	case !ok:
+	case m.resp != nil:
+		t.deliver(m.resp)
+	case m.note != nil:
 		t.hmu.RLock()
 		h := t.onNotify
 		t.hmu.RUnlock()
 		if h != nil {
-			h(n)
+			h(*m.note)
 		}
-	case m.Method != "":
-		var req transport.JSONRPCRequest
-		if json.Unmarshal(line, &req) == nil {
-			t.handle(req)
-		}
-	default:
-		var id mcp.RequestId
-		var e *mcp.JSONRPCErrorDetails
-		if json.Unmarshal(m.ID, &id) != nil || (m.Error != nil && json.Unmarshal(m.Error, &e) != nil) {
-			return
-		}
-		t.deliver(id, &transport.JSONRPCResponse{JSONRPC: m.JSONRPC, Result: m.Result, Error: e})
+	case m.req != nil:
+		t.handle(*m.req)
 	}
 }
 
-// deliver hands resp, the response of id, to the call waiting for it, if
-// any.
-func (t *stdioTransport) deliver(id mcp.RequestId, resp *transport.JSONRPCResponse) {
-	resp.ID = id
-	key := id.String()
+// deliver hands resp to the call waiting for it, if any.
+func (t *stdioTransport) deliver(resp *transport.JSONRPCResponse) {
+	key := resp.ID.String()
 	t.mu.Lock()
 	ch, ok := t.pending[key]
 	delete(t.pending, key)
@@ -167,54 +134,6 @@ func (t *stdioTransport) deliver(id mcp.RequestId, resp *transport.JSONRPCRespon
 	if ok {
 		ch <- resp
 	}
-}
-
-// scanResponse reads the common message, a result of one of toolgate's
-// requests (whose ids are strings), without decoding it: a JSON object
-// whose members are "jsonrpc": "2.0", a string id of printable ASCII
-// without escapes, and a result, each once, and others that a decoding
-// ignores. It returns the id's text and the result, a slice of line (the
-// lineGuard's lines are the caller's to keep). ok is false for anything
-// else (an error, a method, a member given twice, another id), which
-// dispatch decodes; line is valid JSON (the lineGuard has checked it).
-func scanResponse(line []byte) (id string, result json.RawMessage, ok bool) {
-	s := jsonscan.New(line)
-	var rawID []byte
-	var version, seenID bool
-	ok = s.Object(func(key []byte) bool {
-		switch {
-		case jsonscan.FoldEq(key, "jsonrpc"):
-			v, ok := s.PlainString()
-			if version || !ok || string(v) != mcp.JSONRPC_VERSION {
-				return false
-			}
-			version = true
-		case jsonscan.FoldEq(key, "id"):
-			v, ok := s.PlainString()
-			if seenID || !ok {
-				return false
-			}
-			rawID, seenID = v, true
-		case jsonscan.FoldEq(key, "result"):
-			if result != nil {
-				return false
-			}
-			v, ok := s.Raw()
-			if !ok {
-				return false
-			}
-			result = v[:len(v):len(v)]
-		case jsonscan.FoldEq(key, "method"), jsonscan.FoldEq(key, "error"):
-			return false
-		default:
-			return s.Value()
-		}
-		return true
-	})
-	if !ok || !s.Done() || !version || !seenID || result == nil {
-		return "", nil, false
-	}
-	return string(rawID), result, true
 }
 
 // handle runs the handler of the upstream's request in a goroutine and
@@ -242,15 +161,10 @@ func (t *stdioTransport) handle(req transport.JSONRPCRequest) {
 	}()
 }
 
-// answer sends resp to the upstream. An answer that does not encode (a
-// handler's result that is not JSON) goes as an internal error instead:
-// the upstream must not wait for one that never comes. A write that fails
+// answer sends resp to the upstream ([encodeAnswer]). A write that fails
 // breaks the pipe, which ends the stream.
 func (t *stdioTransport) answer(resp *transport.JSONRPCResponse) {
-	b, err := json.Marshal(resp)
-	if err != nil {
-		b, _ = json.Marshal(transport.NewJSONRPCErrorResponse(resp.ID, mcp.INTERNAL_ERROR, "toolgate could not encode the answer: "+err.Error(), nil))
-	}
+	b := encodeAnswer(resp)
 	// Past the calls' backlog bound too: the upstream waits for it, and it
 	// is sent once. Only an upstream that keeps asking while reading none
 	// of it meets the answers' own bound, twice the calls'.
