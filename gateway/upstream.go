@@ -70,6 +70,8 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 		OnRestart: g.metrics.upstreamRestart,
 		OnCatalog: g.upstreamCatalog,
 		OnNotify:  g.upstreamNotify,
+		// As many calls to one upstream may run at once as to all.
+		MaxParallel: cfg.Defaults.MaxParallel,
 	})
 	if err != nil {
 		return err

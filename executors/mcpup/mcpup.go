@@ -175,7 +175,15 @@ type Options struct {
 	// flight on a connection that cannot tell them apart is only logged.
 	// It runs on the connection's read goroutine and must not block.
 	OnNotify func(upstream, method string, params map[string]any, to Peer)
+	// MaxParallel is how many tool calls may run at once (the gateway's
+	// max_parallel): each HTTP upstream keeps as many idle connections,
+	// and a few more, so that as many calls at once reuse theirs rather
+	// than dial. Zero means [DefaultMaxParallel].
+	MaxParallel int
 }
+
+// DefaultMaxParallel is [Options.MaxParallel] when it is zero.
+const DefaultMaxParallel = 64
 
 // Manager connects to a fixed set of upstream MCP servers; the executors it
 // hands out through [Options.OnTools] run the calls of their tools. It is
@@ -198,6 +206,8 @@ type Manager struct {
 	closeOnce sync.Once
 	seq       atomic.Uint64 // request IDs and progress tokens
 
+	maxParallel int // Options.MaxParallel, defaulted; also fixed at creation
+
 	// mu guards closed and threads. It is never held across I/O or a
 	// callback.
 	mu      sync.Mutex
@@ -217,6 +227,9 @@ func New(ups []Upstream, opts *Options) (*Manager, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxParallel <= 0 {
+		o.MaxParallel = DefaultMaxParallel
 	}
 	var errs []error
 	seen := make(map[string]bool)
@@ -260,6 +273,8 @@ func New(ups []Upstream, opts *Options) (*Manager, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		threads:   make(map[*threadInstance]struct{}),
+
+		maxParallel: o.MaxParallel,
 	}
 	for _, cfg := range ups {
 		m.ups = append(m.ups, newUpstream(m, cfg))
@@ -586,19 +601,31 @@ func (m *Manager) isClosed() bool {
 // nextID returns a fresh number for request IDs and progress tokens.
 func (m *Manager) nextID() uint64 { return m.seq.Add(1) }
 
-// newHTTPTransport returns the tuned transport one HTTP upstream uses for
-// all its connections: many idle connections per host, since one upstream
-// takes every call of every thread.
-func newHTTPTransport() *http.Transport {
+// newHTTPTransport returns the transport one HTTP upstream uses for all
+// its connections, for calls that may run parallel at once:
+//
+//   - HTTP/1.1 only, also over TLS, so that each request in flight has a
+//     connection of its own: a stalled or long event stream (a call's,
+//     the session's GET stream) holds up no other request. HTTP/2 would
+//     put all of them on one connection, behind one write lock and one
+//     flow-control window, and closing a body there can block (mcp-go's
+//     transport cancels first for that reason).
+//   - Keep-alive, with as many idle connections kept as calls may run at
+//     once, plus one for the GET stream and a few for answers and
+//     notifications, so that a burst of calls reuses them rather than
+//     dialling (and leaving sockets in TIME_WAIT).
+func newHTTPTransport(parallel int) *http.Transport {
 	var t *http.Transport
 	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
 		t = dt.Clone()
 	} else {
 		t = &http.Transport{Proxy: http.ProxyFromEnvironment}
 	}
-	t.MaxIdleConns = 256
-	t.MaxIdleConnsPerHost = 64
+	t.ForceAttemptHTTP2 = false
+	t.Protocols = new(http.Protocols)
+	t.Protocols.SetHTTP1(true)
+	t.MaxIdleConnsPerHost = parallel + 4
+	t.MaxIdleConns = t.MaxIdleConnsPerHost
 	t.IdleConnTimeout = 90 * time.Second
-	t.ForceAttemptHTTP2 = true
 	return t
 }

@@ -122,7 +122,7 @@ func TestAnswerTransport(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer srv.Close()
-	base := newHTTPTransport()
+	base := newHTTPTransport(DefaultMaxParallel)
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: &answerTransport{base: base}}
 	if u := newUpstream(&Manager{}, Upstream{Name: "up", Transport: TransportStreamableHTTP}); u.httpClient == nil {

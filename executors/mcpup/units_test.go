@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"syscall"
@@ -412,5 +415,31 @@ func TestIsErrorResult(t *testing.T) {
 		if got := isErrorResult([]byte(tc.res)); got != tc.want {
 			t.Errorf("isErrorResult(%s) = %v, want %v", tc.res, got, tc.want)
 		}
+	}
+}
+
+// An HTTP upstream's transport keeps idle connections for as many calls
+// as may run at once, and speaks HTTP/1.1 only, also to a server over TLS
+// that offers HTTP/2.
+func TestHTTPTransport(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	tr := newHTTPTransport(100)
+	defer tr.CloseIdleConnections()
+	if tr.MaxIdleConnsPerHost < 100 {
+		t.Errorf("MaxIdleConnsPerHost = %d, want at least 100", tr.MaxIdleConnsPerHost)
+	}
+	tr.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); string(b) != "HTTP/1.1" {
+		t.Errorf("the server saw %s, want HTTP/1.1", b)
 	}
 }

@@ -73,7 +73,7 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 		u.maxMessageBytes = DefaultMaxMessageBytes
 	}
 	if cfg.Transport != TransportStdio {
-		u.httpTransport = newHTTPTransport()
+		u.httpTransport = newHTTPTransport(m.maxParallel)
 		u.httpClient = &http.Client{Transport: &answerTransport{ // relay.go
 			base: &limitTransport{base: u.httpTransport, upstream: cfg.Name, max: u.maxMessageBytes}}}
 	}
