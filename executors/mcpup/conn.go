@@ -29,14 +29,19 @@ var errClosed = errors.New("connection closed")
 // conn is one connection to an upstream: an initialized mcp-go client over
 // a transport, and for stdio the process behind it. Requests go straight
 // through the transport with mcpup's own string IDs, so that results and
-// schemas stay raw and cancellation can name the request.
+// schemas stay raw and cancellation can name the request; a tools/call to
+// a streamable HTTP upstream goes through mcpup's own POST (httpcall.go).
 type conn struct {
-	u      *upstream
-	thread string             // thread label for logs; "" when shared
-	stop   context.CancelFunc // ends the transport's lifetime context
-	client *client.Client     // nil until dial got that far
+	u *upstream
+	// life is the connection's lifetime: the transport's, and that of the
+	// requests mcpup sends itself. stop, which close calls, ends it.
+	life   context.Context
+	stop   context.CancelFunc
+	thread string         // thread label for logs; "" when shared
+	client *client.Client // nil until dial got that far
 	tr     transport.Interface
-	proc   *process // nil for HTTP upstreams
+	proc   *process     // nil for HTTP upstreams
+	http   *httpSession // a streamable HTTP upstream's, once initialized; nil for others
 
 	dead        chan struct{} // closed by markDead
 	deadOnce    sync.Once
@@ -71,11 +76,15 @@ type progressRoute struct {
 	fn   func(progress, total float64, message string)
 }
 
-func newConn(u *upstream, thread string, stop context.CancelFunc) *conn {
+// newConn returns a connection of u's for thread that lives at most as
+// long as lifetime.
+func newConn(lifetime context.Context, u *upstream, thread string) *conn {
+	life, stop := context.WithCancel(lifetime)
 	return &conn{
 		u:           u,
-		thread:      thread,
+		life:        life,
 		stop:        stop,
+		thread:      thread,
 		dead:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
 		routes:      make(map[string]*progressRoute),
@@ -137,9 +146,7 @@ func (c *conn) close() {
 		if c.client != nil {
 			_ = c.client.Close()
 		}
-		if c.stop != nil {
-			c.stop()
-		}
+		c.stop()
 		if c.proc != nil {
 			c.proc.shutdown()
 		}
@@ -196,14 +203,24 @@ func (c *conn) routeProgress(f map[string]any) {
 }
 
 // request sends one request with a fresh ID of mcpup's own and returns
-// the response. When ctx ends first, it tells the upstream with
-// notifications/cancelled (mcp-go does that only over stdio and only for
-// its own requests) and returns ctx's error. A response over the
-// upstream's message cap is a *tooLargeError.
+// the response: a tools/call to a streamable HTTP upstream through
+// mcpup's own POST (callHTTP), anything else through mcp-go's transport.
+// When ctx ends first, it tells the upstream with notifications/cancelled
+// (mcp-go does that only over stdio and only for its own requests) and
+// returns ctx's error. A response over the upstream's message cap is a
+// *tooLargeError.
 func (c *conn) request(ctx context.Context, method string, params any) (*transport.JSONRPCResponse, error) {
 	sid := "toolgate-" + strconv.FormatUint(c.u.m.nextID(), 10)
 	id := mcp.NewRequestId(sid)
 	defer c.trackPeer(ctx, sid)()
+	if c.http != nil && method == string(mcp.MethodToolsCall) {
+		resp, err := c.callHTTP(ctx, sid, params)
+		if err != nil && ctx.Err() != nil {
+			c.notifyCancelled(ctx, id)
+			return nil, ctx.Err()
+		}
+		return resp, err
+	}
 	sendCtx, note := withTooLargeNote(ctx)
 	resp, err := c.tr.SendRequest(sendCtx, transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,

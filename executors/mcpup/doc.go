@@ -28,7 +28,11 @@
 // toolgate, tests/conformance_test.go, and TestEverythingSurface).
 // Over stdio the transport is mcpup's own (stdio.go: one decoding per
 // message, writes batched under load), behind mcp-go's client like
-// mcp-go's own transports.
+// mcp-go's own transports. Over streamable HTTP, mcp-go's client and
+// transport keep the session (initialize, the GET stream, every other
+// request, DELETE) and mcpup owns the path of a call (httpcall.go: one
+// POST, its answer read once, JSON or an event stream) and the answers to
+// the upstream's requests (docs/mcp-go-upstream.md).
 //
 // mcpup owns the mcp-go client side. It may import executors, registry,
 // threadctx, retry, the standard library and mcp-go's client, transport and

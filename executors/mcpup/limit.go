@@ -341,6 +341,12 @@ func (b *limitedBody) count(data []byte) {
 
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
+// limitBody caps body, a response body of u's that mcpup reads itself
+// (events: an event stream), as u's limitTransport caps those it carries.
+func (u *upstream) limitBody(body io.ReadCloser, events bool) io.ReadCloser {
+	return &limitedBody{rc: body, t: u.limit, events: events}
+}
+
 // withTooLargeNote returns ctx carrying a fresh note, for a request to an
 // HTTP upstream.
 func withTooLargeNote(ctx context.Context) (context.Context, *tooLargeNote) {

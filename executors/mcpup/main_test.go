@@ -169,6 +169,13 @@ func (m *testManager) exec(t testing.TB, name string) executors.Executor {
 // opts.OnTools, if any).
 func start(t testing.TB, opts *Options, ups ...Upstream) *testManager {
 	t.Helper()
+	return startWith(t, opts, nil, ups...)
+}
+
+// startWith is start that calls prepare, when not nil, with the Manager
+// before starting it.
+func startWith(t testing.TB, opts *Options, prepare func(*Manager), ups ...Upstream) *testManager {
+	t.Helper()
 	tm := &testManager{execs: make(map[string]executors.Executor)}
 	var o Options
 	if opts != nil {
@@ -197,6 +204,9 @@ func start(t testing.TB, opts *Options, ups ...Upstream) *testManager {
 	}
 	tm.Manager = m
 	t.Cleanup(func() { _ = m.Close() })
+	if prepare != nil {
+		prepare(m)
+	}
 	m.Start()
 	return tm
 }

@@ -4,18 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"maps"
 	"math"
-	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/toolgate/toolgate/internal/jsonscan"
 )
 
 // Peer is the client a call came from, as the upstream side reaches it:
@@ -44,7 +39,7 @@ type Peer interface {
 const maxRelayWait = 10 * time.Minute
 
 // answerTimeout bounds sending the answer to an upstream's request over
-// streamable HTTP (see [answerTransport]).
+// streamable HTTP (see [conn.answer]).
 const answerTimeout = 30 * time.Second
 
 type peerKey struct{}
@@ -132,15 +127,17 @@ func (c *conn) inflightOf(r *peerRef) (inflight, bool) {
 // ping at once; sampling/createMessage, elicitation/create and roots/list
 // relayed to the client whose call the upstream is serving, with the
 // answer relayed back; an accepted elicitation's answer with the defaults
-// of the fields the client left out ([fillDefaults]). The transport runs
-// it on a goroutine of its own.
+// of the fields the client left out ([fillDefaults]). It runs on a
+// goroutine of its own: the stdio transport's, mcp-go's streamable HTTP
+// transport's, or one of a call's (readEvents); over streamable HTTP
+// [conn.relay] sends the answer.
 //
 // The wait for the client's answer ends with the call the request serves
-// (its deadline, its cancellation), when the transport cancels ctx, or
-// after [maxRelayWait]; not when ctx merely reaches its deadline: mcp-go's
-// streamable HTTP transport gives the handler 30 seconds, less than a
-// human may take to answer an elicitation, and the call's own deadline is
-// the one that counts. [answerTransport] delivers the answer late.
+// (its deadline, its cancellation), when ctx is cancelled (the stream the
+// request came on has ended), or after [maxRelayWait]; not when ctx
+// merely reaches its deadline: mcp-go's streamable HTTP transport gives
+// its handler 30 seconds, less than a human may take to answer an
+// elicitation, and the call's own deadline is the one that counts.
 func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	switch req.Method {
 	case string(mcp.MethodPing):
@@ -286,82 +283,6 @@ func outlive(in, base context.Context, d time.Duration) (ctx context.Context, st
 		}
 	})
 	return ctx, func() { unwatch(); cancel() }
-}
-
-// answerTransport sends the answers to an upstream's requests over
-// streamable HTTP even when the context mcp-go's transport sends them with
-// has reached its deadline. The transport sends them with the context it
-// ran the handler (onRequest) under, which times out after 30 seconds, so
-// an answer that took longer would never reach the upstream. An answer (a
-// POST whose body is a JSON-RPC response) is sent under a context of its
-// own instead, bounded by [answerTimeout] and still ended when the
-// transport cancels the original. Other requests pass as they are.
-type answerTransport struct {
-	base http.RoundTripper
-}
-
-func (t *answerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if _, ok := req.Context().Deadline(); !ok || !isAnswer(req) {
-		return t.base.RoundTrip(req)
-	}
-	ctx, stop := outlive(req.Context(), context.WithoutCancel(req.Context()), answerTimeout)
-	resp, err := t.base.RoundTrip(req.WithContext(ctx))
-	if err != nil {
-		stop()
-		return resp, err
-	}
-	resp.Body = &stopBody{ReadCloser: resp.Body, stop: stop}
-	return resp, nil
-}
-
-// stopBody is a response body that releases its request's context when
-// closed.
-type stopBody struct {
-	io.ReadCloser
-	stop func()
-}
-
-func (b *stopBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.stop()
-	return err
-}
-
-// maxAnswerHead bounds how much of a POST body isAnswer reads: the keys
-// that tell a response from a request come first.
-const maxAnswerHead = 4 << 10
-
-// answerHeads are the buffers isAnswer reads a body's head into.
-var answerHeads = sync.Pool{New: func() any { b := make([]byte, maxAnswerHead); return &b }}
-
-// isAnswer reports whether req is a POST of a JSON-RPC response: an object
-// with a result or error member before any method member. Only the head of
-// its body is read, from a copy (GetBody), and scanned without decoding:
-// every tools/call to a streamable HTTP upstream passes here.
-func isAnswer(req *http.Request) bool {
-	if req.Method != http.MethodPost || req.GetBody == nil {
-		return false
-	}
-	body, err := req.GetBody()
-	if err != nil {
-		return false
-	}
-	defer body.Close()
-	buf := answerHeads.Get().(*[]byte)
-	defer answerHeads.Put(buf)
-	n, _ := io.ReadFull(body, *buf)
-	s, answer := jsonscan.New((*buf)[:n]), false
-	s.Object(func(key []byte) bool {
-		switch {
-		case jsonscan.FoldEq(key, "method"):
-			return false
-		case jsonscan.FoldEq(key, "result"), jsonscan.FoldEq(key, "error"):
-			answer = true
-			return false
-		}
-		return s.Value()
-	})
-	return answer
 }
 
 // forwardLog relays an upstream's log message to the client whose call

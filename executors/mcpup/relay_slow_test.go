@@ -2,20 +2,13 @@ package mcpup
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // pipeListener is a net.Listener whose connections are in-memory pipes
@@ -65,72 +58,59 @@ type pipeAddr struct{}
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
 
-// An upstream over streamable HTTP (mcp-go's server and client transport,
-// unchanged) whose tool elicits gets an answer the human gives after 45
-// seconds, past the 30 seconds mcp-go's client transport gives toolgate's
-// handler, and the call completes with it; in fake time.
+// An upstream over streamable HTTP (mcp-go's server) whose tool elicits
+// gets an answer the human gives after 45 seconds, past the 30 seconds
+// mcp-go's client transport would give toolgate's handler, and the call
+// completes with it; in fake time. The request comes on the call's own
+// event stream, which mcpup reads (httpcall.go), and so does its answer.
 func TestSlowElicitationOverStreamableHTTP(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := server.NewMCPServer("slow", "1", server.WithToolCapabilities(true))
-		srv.AddTool(mcp.NewTool("ask", mcp.WithDescription("Asks the user's name.")),
-			func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
-					Message:         "your name?",
-					RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
-				}})
-				if err != nil {
-					return mcp.NewToolResultError("eliciting: " + err.Error()), nil
-				}
-				b, _ := json.Marshal(res.Content)
-				return mcp.NewToolResultText(string(res.Action) + " " + string(b)), nil
-			})
-		l := newPipeListener()
-		hs := &http.Server{Handler: server.NewStreamableHTTPServer(srv)}
-		served := make(chan error, 1)
-		go func() { served <- hs.Serve(l) }()
-
-		u := bareUpstream(t)
-		u.cfg.Transport = TransportStreamableHTTP
-		base := &http.Transport{DialContext: l.dial}
-		tr, err := transport.NewStreamableHTTP("http://pipe/mcp", transport.WithHTTPBasicClient(&http.Client{Transport: &answerTransport{base: base}}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := newConn(u, "", func() {})
-		c.tr = tr
-		c.client = client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
-		ctx := t.Context()
-		if err := c.client.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		tr.SetRequestHandler(c.onRequest) // as dial does, after Start
-		init := mcp.InitializeRequest{}
-		init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-		init.Params.Capabilities.Elicitation = &mcp.ElicitationCapability{}
-		if _, err := c.client.Initialize(ctx, init); err != nil {
-			t.Fatalf("initialize: %v", err)
-		}
-
-		call, cancel := context.WithTimeout(WithPeer(ctx, &slowPeer{delay: 45 * time.Second}), 5*time.Minute)
+		m, _ := startPipe(t, &fakeUpstream{h: newTestServer(t)}, nil)
+		call, cancel := context.WithTimeout(WithPeer(t.Context(), &slowPeer{delay: 45 * time.Second}), 5*time.Minute)
 		defer cancel()
 		start := time.Now()
-		resp, err := c.request(call, string(mcp.MethodToolsCall), callParams{Name: "ask", Arguments: json.RawMessage(`{}`)})
+		res, err := callIn(call, t, m, "t", "fs__ask", `{}`, nil)
 		took := time.Since(start)
 		if err != nil {
 			t.Fatalf("tools/call after %v: %v", took, err)
 		}
-		if resp.Error != nil || !strings.Contains(string(resp.Result), `accept {\"name\":\"Ada\"}`) {
-			t.Errorf("tools/call after %v = %s (error %+v), want the tool to have the answer", took, resp.Result, resp.Error)
+		if got := text(t, res); got != `accept {"name":"Ada"}` {
+			t.Errorf("tools/call after %v = %q, want the tool to have the answer", took, got)
 		}
 		if took != 45*time.Second {
 			t.Errorf("tools/call took %v, want 45s: the time the human took", took)
 		}
+	})
+}
 
-		_ = c.client.Close()
+// servePipe serves h over a pipeListener until t ends and returns the
+// listener, whose dial an upstream's HTTP transport dials with: for tests
+// in a synctest bubble.
+func servePipe(t *testing.T, h http.Handler) *pipeListener {
+	t.Helper()
+	l := newPipeListener()
+	hs := &http.Server{Handler: h}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(l) }()
+	t.Cleanup(func() {
 		_ = hs.Close()
-		base.CloseIdleConnections()
 		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 			t.Errorf("serving: %v", err)
 		}
 	})
+	return l
+}
+
+// startPipe starts a Manager for a streamable HTTP upstream "fs" served by
+// h over in-memory pipes, for tests in a synctest bubble, and waits until
+// it is up.
+func startPipe(t *testing.T, h http.Handler, opts *Options) (*testManager, *recorder) {
+	t.Helper()
+	l := servePipe(t, h)
+	rec := newRecorder()
+	m := startWith(t, rec.options(t, opts), func(m *Manager) { m.ups[0].httpTransport.DialContext = l.dial },
+		Upstream{Name: "fs", Transport: TransportStreamableHTTP, URL: "http://pipe/mcp"})
+	rec.waitTools(t)
+	rec.waitState(t, true)
+	return m, rec
 }

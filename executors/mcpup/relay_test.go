@@ -5,10 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -107,93 +103,6 @@ func TestRelayDeadlines(t *testing.T) {
 				}
 			})
 		})
-	}
-}
-
-// An answer to an upstream's request is sent even when the context it is
-// sent with has reached its deadline (as mcp-go's transport sends an
-// answer that took over 30 seconds), but not when that context was
-// cancelled; anything else sent with an expired context is not sent.
-func TestAnswerTransport(t *testing.T) {
-	got := make(chan string, 10)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got <- string(b)
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer srv.Close()
-	base := newHTTPTransport(DefaultMaxParallel)
-	defer base.CloseIdleConnections()
-	client := &http.Client{Transport: &answerTransport{base: base}}
-	if u := newUpstream(&Manager{}, Upstream{Name: "up", Transport: TransportStreamableHTTP}); u.httpClient == nil {
-		t.Fatal("a streamable HTTP upstream has no HTTP client")
-	} else if _, ok := u.httpClient.Transport.(*answerTransport); !ok {
-		t.Fatalf("a streamable HTTP upstream's HTTP transport is a %T, want an *answerTransport", u.httpClient.Transport)
-	}
-
-	expired, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
-	defer cancel()
-	cancelled, cancel := context.WithCancel(t.Context())
-	cancel()
-	tests := []struct {
-		name     string
-		ctx      context.Context
-		body     string
-		wantSent bool
-	}{
-		{name: "late answer", ctx: expired, body: `{"jsonrpc":"2.0","id":7,"result":{"action":"accept"}}`, wantSent: true},
-		{name: "late error answer", ctx: expired, body: `{"jsonrpc":"2.0","id":"x","error":{"code":-1,"message":"no"}}`, wantSent: true},
-		{name: "cancelled answer", ctx: cancelled, body: `{"jsonrpc":"2.0","id":7,"result":{}}`},
-		{name: "late request", ctx: expired, body: `{"jsonrpc":"2.0","id":"toolgate-1","method":"tools/call","params":{"name":"result"}}`},
-		{name: "late notification", ctx: expired, body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"result":1}}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(tc.ctx, http.MethodPost, srv.URL, strings.NewReader(tc.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := client.Do(req)
-			if err == nil {
-				_ = resp.Body.Close()
-			}
-			if sent := err == nil; sent != tc.wantSent {
-				t.Fatalf("POST %s: sent = %v (%v), want %v", tc.body, sent, err, tc.wantSent)
-			}
-			if tc.wantSent {
-				if b := <-got; b != tc.body {
-					t.Errorf("the server got %s, want %s", b, tc.body)
-				}
-			}
-		})
-	}
-}
-
-func TestIsAnswer(t *testing.T) {
-	tests := []struct {
-		body string
-		want bool
-	}{
-		{`{"jsonrpc":"2.0","id":1,"result":{}}`, true},
-		{`{"id":{"odd":["method"]},"jsonrpc":"2.0","error":{"code":1,"message":"m"}}`, true},
-		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, false},
-		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false},
-		{`[{"jsonrpc":"2.0","id":1,"result":{}}]`, false},
-		{`{"jsonrpc":`, false},
-		{``, false},
-		{`{"jsonrpc":"2.0","id":"a\"b","result":{"method":"x"}}`, true},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"result":1}}`, false},
-		{`{"jsonrpc":"2.0","id":1,"result":{"text":"` + strings.Repeat("x", 2*maxAnswerHead) + `"}}`, true},
-		{`{"jsonrpc":"2.0","id":"` + strings.Repeat("x", 2*maxAnswerHead) + `","result":{}}`, false},
-	}
-	for _, tc := range tests {
-		req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/", strings.NewReader(tc.body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := isAnswer(req); got != tc.want {
-			t.Errorf("isAnswer(%s) = %v, want %v", tc.body, got, tc.want)
-		}
 	}
 }
 

@@ -71,7 +71,7 @@ func TestLineLimiter(t *testing.T) {
 
 // newTestConn returns a conn with nothing behind it, for the runner.
 func newTestConn(u *upstream) *conn {
-	return newConn(u, "", func() {})
+	return newConn(u.m.ctx, u, "")
 }
 
 // bareUpstream is an upstream "up" of a Manager with no upstreams, closed

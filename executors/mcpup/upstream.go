@@ -36,7 +36,9 @@ type upstream struct {
 	startupTimeout  time.Duration
 	redactor        *strings.Replacer
 	httpTransport   *http.Transport // nil for stdio
-	httpClient      *http.Client    // nil for stdio
+	httpClient      *http.Client    // mcp-go's transports', through limit; nil for stdio
+	callClient      *http.Client    // mcpup's own requests' (httpcall.go), straight on httpTransport; nil for stdio
+	limit           *limitTransport // caps what the upstream sends; nil for stdio
 	maxMessageBytes int64           // the cap on one message from the upstream
 	tag             string          // marks the errors the line guard makes up (see tooLargeLine)
 	lines           *lineLimiter    // stderr lines, across all its processes
@@ -74,8 +76,9 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 	}
 	if cfg.Transport != TransportStdio {
 		u.httpTransport = newHTTPTransport(m.maxParallel)
-		u.httpClient = &http.Client{Transport: &answerTransport{ // relay.go
-			base: &limitTransport{base: u.httpTransport, upstream: cfg.Name, max: u.maxMessageBytes}}}
+		u.limit = &limitTransport{base: u.httpTransport, upstream: cfg.Name, max: u.maxMessageBytes}
+		u.httpClient = &http.Client{Transport: u.limit}
+		u.callClient = &http.Client{Transport: u.httpTransport}
 	}
 	u.runner = &runner{
 		name:    cfg.Name,
@@ -175,11 +178,10 @@ func (u *upstream) reportRestart() {
 func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, error) {
 	ctx, cancel := context.WithTimeout(start, u.startupTimeout)
 	defer cancel()
-	connCtx, stop := context.WithCancel(lifetime)
+	c := newConn(lifetime, u, thread)
 	// Until the connection is up, its lifetime is bounded by the startup
 	// context too: the SSE transport waits for its endpoint on it.
-	unbind := context.AfterFunc(ctx, stop)
-	c := newConn(u, thread, stop)
+	unbind := context.AfterFunc(ctx, c.stop)
 
 	fail := func(err error) (*conn, error) {
 		unbind()
@@ -231,13 +233,14 @@ func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, 
 	c.client = client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
 	c.client.OnNotification(c.onNotification)
 	c.client.OnConnectionLost(func(err error) { c.markDead(fmt.Errorf("connection lost: %w", err)) })
-	if err := c.client.Start(connCtx); err != nil {
+	if err := c.client.Start(c.life); err != nil {
 		return fail(err)
 	}
 	// Start installed the client's own handler of the upstream's requests;
 	// toolgate's relays them, raw, to the client whose call they serve
 	// (relay.go). The legacy SSE transport cannot carry them.
-	if b, ok := tr.(transport.BidirectionalInterface); ok {
+	b, bidi := tr.(transport.BidirectionalInterface)
+	if bidi {
 		b.SetRequestHandler(c.onRequest)
 	}
 	_, err = c.client.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
@@ -247,6 +250,15 @@ func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, 
 	}})
 	if err != nil {
 		return fail(err)
+	}
+	if u.cfg.Transport == TransportStreamableHTTP {
+		// The session mcp-go's client negotiated, for mcpup's own requests
+		// (httpcall.go), which answer the upstream's requests too from now
+		// on. Before, the transport answers them itself: none waits for a
+		// client while there is no call. Setting the handler publishes
+		// c.http to the transport's goroutines that run it.
+		c.http = u.newHTTPSession(c.client.GetSessionId(), c.client.ProtocolVersion())
+		b.SetRequestHandler(c.onTransportRequest)
 	}
 	if !unbind() {
 		return fail(ctx.Err())

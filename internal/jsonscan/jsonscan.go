@@ -1,9 +1,9 @@
 // Package jsonscan reads the few members a hot path needs from a JSON
 // message without decoding it or allocating: the front end's method, id and
-// tool name of a call (gateway/internal/mcpfront), whether a message sent
-// upstream is an answer (executors/mcpup). It validates structure only as
-// far as it reads; a caller falls back to encoding/json whenever it reports
-// false.
+// tool name of a call (gateway/internal/mcpfront), an upstream's result of
+// one of toolgate's requests (executors/mcpup). It validates structure only
+// as far as it reads; a caller falls back to encoding/json whenever it
+// reports false.
 package jsonscan
 
 // FoldEq reports whether key equals word, an ASCII word in lower case,
