@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
 // The MCP surface beyond tools: what upstreams offer besides tools
@@ -13,7 +14,7 @@ import (
 // the MCP front here, and the front's requests about them reach the
 // upstreams. The two sides speak through mcpup.Catalog/Forward and
 // mcpfront.Catalog, so that neither imports the other; each call's client
-// (mcpfront.Peer) travels to the upstream side in the call's context
+// (mcppeer.Peer) travels to the upstream side in the call's context
 // (mcpup.WithPeer), which relays the upstream's sampling, elicitation and
 // roots requests and its log messages to it.
 
@@ -25,7 +26,7 @@ func (g *Gateway) upstreamCatalog(upstream string, c *mcpup.Catalog) {
 		Templates:   c.Templates,
 		Subscribe:   c.Subscribe,
 		Completions: c.Completions,
-		Forward: func(ctx context.Context, peer mcpfront.Peer, method string, params any) (json.RawMessage, error) {
+		Forward: func(ctx context.Context, peer mcppeer.Peer, method string, params any) (json.RawMessage, error) {
 			if peer != nil {
 				ctx = mcpup.WithPeer(ctx, peer)
 			}
@@ -41,7 +42,7 @@ func (g *Gateway) upstreamCatalog(upstream string, c *mcpup.Catalog) {
 // upstreamNotify passes an upstream's notification on to the clients it is
 // for: a log message to the client of the call that caused it (to), or to
 // every client; a resource update to the sessions subscribed to it.
-func (g *Gateway) upstreamNotify(_, method string, params map[string]any, to mcpup.Peer) {
+func (g *Gateway) upstreamNotify(_, method string, params map[string]any, to mcppeer.Peer) {
 	switch method {
 	case "notifications/message":
 		if to != nil {

@@ -16,7 +16,7 @@
 // Besides tools, mcpup lists a shared upstream's resources, templates and
 // prompts ([Options.OnCatalog]), forwards requests about them
 // ([Manager.Forward]), and relays what the upstream sends its client:
-// sampling, elicitation and roots requests go to the [Peer] of the call
+// sampling, elicitation and roots requests go to the [mcppeer.Peer] of the call
 // they serve, log messages and resource updates to [Options.OnNotify]. It
 // relies on these facts of mcp-go v1.2.1's client: Client.Start installs
 // the client's own handler of server requests on a transport that can

@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -234,7 +235,7 @@ func TestHTTPCallEventStream(t *testing.T) {
 		},
 	}}
 	notes := make(chan string, 10)
-	m, _ := startHTTP(t, f, Upstream{}, &Options{OnNotify: func(_, method string, params map[string]any, _ Peer) {
+	m, _ := startHTTP(t, f, Upstream{}, &Options{OnNotify: func(_, method string, params map[string]any, _ mcppeer.Peer) {
 		notes <- method + " " + fmt.Sprint(params["logger"])
 	}})
 	var progress []float64 // written by the call's own reader, before it returns

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/internal/httpheader"
+	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/threadctx"
@@ -174,7 +175,7 @@ type Options struct {
 	// client). A message sent while calls of several clients were in
 	// flight on a connection that cannot tell them apart is only logged.
 	// It runs on the connection's read goroutine and must not block.
-	OnNotify func(upstream, method string, params map[string]any, to Peer)
+	OnNotify func(upstream, method string, params map[string]any, to mcppeer.Peer)
 	// MaxParallel is how many tool calls may run at once (the gateway's
 	// max_parallel): each HTTP upstream keeps as many idle connections,
 	// and a few more, so that as many calls at once reuse theirs rather
@@ -197,7 +198,7 @@ type Manager struct {
 	onState   func(string, bool)
 	onRestart func(string)
 	onCatalog func(string, *Catalog)
-	onNotify  func(string, string, map[string]any, Peer)
+	onNotify  func(string, string, map[string]any, mcppeer.Peer)
 	ups       []*upstream
 	ctx       context.Context // root of every goroutine m owns; cancelled by Close
 	cancel    context.CancelFunc

@@ -11,26 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolgate/toolgate/internal/mcppeer"
 )
-
-// Peer is the client a call came from, as the upstream side reaches it:
-// the upstream's requests to its client during the call (sampling,
-// elicitation, roots) and its log messages are relayed to it. The MCP
-// front provides one per call; [WithPeer] puts it in the call's context.
-type Peer interface {
-	// Session identifies the client's session: its ID, or for a
-	// sessionless (2026-07-28) request an ID of that request alone, so
-	// that two sessionless clients are never taken for one.
-	Session() string
-	// Request sends a request of method with params to the client and
-	// returns its result. An error with an RPCCode() int method carries
-	// the JSON-RPC code the upstream gets (a client that did not declare
-	// the capability: -32601).
-	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
-	// Notify sends a notification to the client; a log message
-	// (notifications/message) only at or above the level its session set.
-	Notify(method string, params map[string]any)
-}
 
 // maxRelayWait bounds how long toolgate waits for its client to answer an
 // upstream's sampling, elicitation or roots request. The call the request
@@ -47,16 +29,16 @@ type peerKey struct{}
 // peerRef is the value [WithPeer] puts in a context: a pointer, so that a
 // request of the upstream's that arrives with a context derived from a
 // call's can be matched to that call (onRequest).
-type peerRef struct{ p Peer }
+type peerRef struct{ p mcppeer.Peer }
 
 // WithPeer returns ctx carrying p: requests the upstreams make while a
 // call or request made with ctx runs go to p.
-func WithPeer(ctx context.Context, p Peer) context.Context {
+func WithPeer(ctx context.Context, p mcppeer.Peer) context.Context {
 	return context.WithValue(ctx, peerKey{}, &peerRef{p: p})
 }
 
-// PeerFrom returns the [Peer] in ctx, or nil.
-func PeerFrom(ctx context.Context) Peer {
+// PeerFrom returns the [mcppeer.Peer] in ctx, or nil.
+func PeerFrom(ctx context.Context) mcppeer.Peer {
 	if r := refFrom(ctx); r != nil {
 		return r.p
 	}
@@ -71,7 +53,7 @@ func refFrom(ctx context.Context) *peerRef {
 // inflight is a request to the upstream made for a peer.
 type inflight struct {
 	ctx  context.Context // the request's own: its deadline and cancellation are the call's
-	peer Peer
+	peer mcppeer.Peer
 	ref  *peerRef
 }
 
@@ -174,8 +156,8 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 	res, err := target.peer.Request(wait, req.Method, params)
 	if err != nil {
 		code := mcp.INTERNAL_ERROR
-		if e, ok := errors.AsType[rpcError](err); ok {
-			code = e.RPCCode() // the client's own, through the front's wrapping
+		if e, ok := errors.AsType[*mcppeer.RPCError](err); ok {
+			code = e.Code // the client's own, through the front's wrapping
 		}
 		return transport.NewJSONRPCErrorResponse(req.ID, code, c.u.redact(err.Error()), nil), nil
 	}
@@ -183,13 +165,6 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 		res = fillDefaults(params, res)
 	}
 	return transport.NewJSONRPCResultResponse(req.ID, res), nil
-}
-
-// rpcError is an error that carries a JSON-RPC code (mcpfront.RPCError:
-// the client's error, or why the front could not ask it).
-type rpcError interface {
-	error
-	RPCCode() int
 }
 
 // fillDefaults applies the defaults of an elicitation's form (SEP-1034) to

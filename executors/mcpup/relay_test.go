@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
 // transportRequestTimeout is what mcp-go's streamable HTTP transport gives
@@ -213,12 +214,6 @@ func TestFillDefaults(t *testing.T) {
 	}
 }
 
-// codeError is a client's JSON-RPC error as the front reports it.
-type codeError struct{ code int }
-
-func (e codeError) Error() string { return "the user declined" }
-func (e codeError) RPCCode() int  { return e.code }
-
 // errPeer is a client that answers every request with err.
 type errPeer struct{ err error }
 
@@ -236,8 +231,8 @@ func TestRelayKeepsTheClientsCode(t *testing.T) {
 		err  error
 		want int
 	}{
-		{codeError{-1}, -1},
-		{fmt.Errorf("sampling/createMessage: the client answered: %w", codeError{-1}), -1},
+		{&mcppeer.RPCError{Code: -1, Message: "the user declined"}, -1},
+		{fmt.Errorf("sampling/createMessage: the client answered: %w", &mcppeer.RPCError{Code: -1, Message: "the user declined"}), -1},
 		{errors.New("no"), mcp.INTERNAL_ERROR},
 	} {
 		c := newTestConn(bareUpstream(t))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -36,21 +37,6 @@ type Prompt struct {
 	Name, Orig string
 	Raw        json.RawMessage
 }
-
-// RPCError is a JSON-RPC error an upstream answered a request with. A
-// client gets it as it is.
-type RPCError struct {
-	Code    int
-	Message string
-	Data    any
-}
-
-func (e *RPCError) Error() string {
-	return fmt.Sprintf("%s (JSON-RPC error %d)", e.Message, e.Code)
-}
-
-// RPCCode returns the error's JSON-RPC code.
-func (e *RPCError) RPCCode() int { return e.Code }
 
 // listCatalog lists c's resources, templates and prompts, as far as the
 // upstream declared them, and hands them to OnCatalog. A listing that
@@ -160,10 +146,10 @@ func (c *conn) listAll(ctx context.Context, method, key string) ([]json.RawMessa
 // Forward sends one request (resources/read, prompts/get with the prompt's
 // own name, completion/complete, resources/subscribe and unsubscribe,
 // logging/setLevel) to the shared connection of upstream and returns its
-// result, raw. A JSON-RPC error the upstream answers is an *[RPCError];
+// result, raw. A JSON-RPC error the upstream answers wraps an *mcppeer.RPCError;
 // other failures are *retry.Error, as for tool calls. During the request,
 // the upstream's sampling, elicitation and roots requests go to the
-// [Peer] in ctx, if any.
+// [mcppeer.Peer] in ctx, if any.
 func (m *Manager) Forward(ctx context.Context, upstream, method string, params any) (json.RawMessage, error) {
 	u := m.upstream(upstream)
 	if u == nil {
@@ -183,7 +169,9 @@ func (m *Manager) Forward(ctx context.Context, upstream, method string, params a
 	case err != nil:
 		return nil, c.transportError(fmt.Sprintf("%s on upstream %q", method, upstream), err)
 	case resp.Error != nil:
-		return nil, &RPCError{Code: resp.Error.Code, Message: u.redact(resp.Error.Message), Data: resp.Error.Data}
+		// The upstream's error as it is (errors.As finds it), its code in
+		// the text too.
+		return nil, fmt.Errorf("%w (JSON-RPC error %d)", &mcppeer.RPCError{Code: resp.Error.Code, Message: u.redact(resp.Error.Message), Data: resp.Error.Data}, resp.Error.Code)
 	}
 	return resp.Result, nil
 }

@@ -105,7 +105,7 @@ func next(t *testing.T, ctx context.Context, events <-chan wireMsg) wireMsg {
 func TestAskOnCallStream(t *testing.T) {
 	g, _ := newGateway(t, nil)
 	const params = `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5,"x-extra":true}`
-	src := &fakeSource{answer: func(ctx context.Context, peer Peer, _ string, p any) (json.RawMessage, error) {
+	src := &fakeSource{answer: func(ctx context.Context, peer mcppeer.Peer, _ string, p any) (json.RawMessage, error) {
 		if p.(map[string]any)["uri"] == "test://impatient" {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, time.Millisecond)

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/continuation"
 	"github.com/toolgate/toolgate/gateway/internal/sessionlimit"
 	"github.com/toolgate/toolgate/gateway/internal/subscriptions"
+	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -83,7 +84,7 @@ type Request struct {
 	// requests and log messages during the call are relayed (a
 	// 2026-07-28 client's requests as input_required results: mrtr.go);
 	// nil when the call came from no MCP client.
-	Peer Peer
+	Peer mcppeer.Peer
 }
 
 // Options configure a [Front]. Every field is required unless its doc

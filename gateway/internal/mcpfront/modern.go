@@ -52,7 +52,7 @@ func undeclared(caps *mcp.ClientCapabilities, method string) error {
 	return &mcppeer.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: fmt.Sprintf("%s: the client that made this call did not declare the %s capability", method, capability)}
 }
 
-// modernPeer is a 2026-07-28 client as a [Peer] during one of its
+// modernPeer is a 2026-07-28 client as a [mcppeer.Peer] during one of its
 // requests: its requests go out as input_required results of c, its
 // notifications as the embedded peer sends them.
 type modernPeer struct {
@@ -136,7 +136,7 @@ func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *R
 // modernPrompt gets a 2026-07-28 prompts/get as modernCall runs a
 // tools/call: get forwards it to the prompt's source with the peer the
 // source's requests to the client go to.
-func (f *Front) modernPrompt(ctx context.Context, info *server.RequestProtocolInfo, req mcp.GetPromptRequest, get func(context.Context, Peer) (*mcp.GetPromptResult, error)) (*mcp.GetPromptResult, error) {
+func (f *Front) modernPrompt(ctx context.Context, info *server.RequestProtocolInfo, req mcp.GetPromptRequest, get func(context.Context, mcppeer.Peer) (*mcp.GetPromptResult, error)) (*mcp.GetPromptResult, error) {
 	who := principal.NameOf(f.identity(ctx))
 	bind := continuation.Binding{Method: string(mcp.MethodPromptsGet), Name: req.Params.Name, Args: canonjson.RawSum(mustJSON(req.Params.Arguments))}
 	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {

@@ -424,7 +424,7 @@ func TestMultiRoundTripClientGone(t *testing.T) {
 // not asked, and the source gets -32601.
 func TestMultiRoundTripPrompt(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	src := &fakeSource{answer: func(ctx context.Context, peer Peer, method string, _ any) (json.RawMessage, error) {
+	src := &fakeSource{answer: func(ctx context.Context, peer mcppeer.Peer, method string, _ any) (json.RawMessage, error) {
 		res, err := peer.Request(ctx, "sampling/createMessage", json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}`))
 		text := string(res)
 		if err != nil {

@@ -10,22 +10,17 @@ import (
 	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
-// Peer is the client a request came from, as an upstream reaches it
-// during that request (mcppeer.Peer): a session's, or a 2026-07-28
-// request's (mrtr.go).
-type Peer = mcppeer.Peer
-
-// peer is a client session as a [Peer], during one request of it (ctx).
+// peer is a client session as a [mcppeer.Peer], during one request of it (ctx).
 type peer struct {
 	f   *Front
 	s   *session // nil for a 2026-07-28 request (modernPeer)
 	ctx context.Context
 }
 
-// peerOf returns the [Peer] of the request ctx is the context of (a
+// peerOf returns the [mcppeer.Peer] of the request ctx is the context of (a
 // resource, prompt or completion handler's), or nil when it has no
 // session.
-func (f *Front) peerOf(ctx context.Context) Peer {
+func (f *Front) peerOf(ctx context.Context) mcppeer.Peer {
 	cs := server.ClientSessionFromContext(ctx)
 	if cs == nil {
 		return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
 // PageSize is how many entries one page of tools/list, resources/list,
@@ -52,7 +53,7 @@ type Catalog struct {
 	// client the request came from (nil when none), to whom the source's
 	// own requests during it are relayed. An error with an RPCCode() int
 	// method is the source's JSON-RPC error.
-	Forward func(ctx context.Context, peer Peer, method string, params any) (json.RawMessage, error)
+	Forward func(ctx context.Context, peer mcppeer.Peer, method string, params any) (json.RawMessage, error)
 }
 
 // CatalogPrompt is one prompt of a source: Name is how the front serves
@@ -246,7 +247,7 @@ func (f *Front) readHandler(cat *Catalog) server.ResourceHandlerFunc {
 // promptHandler gets the prompt orig from cat's source.
 func (f *Front) promptHandler(orig string, cat *Catalog) server.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		get := func(ctx context.Context, peer Peer) (*mcp.GetPromptResult, error) {
+		get := func(ctx context.Context, peer mcppeer.Peer) (*mcp.GetPromptResult, error) {
 			params := map[string]any{"name": orig}
 			if req.Params.Arguments != nil {
 				params["arguments"] = req.Params.Arguments

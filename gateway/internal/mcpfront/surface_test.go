@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
 // levelsSet records the levels each fakeBackend was asked to pass on.
@@ -40,10 +41,10 @@ func levelsOf(b *fakeBackend) []string {
 type fakeSource struct {
 	mu       sync.Mutex
 	requests []string // "method params-JSON", guarded by mu
-	answer   func(ctx context.Context, peer Peer, method string, params any) (json.RawMessage, error)
+	answer   func(ctx context.Context, peer mcppeer.Peer, method string, params any) (json.RawMessage, error)
 }
 
-func (s *fakeSource) forward(ctx context.Context, peer Peer, method string, params any) (json.RawMessage, error) {
+func (s *fakeSource) forward(ctx context.Context, peer mcppeer.Peer, method string, params any) (json.RawMessage, error) {
 	b, _ := json.Marshal(params)
 	s.mu.Lock()
 	s.requests = append(s.requests, method+" "+string(b))
@@ -99,10 +100,10 @@ func newSurfaceClient(t *testing.T, url string, listen bool, opts ...client.Clie
 // reaches the source owning what it names, under the source's own names.
 func TestSurface(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	a := &fakeSource{answer: func(_ context.Context, _ Peer, method string, _ any) (json.RawMessage, error) {
+	a := &fakeSource{answer: func(_ context.Context, _ mcppeer.Peer, method string, _ any) (json.RawMessage, error) {
 		return json.RawMessage(`{"contents":[{"uri":"test://x","mimeType":"text/plain","text":"from a"}]}`), nil
 	}}
-	b := &fakeSource{answer: func(_ context.Context, _ Peer, method string, params any) (json.RawMessage, error) {
+	b := &fakeSource{answer: func(_ context.Context, _ mcppeer.Peer, method string, params any) (json.RawMessage, error) {
 		switch method {
 		case "resources/read":
 			uri := params.(map[string]any)["uri"].(string)
@@ -197,7 +198,9 @@ func TestSurface(t *testing.T) {
 // (mcp-go runs after-hooks before it answers).
 func TestSurfaceSubscribeAndLevel(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	src := &fakeSource{answer: func(context.Context, Peer, string, any) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
+	src := &fakeSource{answer: func(context.Context, mcppeer.Peer, string, any) (json.RawMessage, error) {
+		return json.RawMessage(`{}`), nil
+	}}
 	g.SetCatalog("upstream:s", &Catalog{
 		Resources: []json.RawMessage{json.RawMessage(`{"uri":"test://w","name":"w"}`)},
 		Subscribe: true, Forward: src.forward,
@@ -274,7 +277,7 @@ func (rootsAnswer) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRo
 // capability gets nothing and the source gets -32601.
 func TestRelay(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	src := &fakeSource{answer: func(ctx context.Context, peer Peer, srcMethod string, params any) (json.RawMessage, error) {
+	src := &fakeSource{answer: func(ctx context.Context, peer mcppeer.Peer, srcMethod string, params any) (json.RawMessage, error) {
 		method, ask := "sampling/createMessage", json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}`)
 		if p, _ := params.(map[string]any); p["uri"] == "test://roots" {
 			method, ask = "roots/list", nil
@@ -357,7 +360,9 @@ func TestRelay(t *testing.T) {
 // and templates page too.
 func TestSurfacePages(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	src := &fakeSource{answer: func(context.Context, Peer, string, any) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
+	src := &fakeSource{answer: func(context.Context, mcppeer.Peer, string, any) (json.RawMessage, error) {
+		return json.RawMessage(`{}`), nil
+	}}
 	var res, tmpls []json.RawMessage
 	var prompts []CatalogPrompt
 	var want []string
@@ -441,7 +446,7 @@ func (s *blockingSource) got() []string {
 	return slices.Clone(s.log)
 }
 
-func (s *blockingSource) forward(ctx context.Context, _ Peer, method string, _ any) (json.RawMessage, error) {
+func (s *blockingSource) forward(ctx context.Context, _ mcppeer.Peer, method string, _ any) (json.RawMessage, error) {
 	m := strings.TrimPrefix(method, "resources/")
 	s.note(m + " started")
 	select {
