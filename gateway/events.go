@@ -494,24 +494,3 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
-
-// readOnlyOriginCheck refuses cross-origin browser requests whose origin
-// is not in origins, whatever their method. net/http's
-// CrossOriginProtection, which guards the MCP endpoints, lets GET through
-// as free of side effects; but /events and /ui show call data, so a
-// cross-origin GET is checked as a POST would be.
-func readOnlyOriginCheck(origins []string, h http.Handler) http.Handler {
-	cop := http.NewCrossOriginProtection()
-	for _, o := range origins {
-		_ = cop.AddTrustedOrigin(o) // validated by config
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		probe := r.Clone(r.Context())
-		probe.Method = http.MethodPost
-		if err := cop.Check(probe); err != nil {
-			http.Error(w, "cross-origin request refused; list the origin in server.allowed_origins", http.StatusForbidden)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}

@@ -3,16 +3,13 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/gateway/internal/origin"
 	"github.com/toolgate/toolgate/internal/auth"
 )
 
@@ -24,7 +21,7 @@ import (
 // unless their origin is in server.allowed_origins. Every endpoint but
 // /healthz, which shows nothing, refuses a request that reached a loopback
 // address naming a Host that is not loopback (DNS rebinding protection;
-// see loopbackHost). With authentication configured, every endpoint but
+// see origin.LoopbackHost). With authentication configured, every endpoint but
 // /healthz and the protected resource metadata (RFC 9728, at
 // /.well-known/oauth-protected-resource and that path followed by the MCP
 // path) needs a bearer token, and so does everything but the page and
@@ -49,19 +46,20 @@ func (g *Gateway) Handler() http.Handler {
 		// data: the DNS rebinding rule, before anything else answers (mcp-go
 		// applies it too, but after toolgate's session checks).
 		r.Group(func(r chi.Router) {
-			r.Use(loopbackHost)
+			r.Use(origin.LoopbackHost)
 			// They name every tool, upstream and backend: with auth, for
 			// auth.admins only.
 			r.Handle("/readyz", authed(g.adminOnly(http.HandlerFunc(g.serveReady))))
 			r.Handle("/metrics", authed(g.adminOnly(promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg}))))
 			// Call data: the MCP endpoint's origin rules, GETs included,
 			// and its auth.
-			r.Handle("/events", readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, authed(http.HandlerFunc(g.serveEvents))))
-			r.Handle("/ui/state", readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, authed(http.HandlerFunc(g.serveUIState))))
+			browsers := origin.New(g.cfg.Server.AllowedOrigins)
+			r.Handle("/events", browsers.ReadOnly(authed(http.HandlerFunc(g.serveEvents))))
+			r.Handle("/ui/state", browsers.ReadOnly(authed(http.HandlerFunc(g.serveUIState))))
 			// The page and its script hold no data, and a browser cannot
 			// send a bearer token when it navigates: they need none. The
 			// page asks for a token and sends it to /ui/state and /events.
-			page := readOnlyOriginCheck(g.cfg.Server.AllowedOrigins, http.HandlerFunc(g.serveUI))
+			page := browsers.ReadOnly(http.HandlerFunc(g.serveUI))
 			r.Handle("/ui", page)
 			r.Handle("/ui/*", page)
 			g.front.Mount(compressed{r}) // large JSON answers gzip-compressed (gzip.go)
@@ -69,32 +67,6 @@ func (g *Gateway) Handler() http.Handler {
 		g.router = r
 	})
 	return g.router
-}
-
-// loopbackHost applies the MCP endpoints' DNS rebinding protection to h: a
-// request that reached a loopback address must name a loopback Host
-// (localhost, 127.0.0.1 or ::1, any port), or it gets 403. A page on a
-// domain its owner has pointed at 127.0.0.1 is same-origin to the browser,
-// so only the Host tells its requests apart from a local client's.
-// Requests to any other address pass: rebinding reaches only loopback.
-func loopbackHost(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(a.String()) && !isLoopback(r.Host) {
-			http.Error(w, fmt.Sprintf("Host %q refused: a request to a loopback address must name localhost, 127.0.0.1 or [::1] (DNS rebinding protection)", r.Host), http.StatusForbidden)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// isLoopback reports whether a host, with or without a port, is localhost
-// or a loopback IP address.
-func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]") // no port
-	}
-	return config.IsLoopbackHost(host)
 }
 
 func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {

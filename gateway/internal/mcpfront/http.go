@@ -8,12 +8,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/gateway/internal/origin"
 )
 
 // httpParts are what [Front.Mount] serves with: mcp-go's legacy SSE
@@ -66,8 +67,8 @@ func (p *httpParts) close() {
 // Options.MCPPath and, with Options.SSE, legacy SSE at /sse and /message.
 // Request bodies are capped at Options.MaxBodyBytes and cross-origin
 // browser requests are refused unless their origin is in
-// Options.AllowedOrigins (net/http's CrossOriginProtection); pages on those
-// origins get CORS answers (see cors). The Host rule (DNS rebinding) is
+// Options.AllowedOrigins; pages on those origins get CORS answers
+// (origin.Policy.CORS). The Host rule (DNS rebinding) is
 // the gateway's, applied before. Mount once.
 func (f *Front) Mount(mux Mux) {
 	p := &httpParts{}
@@ -83,17 +84,17 @@ func (f *Front) Mount(mux Mux) {
 	}
 	f.mu.Unlock()
 
-	c := newCORS(f.o.AllowedOrigins)
+	c := origin.New(f.o.AllowedOrigins)
 	// Authentication inside CORS: preflights carry no credentials, and a
 	// 401 to an allowed origin must be readable by its page.
 	authed := func(h http.Handler) http.Handler { return h }
 	if f.o.Authenticate != nil {
 		authed = f.o.Authenticate
 	}
-	mux.Handle(f.o.MCPPath, c.handler(authed(f.mcpHandler(p))))
+	mux.Handle(f.o.MCPPath, c.CORS(authed(f.mcpHandler(p))))
 	if p.sse != nil {
-		mux.Handle("/sse", c.handler(authed(f.sseHandler(p))))
-		mux.Handle("/message", c.handler(authed(f.messageHandler(p))))
+		mux.Handle("/sse", c.CORS(authed(f.sseHandler(p))))
+		mux.Handle("/message", c.CORS(authed(f.messageHandler(p))))
 	}
 }
 
@@ -125,91 +126,6 @@ func (f *Front) mcpHandler(p *httpParts) http.Handler {
 				r.Method+" is not served at the MCP endpoint: POST messages, GET the session's stream, DELETE to end it"))
 		}
 	})
-}
-
-// The CORS answer to an allowed origin: what a page may send to the MCP
-// endpoints, and which response headers its script may read.
-const (
-	corsAllowMethods  = "GET, POST, DELETE"
-	corsAllowHeaders  = "Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Authorization, Last-Event-ID, Mcp-Method, Mcp-Name"
-	corsExposeHeaders = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate"
-	corsMaxAge        = "600" // seconds a browser may reuse a preflight's answer
-)
-
-// cors lets pages on Options.AllowedOrigins use the MCP endpoints from a
-// browser: it answers their preflights and marks responses to them
-// readable. Every other cross-origin browser request is refused by
-// net/http's CrossOriginProtection, and every other origin's preflight
-// with 403; both name server.allowed_origins.
-type cors struct {
-	allowed map[string]bool
-	cop     *http.CrossOriginProtection
-}
-
-func newCORS(origins []string) *cors {
-	c := &cors{allowed: make(map[string]bool, len(origins)), cop: http.NewCrossOriginProtection()}
-	for _, o := range origins {
-		// Validated by config; an error here cannot happen.
-		_ = c.cop.AddTrustedOrigin(o)
-		c.allowed[o] = true
-	}
-	c.cop.SetDenyHandler(http.HandlerFunc(writeOriginRefused))
-	return c
-}
-
-func (c *cors) handler(h http.Handler) http.Handler {
-	protected := c.cop.Handler(h)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := r.Header.Get("Origin")
-		hdr := w.Header()
-		if len(c.allowed) > 0 {
-			hdr.Add("Vary", "Origin") // the answer depends on it
-		}
-		if r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != "" {
-			if !c.allowed[origin] {
-				writeOriginRefused(w, r)
-				return
-			}
-			hdr.Set("Access-Control-Allow-Origin", origin)
-			hdr.Set("Access-Control-Allow-Methods", corsAllowMethods)
-			hdr.Set("Access-Control-Allow-Headers", corsAllowHeaders+paramHeaders(r.Header.Get("Access-Control-Request-Headers")))
-			hdr.Set("Access-Control-Expose-Headers", corsExposeHeaders)
-			hdr.Set("Access-Control-Max-Age", corsMaxAge)
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		if c.allowed[origin] {
-			// sseStream keeps this over mcp-go's "*" (doc.go fact 15).
-			hdr.Set("Access-Control-Allow-Origin", origin)
-			hdr.Set("Access-Control-Expose-Headers", corsExposeHeaders)
-		}
-		protected.ServeHTTP(w, r)
-	})
-}
-
-// paramHeaders returns, as ", A, B", the Mcp-Param-* headers a preflight
-// asks for: a 2026-07-28 client sends a tool's x-mcp-header parameters in
-// headers of that prefix, which no fixed list can name.
-func paramHeaders(requested string) string {
-	var out strings.Builder
-	for h := range strings.SplitSeq(requested, ",") {
-		h = strings.TrimSpace(h)
-		if len(h) > len(mcp.HeaderParamPrefix) && strings.EqualFold(h[:len(mcp.HeaderParamPrefix)], mcp.HeaderParamPrefix) {
-			out.WriteString(", ")
-			out.WriteString(h)
-		}
-	}
-	return out.String()
-}
-
-// writeOriginRefused answers a cross-origin browser request, or preflight,
-// from an origin not in server.allowed_origins.
-func writeOriginRefused(w http.ResponseWriter, r *http.Request) {
-	msg := "cross-origin browser request refused: list its origin in server.allowed_origins"
-	if o := r.Header.Get("Origin"); o != "" {
-		msg = fmt.Sprintf("cross-origin browser request from %q refused: list the origin in server.allowed_origins", o)
-	}
-	writeJSON(w, http.StatusForbidden, jsonRPCError(mcp.INVALID_REQUEST, msg))
 }
 
 // bodyChunk bounds what readBody reserves before bytes arrive: a body
