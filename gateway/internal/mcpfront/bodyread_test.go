@@ -104,7 +104,7 @@ func TestStalledBodiesBoundedMemory(t *testing.T) {
 		growth = int64(after - before)
 	}
 	// Today each stalled body costs its bufio buffers, its goroutine and at
-	// most bodyChunk; reserving the announced size would cost 200 MiB.
+	// most reqbody's chunk; reserving the announced size would cost 200 MiB.
 	if limit := int64(conns * announce / 16); growth > limit {
 		t.Errorf("%d stalled bodies grew the heap by %d bytes, want under %d (%d announced)", conns, growth, limit, conns*announce)
 	}

@@ -1,58 +1,25 @@
 package mcpfront
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
 	"mime"
-	"net"
 	"net/http"
-	"os"
 	"sync"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/gateway/internal/origin"
+	"github.com/toolgate/toolgate/gateway/internal/reqbody"
 )
 
 // httpParts are what [Front.Mount] serves with: mcp-go's legacy SSE
-// transport, the request bodies reused, the idle sweeper.
+// transport, the body reader, the idle sweeper.
 type httpParts struct {
 	sse     *server.SSEServer // nil when server.sse is false
 	streams sync.Map          // SSE session ID → *sseStream
-	bodies  sync.Pool         // *body, reused request bodies
+	bodies  reqbody.Reader    // request bodies, under the cap and the read deadline
 	sweeper *idleSweeper      // ends idle streamable HTTP sessions; nil when the TTL is 0 (session.go)
 	sseRuns batchRuns         // SSE calls and batches in flight (sse.go)
-}
-
-// body holds one request body.
-type body struct {
-	buf bytes.Buffer
-	rd  bytes.Reader
-}
-
-func (b *body) Read(p []byte) (int, error) { return b.rd.Read(p) }
-func (b *body) Close() error               { return nil }
-
-// maxPooledBody is the largest buffer kept for reuse.
-const maxPooledBody = 64 << 10
-
-func (p *httpParts) getBody() *body {
-	if b, ok := p.bodies.Get().(*body); ok {
-		return b
-	}
-	return &body{}
-}
-
-func (p *httpParts) putBody(b *body) {
-	if b.buf.Cap() > maxPooledBody {
-		return
-	}
-	b.buf.Reset()
-	b.rd.Reset(nil)
-	p.bodies.Put(b)
 }
 
 func (p *httpParts) close() {
@@ -71,7 +38,7 @@ func (p *httpParts) close() {
 // (origin.Policy.CORS). The Host rule (DNS rebinding) is
 // the gateway's, applied before. Mount once.
 func (f *Front) Mount(mux Mux) {
-	p := &httpParts{}
+	p := &httpParts{bodies: reqbody.Reader{Limit: f.o.MaxBodyBytes, Timeout: f.o.ReadTimeout}}
 	if f.o.SSE {
 		p.sse = server.NewSSEServer(f.mcp, server.WithKeepAlive(true), server.WithUseFullURLForMessageEndpoint(false))
 	}
@@ -128,68 +95,17 @@ func (f *Front) mcpHandler(p *httpParts) http.Handler {
 	})
 }
 
-// bodyChunk bounds what readBody reserves before bytes arrive: a body
-// announcing a large Content-Length and then stalling holds at most this
-// much, and the buffer grows only as the body is read.
-const bodyChunk = 32 << 10
-
-// readBody reads a request body, up to server.max_body_bytes and within
-// server.read_timeout, into b. On failure it has written the response (413
-// for an oversized body, 408 for one not read in time) and returns false.
-//
-// The read deadline is set on the connection for this body only: it is
-// cleared once the body is read (as net/http's HTTP/1 server also does when
-// it starts watching the connection), so that an answer streamed afterwards
-// (an SSE response to a POST) is not cut; GET streams read no body and
-// never get one. After a failure it stays, so that net/http's draining of
-// the rest of the body cannot wait on a stalled client either.
-func (f *Front) readBody(w http.ResponseWriter, r *http.Request, b *body) bool {
-	limit := f.o.MaxBodyBytes
-	var rc *http.ResponseController
-	if t := f.o.ReadTimeout; t > 0 {
-		rc = http.NewResponseController(w)
-		// ErrNotSupported leaves the body without a deadline; the
-		// connection's own timeouts still apply.
-		if rc.SetReadDeadline(time.Now().Add(t)) != nil {
-			rc = nil
-		}
+// readBody reads r's body (package reqbody); the caller releases it. On
+// failure it has answered (413 for an oversized body, 408 for one not read
+// in time) and returns nil.
+func (p *httpParts) readBody(w http.ResponseWriter, r *http.Request) *reqbody.Body {
+	b, err := p.bodies.Read(w, r)
+	if err != nil {
+		p.bodies.Release(b)
+		writeJSON(w, err.Status, jsonRPCError(mcp.INVALID_REQUEST, err.Msg))
+		return nil
 	}
-	var err error
-	if r.ContentLength > limit {
-		err = &http.MaxBytesError{Limit: limit}
-	} else {
-		// Reserve what the body announces only up to bodyChunk: the
-		// announcement costs the client nothing.
-		b.buf.Grow(int(min(max(r.ContentLength, 0), bodyChunk)))
-		_, err = b.buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	}
-	if err == nil {
-		if rc != nil {
-			_ = rc.SetReadDeadline(time.Time{})
-		}
-		return true
-	}
-	code, msg := http.StatusBadRequest, "reading the request body failed"
-	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		code = http.StatusRequestEntityTooLarge
-		msg = fmt.Sprintf("request body exceeds %d bytes (server.max_body_bytes); send a smaller request or raise the limit", limit)
-	} else if isTimeout(err) {
-		code = http.StatusRequestTimeout
-		msg = fmt.Sprintf("request body not received within %s (server.read_timeout); send the whole body at once or raise the limit", f.o.ReadTimeout)
-		// The connection is mid-body: it cannot carry another request.
-		w.Header().Set("Connection", "close")
-	}
-	writeJSON(w, code, jsonRPCError(mcp.INVALID_REQUEST, msg))
-	return false
-}
-
-// isTimeout reports whether err is a read deadline passing.
-func isTimeout(err error) bool {
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return true
-	}
-	ne, ok := errors.AsType[net.Error](err)
-	return ok && ne.Timeout()
+	return b
 }
 
 func writeJSON(w http.ResponseWriter, code int, body []byte) {

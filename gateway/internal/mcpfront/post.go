@@ -34,12 +34,12 @@ func (f *Front) servePost(w http.ResponseWriter, r *http.Request, p *httpParts, 
 			"a message must be sent with Content-Type: application/json"))
 		return
 	}
-	b := p.getBody()
-	defer p.putBody(b)
-	if !f.readBody(w, r, b) {
+	b := p.readBody(w, r)
+	if b == nil {
 		return
 	}
-	body := b.buf.Bytes()
+	defer p.bodies.Release(b)
+	body := b.Bytes()
 	if isBatch(body) {
 		if !versionRefused(w, r, nil) {
 			f.serveHTTPBatch(w, r, sid, body)

@@ -51,12 +51,12 @@ func (f *Front) messageHandler(p *httpParts) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		b := p.getBody()
-		defer p.putBody(b)
-		if !f.readBody(w, r, b) {
+		b := p.readBody(w, r)
+		if b == nil {
 			return
 		}
-		msg := b.buf.Bytes()
+		defer p.bodies.Release(b)
+		msg := b.Bytes()
 		sid := r.URL.Query().Get("sessionId")
 		s := f.liveClient(sid)
 		if s != nil && !s.ownedBy(r) {
@@ -70,7 +70,7 @@ func (f *Front) messageHandler(p *httpParts) http.Handler {
 				return
 			}
 		}
-		replay(r, b, msg)
+		b.Replay(r, msg)
 		h.ServeHTTP(w, r)
 	})
 }
@@ -119,13 +119,6 @@ func (f *Front) serveSSE(w http.ResponseWriter, r *http.Request, p *httpParts, s
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return true
-}
-
-// replay hands msg to the next handler as the request body.
-func replay(r *http.Request, b *body, msg []byte) {
-	b.rd.Reset(msg)
-	r.Body = b
-	r.ContentLength = int64(len(msg))
 }
 
 // sseStream wraps the ResponseWriter of one SSE stream. It learns the
