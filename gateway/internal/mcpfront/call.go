@@ -51,6 +51,8 @@ type frontTool struct {
 	// headerParams: its input schema has x-mcp-header parameters, which a
 	// 2026-07-28 request also sends in headers.
 	headerParams bool
+	// listed is wire encoded, as tools/list sends it (list.go).
+	listed json.RawMessage
 }
 
 // callParams are the params of a tools/call, its arguments left raw.
@@ -65,7 +67,10 @@ type callParams struct {
 // request here, anything else through mcp-go's dispatcher in x's session.
 // It returns the answer (none for a notification).
 func (f *Front) handle(x *exchange, m *message) answer {
-	if m.method == string(mcp.MethodToolsCall) && m.id != nil {
+	if frontServes(m) {
+		if m.method == string(mcp.MethodToolsList) {
+			return f.listTools(x, m)
+		}
 		return f.callTool(x, m)
 	}
 	if m.method == string(mcp.MethodNotificationCancelled) && x.s != nil {
@@ -215,7 +220,7 @@ func resultAnswer(id json.RawMessage, res *mcp.CallToolResult) answer {
 // decorate gives a 2026-07-28 result what the revision requires of every
 // result: its resultType ("complete" unless set) and the server's identity
 // in _meta.
-func decorate(res *mcp.CallToolResult, name, version string) {
+func decorate(res mcp.ResultMetadata, name, version string) {
 	if res.GetResultType() == "" {
 		res.SetResultType(mcp.ResultTypeComplete)
 	}

@@ -16,7 +16,7 @@
 // the stdio pump (stdio.go) are here too.
 //
 // mcp-go's MCPServer is what it is good at: the dispatcher of every method
-// but tools/call (HandleMessage), the type library, the legacy SSE and
+// but tools/call and tools/list (HandleMessage), the type library, the legacy SSE and
 // stdio servers. The front relies on these facts of mcp-go v1.2.1, each
 // pinned by the tests named:
 //
@@ -30,35 +30,31 @@
 //     SendLogMessageToSpecificClient) queue on a registered session's
 //     NotificationChannel without blocking, dropping what does not fit
 //     (TestBatchLeavesNotificationsQueued).
-//  3. AddTools replaces a tool of the same name in place
-//     (TestRelistKeepsTools): [Front.SetTools] never deletes a tool it
-//     re-adds.
-//  4. A 2026-07-28 message is one whose _meta names that version:
+//  3. A 2026-07-28 message is one whose _meta names that version:
 //     HandleMessage reads its protocol information from it, gives its
 //     results their resultType, serverInfo and cache hints, and makes no
 //     header checks when ctx carries no headers (the front makes them:
 //     modernInfo) (TestModern2026, TestModernVersionsAndHeaders).
-//  5. subscriptions/listen records its filter on a
+//  4. subscriptions/listen records its filter on a
 //     SessionWithSubscriptionFilter, acknowledges on the session's
 //     channel and holds until ctx ends; broadcasts honour the filter
 //     (TestModern2026).
-//  6. Its SSE handler writes the endpoint event, carrying the session ID,
+//  5. Its SSE handler writes the endpoint event, carrying the session ID,
 //     first and in one Write, sets Access-Control-Allow-Origin: * on the
 //     stream, and registers the session with a ctx derived from the
 //     request's (TestSSEStreamKeepsToolgateOrigin, TestBatchSSE,
 //     TestMaxSessions).
-//  7. Its stdio server registers the process-wide session "stdio", calls
+//  6. Its stdio server registers the process-wide session "stdio", calls
 //     its context function with it, and writes each message in one Write
 //     (TestBatchStdio).
-//  8. An after-list hook's changes to a result are sent, and
-//     WithPaginationLimit pages the lists by name with cursors that are
-//     base64 of the last name (TestSurfacePages; the gateway's
-//     TestAuthPermissionsOverHTTP).
-//  9. A resource, template or prompt handler's Go error reaches the client
+//  7. An after-list hook's changes to a result are sent, and
+//     WithPaginationLimit pages the resource, template and prompt lists by
+//     name with cursors that are base64 of the last name (TestSurfacePages).
+//  8. A resource, template or prompt handler's Go error reaches the client
 //     as -32603 with the error's text; resources, templates and prompts
 //     are listed sorted by name, and resources/read goes to a listed URI's
 //     handler, else to the first template matching it (TestSurface).
-//  10. Its after-hooks of logging/setLevel and resources/subscribe run
+//  9. Its after-hooks of logging/setLevel and resources/subscribe run
 //     before the answer is sent (TestSurfaceSubscribeAndLevel).
 //
 // It talks to the gateway through [Backend] and [Tool], and knows nothing

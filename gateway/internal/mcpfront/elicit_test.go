@@ -24,7 +24,7 @@ func (answerYes) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.Elicitati
 	}}, nil
 }
 
-// TestElicit pins fact 13: a session keeps the capabilities its client
+// TestElicit pins fact 1: a session keeps the capabilities its client
 // declared, so Request.Elicit is set only for a client that declared
 // elicitation, and it reaches that client's user and brings the answer
 // back.
@@ -35,8 +35,8 @@ func TestElicit(t *testing.T) {
 	if err := g.reg.Add(registry.Tool{Name: "ask", Kind: registry.Stateless, Source: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	if g.mcp.GetTool("ask") == nil { // Add delivers its change before it returns
-		t.Fatal("the registered tool did not reach mcp-go")
+	if (*g.tools.Load())["ask"] == nil { // Add delivers its change before it returns
+		t.Fatal("the registered tool did not reach the front")
 	}
 	g.SetTools([]Tool{{Def: &registry.Tool{Name: "ask", Source: "test"}, Call: func(ctx context.Context, req *Request) *executors.Result {
 		if req.Elicit == nil {

@@ -159,8 +159,7 @@ func resultText(res *mcp.CallToolResult) string {
 }
 
 // TestModernVersionsAndHeaders: unknown and malformed versions get
-// -32022 with the served list as JSON-RPC (mcp-go answers legacy ones in
-// plain text: fact 18); a 2026-07-28 GET gets 405 in JSON-RPC; Mcp-Method
+// -32022 with the served list as JSON-RPC; a 2026-07-28 GET gets 405 in JSON-RPC; Mcp-Method
 // and Mcp-Name must agree with the body.
 func TestModernVersionsAndHeaders(t *testing.T) {
 	g, _ := newGateway(t, nil)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -144,7 +143,8 @@ type Front struct {
 	// tools are the tools served, by name (call.go): replaced whole by
 	// SetTools, read without a lock.
 	tools   atomic.Pointer[map[string]*frontTool]
-	toolsMu sync.Mutex // serialises SetTools
+	list    atomic.Pointer[toolList] // the same tools sorted by name, for tools/list (list.go)
+	toolsMu sync.Mutex               // serialises SetTools
 
 	// root ends with Close; it bounds work no request owns (SSE batches,
 	// streams).
@@ -173,6 +173,7 @@ func New(b Backend, o Options) *Front {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
 	f.tools.Store(&map[string]*frontTool{})
+	f.list.Store(&toolList{})
 	f.subs = subscriptions.New(f.passSubscription, unsubscribeTimeout)
 	f.root, f.rootCancel = context.WithCancel(context.Background())
 	hooks := &server.Hooks{}
@@ -191,13 +192,6 @@ func New(b Backend, o Options) *Front {
 		f.forgetSession(cs.SessionID())
 		f.clientEnded(cs)
 	})
-	if o.Authenticate != nil {
-		hooks.AddAfterListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
-			if res != nil {
-				res.Tools = f.visibleTools(ctx, res.Tools)
-			}
-		})
-	}
 	f.mcp = server.NewMCPServer(o.Name, o.Version,
 		server.WithToolCapabilities(true),
 		server.WithHooks(hooks),
@@ -215,36 +209,33 @@ func New(b Backend, o Options) *Front {
 // SetTools adds (or replaces in place) the tools add and removes the tools
 // named in remove, and tells connected clients (notifications/tools/
 // list_changed). A name in both is replaced, never removed first: a call
-// in between would find no tool.
+// in between would find no tool. A tool whose x-mcp-header annotations
+// are invalid is left out, with a warning: a 2026-07-28 client would
+// reject the whole list.
 func (f *Front) SetTools(add []Tool, remove []string) {
 	f.toolsMu.Lock()
 	tools := maps.Clone(*f.tools.Load())
 	for _, name := range removedOnly(add, remove) {
 		delete(tools, name)
 	}
-	st := make([]server.ServerTool, 0, len(add))
 	for _, t := range add {
 		ft := &frontTool{Tool: t, wire: wireTool(t.Def)}
+		if err := mcp.ValidateParamHeaderAnnotations(&ft.wire); err != nil {
+			f.logger.Warn("leaving out a tool with invalid x-mcp-header annotations; fix its input schema", "tool", t.Def.Name, "error", err)
+			delete(tools, t.Def.Name)
+			continue
+		}
 		ft.headerParams = bytes.Contains(ft.wire.RawInputSchema, []byte("x-mcp-header"))
+		ft.listed, _ = json.Marshal(ft.wire) // a definition decoded from JSON or built by the gateway: cannot fail
 		tools[t.Def.Name] = ft
-		// mcp-go lists the tools (tools/list, its pages and hooks); the
-		// front calls them, so mcp-go's handler is never reached.
-		st = append(st, server.ServerTool{Tool: ft.wire, Handler: notCalled})
 	}
+	list := sortedTools(tools)
 	f.tools.Store(&tools)
+	f.list.Store(&list)
 	f.toolsMu.Unlock()
-	if gone := removedOnly(add, remove); len(gone) > 0 {
-		f.mcp.DeleteTools(gone...)
+	if len(add) > 0 || len(remove) > 0 {
+		f.mcp.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
 	}
-	if len(st) > 0 {
-		f.mcp.AddTools(st...)
-	}
-}
-
-// notCalled is mcp-go's handler of every tool: the front serves tools/call
-// on every transport, so mcp-go never calls it.
-func notCalled(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return nil, errors.New("toolgate's front serves tools/call; this handler is not called")
 }
 
 // removedOnly returns the names in remove that add does not add again.
@@ -263,22 +254,6 @@ func removedOnly(add []Tool, remove []string) []string {
 		}
 	}
 	return gone
-}
-
-// visibleTools is the tools/list filter with authentication: the tools
-// the requesting principal's policy permits.
-func (f *Front) visibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
-	id := f.identity(ctx)
-	if id == nil || id.Policy == nil {
-		return tools
-	}
-	out := make([]mcp.Tool, 0, len(tools))
-	for _, t := range tools {
-		if id.Policy.Permits(t.Name) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // Mux is where [Front.Mount] puts the MCP endpoints; a chi router or an

@@ -42,7 +42,7 @@ func (f *Front) sseHandler(p *httpParts) http.Handler {
 }
 
 // messageHandler serves the messages POSTed to /message for an SSE
-// stream: tools/call requests and batches run on the front's own path and
+// stream: tools/call and tools/list requests and batches run on the front's own path and
 // are answered on the stream; everything else goes to mcp-go.
 func (f *Front) messageHandler(p *httpParts) http.Handler {
 	h := p.sse.MessageHandler()
@@ -76,7 +76,7 @@ func (f *Front) messageHandler(p *httpParts) http.Handler {
 }
 
 // serveSSE serves msg, POSTed for SSE session s with stream st, when it is
-// the front's to serve (a batch, a tools/call request) and reports whether
+// the front's to serve (a batch, a tools/call or tools/list request) and reports whether
 // it did; it cancels the front's call a notifications/cancelled names and
 // leaves that to mcp-go too. As mcp-go does, it answers 202 at once and
 // serves the message afterwards, the answer going onto the stream.
@@ -108,7 +108,7 @@ func (f *Front) serveSSE(w http.ResponseWriter, r *http.Request, p *httpParts, s
 		case m.method == string(mcp.MethodNotificationCancelled):
 			s.cancelCall(m.params)
 			return false
-		case m.method != string(mcp.MethodToolsCall) || m.id == nil:
+		case !frontServes(&m):
 			return false
 		}
 		run = func() { st.send(f.handle(&x, &m).body) }

@@ -106,7 +106,7 @@ func readLines(in io.Reader, limit int, stop <-chan struct{}) <-chan stdinLine {
 }
 
 // pumpStdio copies messages from lines to mcp-go (w), answering oversized
-// lines itself (on out) and handing tools/call requests and batches to
+// lines itself (on out) and handing tools/call and tools/list requests and batches to
 // calls. It returns at the last line or once stop is closed.
 func (f *Front) pumpStdio(lines <-chan stdinLine, stop <-chan struct{}, w io.Writer, out *lockedWriter, calls *stdioCalls) error {
 	limit := int(f.o.MaxBodyBytes)
@@ -209,7 +209,7 @@ func (c *stdioCalls) learn(ctx context.Context) context.Context {
 }
 
 // serve serves line when it is the front's to serve — a batch, a
-// tools/call request — and reports whether it did; a notifications/
+// tools/call or tools/list request — and reports whether it did; a notifications/
 // cancelled cancels the front's call it names, and goes to mcp-go too.
 // A batch's notifications and client answers go to mcp-go as lines of
 // their own, which is what routes answers to the requests waiting for
@@ -221,7 +221,7 @@ func (c *stdioCalls) serve(line []byte) (served bool, err error) {
 	if !batch {
 		var reject []byte
 		if m, reject = decodeMessage(line); reject != nil ||
-			(m.method != string(mcp.MethodToolsCall) && m.method != string(mcp.MethodNotificationCancelled)) {
+			(!frontServes(&m) && m.method != string(mcp.MethodNotificationCancelled)) {
 			return false, nil // mcp-go answers what it cannot read, and every other method
 		}
 	}
