@@ -184,11 +184,11 @@ func (f *Front) serveHTTPBatch(w http.ResponseWriter, r *http.Request, sid strin
 		writeJSON(w, http.StatusBadRequest, reject)
 		return
 	}
-	if !s.begin() {
+	if !s.Begin() {
 		writeUnknownSession(w) // expired just now
 		return
 	}
-	defer s.finish()
+	defer s.Finish()
 	reply := f.serveBatch(*f.exchange(r, s, nil), elems, func(m *message) {
 		s.answer(m.id, m.raw) // to a request of the front's (ask.go); late ones are dropped
 	})

@@ -42,11 +42,11 @@ func (f *Front) serveSessionStream(w http.ResponseWriter, r *http.Request, sid s
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if !s.begin() {
+	if !s.Begin() {
 		writeUnknownSession(w)
 		return
 	}
-	defer s.finish()
+	defer s.Finish()
 	f.serveGet(w, r, s)
 }
 

@@ -1,13 +1,16 @@
 package mcpfront
 
 import (
+	"context"
 	"mime"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolgate/toolgate/gateway/internal/idle"
 	"github.com/toolgate/toolgate/gateway/internal/origin"
 	"github.com/toolgate/toolgate/gateway/internal/reqbody"
 )
@@ -18,12 +21,12 @@ type httpParts struct {
 	sse     *server.SSEServer // nil when server.sse is false
 	streams sync.Map          // SSE session ID → *sseStream
 	bodies  reqbody.Reader    // request bodies, under the cap and the read deadline
-	sweeper *idleSweeper      // ends idle streamable HTTP sessions; nil when the TTL is 0 (session.go)
+	sweeper *idle.Sweeper     // ends idle streamable HTTP sessions (sweepIdle); nil when the TTL is 0
 	sseRuns batchRuns         // SSE calls and batches in flight (sse.go)
 }
 
 func (p *httpParts) close() {
-	p.sweeper.close()
+	p.sweeper.Close()
 	if p.sse != nil {
 		p.sse.CloseSessions()
 	}
@@ -44,7 +47,7 @@ func (f *Front) Mount(mux Mux) {
 	}
 	f.mu.Lock()
 	if ttl := f.o.SessionIdleTTL; ttl > 0 && !f.closed { // not after Close, which would not stop it
-		p.sweeper = f.startSweeper(ttl)
+		p.sweeper = idle.Start(ttl, func(ctx context.Context, now time.Time) { f.sweepIdle(ctx, ttl, now) })
 	}
 	if !f.closed {
 		f.httpParts = p

@@ -75,11 +75,11 @@ func (f *Front) servePost(w http.ResponseWriter, r *http.Request, p *httpParts, 
 	if s == nil {
 		return
 	}
-	if !s.begin() {
+	if !s.Begin() {
 		writeUnknownSession(w) // expiring just now
 		return
 	}
-	defer s.finish()
+	defer s.Finish()
 	x := f.exchange(r, s, nil)
 	switch {
 	case m.response:

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolgate/toolgate/gateway/internal/idle"
 	"github.com/toolgate/toolgate/gateway/internal/sessionlimit"
 	"github.com/toolgate/toolgate/internal/principal"
 )
@@ -77,9 +77,8 @@ type session struct {
 	caps        mcp.ClientCapabilities // guarded by infoMu
 	filter      atomic.Pointer[mcp.SubscriptionFilter]
 
-	// The idle expiry (sweep): requests in flight, when the last ended.
-	active atomic.Int32
-	last   atomic.Int64 // Unix ns
+	// The idle expiry: requests in flight, when the last ended.
+	idle.Activity
 
 	// calls are the front's tools/calls in flight, by request ID, for
 	// notifications/cancelled (callKey → *inflight).
@@ -326,43 +325,6 @@ type inflight struct{ cancel context.CancelFunc }
 // end closes s.done once: the session's GET stream ends.
 func (s *session) end() { s.doneOnce.Do(func() { close(s.done) }) }
 
-// expiring is the active count of a session the sweeper has claimed.
-const expiring = math.MinInt32
-
-// begin and end bracket a request of the session. begin reports false,
-// and the request must not run in the session, when the sweeper is ending
-// it.
-func (s *session) begin() bool {
-	for {
-		n := s.active.Load()
-		if n < 0 {
-			return false
-		}
-		if s.active.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
-
-func (s *session) finish() {
-	s.last.Store(time.Now().UnixNano())
-	s.active.Add(-1)
-}
-
-// claimIdle reports whether the session has been idle for ttl at now and,
-// if so, claims it for the sweeper: from then on begin refuses.
-func (s *session) claimIdle(now time.Time, ttl time.Duration) bool {
-	last := s.last.Load()
-	if now.Sub(time.Unix(0, last)) < ttl || !s.active.CompareAndSwap(0, expiring) {
-		return false
-	}
-	if s.last.Load() != last { // a request began and ended meanwhile
-		s.active.Store(0)
-		return false
-	}
-	return true
-}
-
 // clientStarted and clientEnded keep f.clients, and the count of live
 // sessions server.max_sessions bounds, in step with mcp-go's registered
 // sessions (its register and unregister hooks, for every transport). A
@@ -374,7 +336,7 @@ func (f *Front) clientStarted(ctx context.Context, cs server.ClientSession) *ses
 	if !own {
 		s = &session{id: cs.SessionID(), inner: cs, ident: principal.From(ctx), done: make(chan struct{})}
 	}
-	s.last.Store(time.Now().UnixNano())
+	s.Touch()
 	sl, ok := ctx.Value(slotKey{}).(*sessionlimit.Slot)
 	if ok {
 		s.owner, ok = sl.Take() // the slot's count is the session's now
@@ -443,53 +405,13 @@ func (f *Front) reserve(w http.ResponseWriter, ctx context.Context) (context.Con
 // under server.max_sessions.
 const sessionsRetryAfter = 5
 
-// sweepInterval is how often idle sessions are looked for, for ttl: a
-// session lives at most a quarter of ttl past it.
-func sweepInterval(ttl time.Duration) time.Duration {
-	return max(ttl/4, time.Second)
-}
-
-// idleSweeper ends the streamable HTTP sessions idle for ttl, every
-// sweepInterval(ttl), until stop.
-type idleSweeper struct {
-	stop context.CancelFunc
-	wg   sync.WaitGroup
-}
-
-// startSweeper starts ending the streamable HTTP sessions no request has
-// used for ttl. A session is idle when no request of its is in flight — a
-// POST, a batch, or an open GET stream — and none has been for ttl; it is
-// then ended as a DELETE ends it.
-func (f *Front) startSweeper(ttl time.Duration) *idleSweeper {
-	ctx, stop := context.WithCancel(context.Background())
-	sw := &idleSweeper{stop: stop}
-	sw.wg.Go(func() {
-		t := time.NewTicker(sweepInterval(ttl))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-t.C:
-				f.sweepIdle(ctx, ttl, now)
-			}
-		}
-	})
-	return sw
-}
-
-func (sw *idleSweeper) close() {
-	if sw != nil {
-		sw.stop()
-		sw.wg.Wait()
-	}
-}
-
-// sweepIdle ends every streamable HTTP session idle for ttl at now.
+// sweepIdle ends every streamable HTTP session idle for ttl at now (no
+// request in flight, a POST, a batch or an open GET stream, and none for
+// ttl), as a DELETE ends it.
 func (f *Front) sweepIdle(ctx context.Context, ttl time.Duration, now time.Time) {
 	f.clients.Range(func(_, v any) bool {
-		if s := v.(*session); s.own() && s.claimIdle(now, ttl) {
-			idle := now.Sub(time.Unix(0, s.last.Load()))
+		if s := v.(*session); s.own() && s.Claim(now, ttl) {
+			idle := now.Sub(s.Last())
 			f.endSession(ctx, s)
 			f.logger.Info("session ended after being idle", "idle", idle.Round(time.Second).String(),
 				"limit", "server.session_idle_ttl")

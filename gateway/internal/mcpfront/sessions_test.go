@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/idle"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -73,7 +74,7 @@ func TestBatchRefusesOtherSessions(t *testing.T) {
 // in flight keeps it alive.
 func TestIdleExpiry(t *testing.T) {
 	const ttl = 8 * time.Second // swept every ttl/4
-	idle := ttl + sweepInterval(ttl) + time.Second
+	idle := ttl + idle.Interval(ttl) + time.Second
 	setup := func(t *testing.T) (*harness, *handlerSession) {
 		g, _ := newGateway(t, func(c *config.Config) { c.Server.SessionIdleTTL = config.Duration(ttl) })
 		return g, newHandlerSession(t, g)
@@ -244,39 +245,6 @@ func TestClientEndedKeepsNewerSession(t *testing.T) {
 	}
 }
 
-// claimIdle hands an idle session to the sweeper only while no request is
-// in flight and none ended since it looked; then begin refuses.
-func TestClaimIdle(t *testing.T) {
-	const ttl = time.Minute
-	now := time.Now()
-	idle := func() *session {
-		c := &session{}
-		c.last.Store(now.Add(-2 * ttl).UnixNano())
-		return c
-	}
-	if c := idle(); c.claimIdle(now.Add(-ttl-ttl/2), ttl) {
-		t.Error("claimed a session idle for less than the TTL")
-	}
-	c := idle()
-	if !c.begin() {
-		t.Fatal("begin refused on a live session")
-	}
-	if c.claimIdle(now, ttl) {
-		t.Error("claimed a session with a request in flight")
-	}
-	c.finish()
-	if c.claimIdle(now, ttl) {
-		t.Error("claimed a session whose request just ended")
-	}
-	c = idle()
-	if !c.claimIdle(now, ttl) {
-		t.Fatal("did not claim an idle session")
-	}
-	if c.begin() {
-		t.Error("begin accepted a request in a session being ended")
-	}
-}
-
 // A GET stream that panics still ends its activity, so the session
 // expires.
 func TestPanickingStreamEnds(t *testing.T) {
@@ -295,7 +263,7 @@ func TestPanickingStreamEnds(t *testing.T) {
 		if !panicked {
 			t.Fatal("the GET stream did not panic (the case this test is about)")
 		}
-		time.Sleep(ttl + sweepInterval(ttl) + time.Second)
+		time.Sleep(ttl + idle.Interval(ttl) + time.Second)
 		synctest.Wait()
 		if g.liveClient(s.id) != nil {
 			t.Error("the session of a GET that panicked never expired")
