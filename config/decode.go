@@ -295,6 +295,41 @@ func collectionName(n ast.Node) string {
 	return "a " + strings.ToLower(n.Type().String())
 }
 
+// anchor registers the value of an anchor (&name) for later aliases.
+func (d *decoder) anchor(x *ast.AnchorNode) {
+	if x.Name != nil && x.Name.GetToken() != nil {
+		d.anchors[x.Name.GetToken().Value] = x.Value
+	}
+}
+
+// alias returns the value an alias (*name) refers to; false, after an
+// error, when no anchor defined it before.
+func (d *decoder) alias(x *ast.AliasNode, p pos, path string) (ast.Node, bool) {
+	name := ""
+	if x.Value != nil && x.Value.GetToken() != nil {
+		name = x.Value.GetToken().Value
+	}
+	target, ok := d.anchors[name]
+	if !ok {
+		d.errorf(p, path, "unknown alias *%s; define it earlier with &%s", name, name)
+	}
+	return target, ok
+}
+
+// strTag reports whether a tag is !!str, the one tag toolgate reads (its
+// value is read as it would be untagged); else it reports an error.
+func (d *decoder) strTag(x *ast.TagNode, p pos, path string) bool {
+	if x.Start != nil && x.Start.Value == "!!str" {
+		return true
+	}
+	tag := ""
+	if x.Start != nil {
+		tag = x.Start.Value
+	}
+	d.errorf(p, path, "unsupported tag %s; remove it", tag)
+	return false
+}
+
 // decode stores node n, found at path, into v. p is where the value is
 // written: usually nodePos(n), but the key's position for a key with no
 // value, whose implicit null token sits somewhere after the colon.
@@ -310,30 +345,15 @@ func (d *decoder) decode(path string, n ast.Node, p pos, v reflect.Value, depth 
 	switch x := n.(type) {
 	case *ast.AnchorNode:
 		d.decode(path, x.Value, nodePos(x.Value), v, depth+1)
-		// Registered after its value, so an anchor cannot refer to itself.
-		if x.Name != nil && x.Name.GetToken() != nil {
-			d.anchors[x.Name.GetToken().Value] = x.Value
-		}
+		d.anchor(x) // after its value, so an anchor cannot refer to itself
 		return
 	case *ast.AliasNode:
-		name := ""
-		if x.Value != nil && x.Value.GetToken() != nil {
-			name = x.Value.GetToken().Value
+		if target, ok := d.alias(x, p, path); ok {
+			d.decode(path, target, nodePos(target), v, depth+1)
 		}
-		target, ok := d.anchors[name]
-		if !ok {
-			d.errorf(p, path, "unknown alias *%s; define it earlier with &%s", name, name)
-			return
-		}
-		d.decode(path, target, nodePos(target), v, depth+1)
 		return
 	case *ast.TagNode:
-		if x.Start == nil || x.Start.Value != "!!str" {
-			tag := ""
-			if x.Start != nil {
-				tag = x.Start.Value
-			}
-			d.errorf(p, path, "unsupported tag %s; remove it", tag)
+		if !d.strTag(x, p, path) {
 			return
 		}
 	case *ast.CommentGroupNode:

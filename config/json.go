@@ -60,29 +60,16 @@ func (d *decoder) appendJSON(b []byte, path string, n ast.Node, depth int) (_ []
 		return append(b, "null"...), true
 	case *ast.AnchorNode:
 		b, ok = d.appendJSON(b, path, x.Value, depth+1)
-		// Registered after its value, so an anchor cannot refer to itself.
-		if x.Name != nil && x.Name.GetToken() != nil {
-			d.anchors[x.Name.GetToken().Value] = x.Value
-		}
+		d.anchor(x) // after its value, so an anchor cannot refer to itself
 		return b, ok
 	case *ast.AliasNode:
-		name := ""
-		if x.Value != nil && x.Value.GetToken() != nil {
-			name = x.Value.GetToken().Value
-		}
-		target, found := d.anchors[name]
+		target, found := d.alias(x, p, path)
 		if !found {
-			d.errorf(p, path, "unknown alias *%s; define it earlier with &%s", name, name)
 			return b, false
 		}
 		return d.appendJSON(b, path, target, depth+1)
 	case *ast.TagNode:
-		if x.Start == nil || x.Start.Value != "!!str" {
-			tag := ""
-			if x.Start != nil {
-				tag = x.Start.Value
-			}
-			d.errorf(p, path, "unsupported tag %s; remove it", tag)
+		if !d.strTag(x, p, path) {
 			return b, false
 		}
 	case *ast.MappingNode:

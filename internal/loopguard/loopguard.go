@@ -114,11 +114,10 @@ func (g *Guard) Check(thread string, c Call) (count int, act bool) {
 func (g *Guard) Done(thread string, c Call, result [32]byte) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	e, ok := g.threads[thread]
-	if !ok {
+	s := g.known(thread)
+	if s == nil {
 		return
 	}
-	s := e.Value.(*streak)
 	switch {
 	case s.count == 0 || s.call != c:
 	case !s.known:
@@ -134,11 +133,10 @@ func (g *Guard) Done(thread string, c Call, result [32]byte) {
 func (g *Guard) Allow(thread string, c Call) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	e, ok := g.threads[thread]
-	if !ok {
+	s := g.known(thread)
+	if s == nil {
 		return
 	}
-	s := e.Value.(*streak)
 	if slices.Contains(s.allowed, c) {
 		return
 	}
@@ -146,6 +144,15 @@ func (g *Guard) Allow(thread string, c Call) {
 		s.allowed = slices.Delete(s.allowed, 0, 1)
 	}
 	s.allowed = append(s.allowed, c)
+}
+
+// known returns thread's streak, or nil when the thread is not
+// remembered; it does not count as a use. g.mu is held.
+func (g *Guard) known(thread string) *streak {
+	if e, ok := g.threads[thread]; ok {
+		return e.Value.(*streak)
+	}
+	return nil
 }
 
 // Forget drops thread's state; called when the thread ends.
