@@ -116,6 +116,10 @@ func TestCall(t *testing.T) {
 		{name: "missing required", tool: "echo", args: `{}`, wantClass: "validation", wantParts: []string{"text"}},
 		{name: "arguments not an object", tool: "echo", args: `[1,2]`, wantClass: "validation", wantParts: []string{"must be a JSON object", "an array"}},
 		{name: "arguments not JSON", tool: "echo", args: `{"text":`, wantClass: "validation", wantParts: []string{"not valid JSON"}},
+		// encoding/json reads the last "text", an upstream may read the
+		// first: what the hooks and the schema checked would not be what
+		// runs (issue 31, item 6).
+		{name: "duplicate names", tool: "echo", args: `{"text":"forbidden","n":1,"text":"ok"}`, wantClass: "validation", wantParts: []string{`"text" twice`, "send each name once"}},
 		{name: "null arguments are {}", tool: "counter", args: `null`, wantText: `{"n":1}`},
 	}
 	for _, tc := range tests {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/canonjson"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/schemas"
@@ -178,6 +179,11 @@ func (g *Gateway) validate(next Handler) Handler {
 		if !c.decoded && len(c.Raw) > 0 {
 			if err := json.Unmarshal(c.Raw, &c.input); err != nil {
 				return errorResult(retry.Errorf(retry.Validation, "arguments are not valid JSON: %v", err)), nil
+			}
+			// JSON readers disagree on a repeated name: what the hooks
+			// and the schema check here would not be what runs.
+			if at, name, dup := canonjson.DuplicateKey(c.Raw); dup {
+				return errorResult(retry.Errorf(retry.Validation, "arguments name %q twice in the object at %q: send each name once", name, "#"+at)), nil
 			}
 		}
 		switch a := c.input.(type) {
