@@ -76,6 +76,11 @@ func (f *Front) handle(x *exchange, m *message) answer {
 	if m.method == string(mcp.MethodNotificationCancelled) && x.s != nil {
 		x.s.cancelCall(m.params)
 	}
+	if m.method == string(mcp.MethodResourcesSubscribe) && m.id != nil && x.s != nil {
+		if refused := f.admitSubscribe(x, m); refused != nil {
+			return *refused
+		}
+	}
 	resp := f.mcp.HandleMessage(x.ctx, m.raw)
 	if resp == nil || m.id == nil {
 		return answer{}

@@ -174,7 +174,7 @@ func New(b Backend, o Options) *Front {
 	}
 	f.tools.Store(&map[string]*frontTool{})
 	f.list.Store(&toolList{})
-	f.subs = subscriptions.New(f.passSubscription, unsubscribeTimeout)
+	f.subs = subscriptions.New(f.passSubscription, unsubscribeTimeout, subscriptions.Limits{PerSession: maxSubscriptionsPerSession, PerPrincipal: maxSubscriptionsPerPrincipal, URILen: maxSubscribeURI})
 	f.root, f.rootCancel = context.WithCancel(context.Background())
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(ctx context.Context, cs server.ClientSession) {

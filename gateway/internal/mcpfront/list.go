@@ -21,6 +21,12 @@ func frontServes(m *message) bool {
 	return m.id != nil && (m.method == string(mcp.MethodToolsCall) || m.method == string(mcp.MethodToolsList))
 }
 
+// frontChecks reports whether m is a request the front checks before
+// mcp-go's dispatcher serves it: a resources/subscribe (admitSubscribe).
+func frontChecks(m *message) bool {
+	return m.id != nil && m.method == string(mcp.MethodResourcesSubscribe)
+}
+
 // toolList is the tools sorted by name, as tools/list pages through them.
 type toolList []*frontTool
 

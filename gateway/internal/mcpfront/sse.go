@@ -108,7 +108,7 @@ func (f *Front) serveSSE(w http.ResponseWriter, r *http.Request, p *httpParts, s
 		case m.method == string(mcp.MethodNotificationCancelled):
 			s.cancelCall(m.params)
 			return false
-		case !frontServes(&m):
+		case !frontServes(&m) && !frontChecks(&m):
 			return false
 		}
 		run = func() { st.send(f.handle(&x, &m).body) }

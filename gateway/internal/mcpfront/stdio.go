@@ -221,7 +221,7 @@ func (c *stdioCalls) serve(line []byte) (served bool, err error) {
 	if !batch {
 		var reject []byte
 		if m, reject = decodeMessage(line); reject != nil ||
-			(!frontServes(&m) && m.method != string(mcp.MethodNotificationCancelled)) {
+			(!frontServes(&m) && !frontChecks(&m) && m.method != string(mcp.MethodNotificationCancelled)) {
 			return false, nil // mcp-go answers what it cannot read, and every other method
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/toolgate/toolgate/internal/mcppeer"
+	"github.com/toolgate/toolgate/internal/principal"
 )
 
 // PageSize is how many entries one page of tools/list, resources/list,
@@ -26,6 +27,15 @@ const PageSize = 100
 // sources: the client waits for it, so that log messages of its next call
 // already pass.
 const setLevelTimeout = 5 * time.Second
+
+// The bounds of resources/subscribe: a URI's length, and the URIs one
+// session and one principal may hold subscribed. Each held URI costs its
+// length and a few map entries.
+const (
+	maxSubscribeURI              = 2048
+	maxSubscriptionsPerSession   = 128
+	maxSubscriptionsPerPrincipal = 1024
+)
 
 // unsubscribeTimeout bounds unsubscribing the source of a resource a
 // session that ended was the last one subscribed to. It runs in the
@@ -410,10 +420,10 @@ func (f *Front) surfaceHooks(hooks *server.Hooks) {
 		return ""
 	}
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
-		f.subs.Subscribed(ctx, sessionOf(ctx), req.Params.URI, true)
+		f.subs.Subscribed(ctx, sessionOf(ctx), principal.NameOf(f.identity(ctx)), req.Params.URI, true)
 	})
 	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
-		f.subs.Subscribed(ctx, sessionOf(ctx), req.Params.URI, false)
+		f.subs.Subscribed(ctx, sessionOf(ctx), principal.NameOf(f.identity(ctx)), req.Params.URI, false)
 	})
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
 		f.levelSet(ctx, sessionOf(ctx), req.Params.Level)
@@ -465,4 +475,24 @@ func (f *Front) surfaceOptions() []server.ServerOption {
 		server.WithPromptCompletionProvider(completions{f}),
 		server.WithResourceCompletionProvider(completions{f}),
 	}
+}
+
+// admitSubscribe checks a resources/subscribe of session x.s before
+// mcp-go answers it (subscriptions.Set.Admit: a URI a source serves, not
+// too long, within the session's and the principal's bounds), and returns
+// the -32602 answering it when it is refused. An admitted URI is held for
+// the session at once, so concurrent subscribes cannot pass the bounds
+// together.
+func (f *Front) admitSubscribe(x *exchange, m *message) *answer {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	if json.Unmarshal(m.params, &p) != nil || p.URI == "" {
+		return nil // mcp-go answers what is not a subscribe it can read
+	}
+	if err := f.subs.Admit(x.s.id, principal.NameOf(x.ident), p.URI, f.surface().owner(p.URI) != nil); err != nil {
+		a := errorAnswer(m.id, mcp.INVALID_PARAMS, err.Error(), nil)
+		return &a
+	}
+	return nil
 }

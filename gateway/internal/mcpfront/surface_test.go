@@ -484,7 +484,7 @@ func TestSubscriptionOrder(t *testing.T) {
 		ctx := t.Context()
 
 		subscribedA := make(chan struct{})
-		go func() { g.subs.Subscribed(ctx, "A", uri, true); close(subscribedA) }()
+		go func() { g.subs.Subscribed(ctx, "A", "", uri, true); close(subscribedA) }()
 		want("subscribe started")
 		src.release <- struct{}{}
 		<-subscribedA
@@ -499,7 +499,7 @@ func TestSubscriptionOrder(t *testing.T) {
 		}
 
 		subscribedB := make(chan struct{})
-		go func() { g.subs.Subscribed(ctx, "B", uri, true); close(subscribedB) }()
+		go func() { g.subs.Subscribed(ctx, "B", "", uri, true); close(subscribedB) }()
 		want("subscribe started", "subscribe done", "unsubscribe started") // B's subscribe waits
 		src.release <- struct{}{}
 		want("subscribe started", "subscribe done", "unsubscribe started", "unsubscribe done", "subscribe started")
@@ -519,4 +519,49 @@ func TestSubscriptionOrder(t *testing.T) {
 		want("subscribe started", "subscribe done", "unsubscribe started", "unsubscribe done", "subscribe started", "subscribe done",
 			"unsubscribe started", "unsubscribe cancelled")
 	})
+}
+
+// TestSubscribeBounds checks what a session may subscribe to: only URIs a
+// source serves (listed, or matching a template), of at most
+// maxSubscribeURI bytes, and at most maxSubscriptionsPerSession of them;
+// each refusal is -32602 saying why, and nothing refused is held. A red
+// team's 20,000 made-up 10 KB URIs held +750 MB before.
+func TestSubscribeBounds(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	src := &fakeSource{answer: func(context.Context, mcppeer.Peer, string, any) (json.RawMessage, error) {
+		return json.RawMessage(`{}`), nil
+	}}
+	g.SetCatalog("upstream:s", &Catalog{
+		Resources: []json.RawMessage{json.RawMessage(`{"uri":"test://w","name":"w"}`)},
+		Templates: []json.RawMessage{json.RawMessage(`{"uriTemplate":"test://item/{id}","name":"item"}`)},
+		Subscribe: true, Forward: src.forward,
+	})
+	c := surfaceClient(t, serveHTTP(t, g).URL)
+	subscribe := func(uri string) error {
+		req := mcp.SubscribeRequest{}
+		req.Params.URI = uri
+		return c.Subscribe(t.Context(), req)
+	}
+	for _, tc := range []struct{ uri, want string }{
+		{"made://up", "no source serves this resource"},
+		{"test://item/" + strings.Repeat("x", maxSubscribeURI), "URI is too long"},
+	} {
+		if err := subscribe(tc.uri); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("subscribe %.40s…: %v; want a refusal saying %q", tc.uri, err, tc.want)
+		}
+	}
+	if err := subscribe("test://w"); err != nil {
+		t.Fatalf("subscribe test://w: %v", err)
+	}
+	for i := 1; i < maxSubscriptionsPerSession; i++ {
+		if err := subscribe(fmt.Sprintf("test://item/%d", i)); err != nil {
+			t.Fatalf("subscription %d of %d: %v", i+1, maxSubscriptionsPerSession, err)
+		}
+	}
+	if err := subscribe("test://item/one-too-many"); err == nil || !strings.Contains(err.Error(), "unsubscribe") {
+		t.Errorf("subscription %d: %v; want a refusal naming the limit and what to do", maxSubscriptionsPerSession+1, err)
+	}
+	if n := len(g.subs.Sessions("made://up")); n != 0 {
+		t.Errorf("a refused URI is held by %d sessions", n)
+	}
 }

@@ -9,6 +9,8 @@ package subscriptions
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -32,10 +34,42 @@ type Set struct {
 	// subscription it marks. It is never held while a source is told.
 	mu       sync.Mutex
 	subs     map[string]*subscription // URI → its sessions and what its source was told
-	pending  map[string]bool          // URIs whose last session ended, for drain
-	draining bool                     // drain runs
-	drainer  sync.WaitGroup           // drain; Close waits for it
+	held     map[string]*holder       // session → its principal and how many URIs it holds
+	perPrin  map[string]int           // principal → URIs its sessions hold
+	limits   Limits
+	pending  map[string]bool // URIs whose last session ended, for drain
+	draining bool            // drain runs
+	drainer  sync.WaitGroup  // drain; Close waits for it
 }
+
+// Limits bound the subscriptions one session and one principal may hold,
+// and the length of a URI subscribed to.
+type Limits struct {
+	PerSession, PerPrincipal, URILen int
+}
+
+// holder is what the set counts of one session.
+type holder struct {
+	principal string
+	n         int
+}
+
+// LimitError refuses a subscription past a [Limits] bound.
+type LimitError struct {
+	What string // "session", "principal" or "uri"
+	Max  int
+}
+
+func (e *LimitError) Error() string {
+	if e.What == "uri" {
+		return fmt.Sprintf("the resource URI is too long: toolgate takes subscriptions to URIs of at most %d bytes", e.Max)
+	}
+	return fmt.Sprintf("this %s holds %d resource subscriptions, the most it may: unsubscribe from resources no longer needed first", e.What, e.Max)
+}
+
+// ErrNotServed refuses a subscription to a URI no source serves: nothing
+// would ever update it.
+var ErrNotServed = errors.New("no source serves this resource: subscribe to a URI that resources/list or a resource template gives")
 
 // subscription is one URI's subscribed sessions and what its source was
 // told.
@@ -50,8 +84,8 @@ type subscription struct {
 
 // New returns an empty set that tells sources through tell; an unsubscribe
 // of a session that ended is bounded by timeout.
-func New(tell Tell, timeout time.Duration) *Set {
-	s := &Set{tell: tell, timeout: timeout, subs: map[string]*subscription{}}
+func New(tell Tell, timeout time.Duration, limits Limits) *Set {
+	s := &Set{tell: tell, timeout: timeout, subs: map[string]*subscription{}, held: map[string]*holder{}, perPrin: map[string]int{}, limits: limits}
 	s.root, s.stop = context.WithCancel(context.Background())
 	return s
 }
@@ -67,16 +101,74 @@ func (s *Set) subLocked(uri string) *subscription {
 	return sub
 }
 
-// Subscribed records that session subscribed to uri (on) or unsubscribed,
-// and tells the source serving uri, before it returns, when that changes
-// whether any session wants it.
-func (s *Set) Subscribed(ctx context.Context, session, uri string, on bool) {
+// Admit records that session, of principal, subscribes to uri, unless
+// uri is not served (ErrNotServed) or too long, or that would take the
+// session or the principal past its limit (a *LimitError); the source is
+// told when the subscription is confirmed ([Set.Subscribed]). A URI the
+// session holds already is admitted again.
+func (s *Set) Admit(session, principal, uri string, served bool) error {
+	switch {
+	case len(uri) > s.limits.URILen:
+		return &LimitError{"uri", s.limits.URILen}
+	case !served:
+		return ErrNotServed
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sub := s.subs[uri]; sub != nil && sub.sessions[session] {
+		return nil
+	}
+	if h := s.held[session]; h != nil && h.n >= s.limits.PerSession {
+		return &LimitError{"session", s.limits.PerSession}
+	}
+	if s.perPrin[principal] >= s.limits.PerPrincipal {
+		return &LimitError{"principal", s.limits.PerPrincipal}
+	}
+	s.recordLocked(session, principal, uri)
+	return nil
+}
+
+// recordLocked adds session's subscription to uri, counted. s.mu is held.
+func (s *Set) recordLocked(session, principal, uri string) {
+	sub := s.subLocked(uri)
+	if sub.sessions[session] {
+		return
+	}
+	sub.sessions[session] = true
+	h := s.held[session]
+	if h == nil {
+		h = &holder{principal: principal}
+		s.held[session] = h
+	}
+	h.n++
+	s.perPrin[h.principal]++
+}
+
+// dropLocked removes session's subscription to uri, counted. s.mu is held.
+func (s *Set) dropLocked(session string, sub *subscription) {
+	if !sub.sessions[session] {
+		return
+	}
+	delete(sub.sessions, session)
+	h := s.held[session]
+	if h.n--; h.n == 0 {
+		delete(s.held, session)
+	}
+	if s.perPrin[h.principal]--; s.perPrin[h.principal] == 0 {
+		delete(s.perPrin, h.principal)
+	}
+}
+
+// Subscribed records that session, of principal, subscribed to uri (on)
+// or unsubscribed, and tells the source serving uri, before it returns,
+// when that changes whether any session wants it.
+func (s *Set) Subscribed(ctx context.Context, session, principal, uri string, on bool) {
 	s.mu.Lock()
 	sub := s.subLocked(uri)
 	if on {
-		sub.sessions[session] = true
+		s.recordLocked(session, principal, uri)
 	} else {
-		delete(sub.sessions, session)
+		s.dropLocked(session, sub)
 	}
 	s.mu.Unlock()
 	s.sync(ctx, uri)
@@ -125,7 +217,7 @@ func (s *Set) Forget(session string) {
 		if !sub.sessions[session] {
 			continue
 		}
-		delete(sub.sessions, session)
+		s.dropLocked(session, sub)
 		if len(sub.sessions) == 0 && s.root.Err() == nil {
 			if s.pending == nil {
 				s.pending = map[string]bool{}

@@ -2,6 +2,7 @@ package subscriptions
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -53,7 +54,7 @@ func (s *source) got() []string {
 func TestOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := &source{release: make(chan struct{})}
-		s := New(src.tell, time.Minute)
+		s := New(src.tell, time.Minute, Limits{PerSession: 10, PerPrincipal: 10, URILen: 100})
 		const uri = "test://w"
 		want := func(log ...string) {
 			t.Helper()
@@ -64,7 +65,7 @@ func TestOrder(t *testing.T) {
 		}
 		ctx := t.Context()
 		done := make(chan struct{})
-		go func() { s.Subscribed(ctx, "A", uri, true); close(done) }()
+		go func() { s.Subscribed(ctx, "A", "", uri, true); close(done) }()
 		want("subscribe started")
 		src.release <- struct{}{}
 		<-done
@@ -74,7 +75,7 @@ func TestOrder(t *testing.T) {
 		s.Forget("A") // returns at once
 		want("subscribe started", "subscribe done", "unsubscribe started")
 		done = make(chan struct{})
-		go func() { s.Subscribed(ctx, "B", uri, true); close(done) }()
+		go func() { s.Subscribed(ctx, "B", "", uri, true); close(done) }()
 		want("subscribe started", "subscribe done", "unsubscribe started")
 		src.release <- struct{}{}
 		want("subscribe started", "subscribe done", "unsubscribe started", "unsubscribe done", "subscribe started")
@@ -91,4 +92,45 @@ func TestOrder(t *testing.T) {
 			t.Error("a subscription outlived its sessions")
 		}
 	})
+}
+
+// TestLimits checks the bounds on what one session and one principal hold:
+// past either, Admit refuses, naming which; a URI held already is admitted
+// again; unsubscribing and a session's end free room, for that principal.
+func TestLimits(t *testing.T) {
+	s := New(func(context.Context, string, bool) bool { return true }, time.Minute, Limits{PerSession: 2, PerPrincipal: 3, URILen: 8})
+	defer s.Close()
+	admit := func(session, principal, uri string) error { return s.Admit(session, principal, uri, true) }
+	for _, u := range []string{"u1", "u2", "u2"} {
+		if err := admit("A", "alice", u); err != nil {
+			t.Fatalf("A's %s: %v", u, err)
+		}
+	}
+	if e, ok := errors.AsType[*LimitError](admit("A", "alice", "u3")); !ok || e.What != "session" {
+		t.Errorf("A's third URI: %v; want the session's limit", e)
+	}
+	if err := admit("B", "alice", "u3"); err != nil {
+		t.Fatalf("B's u3: %v", err)
+	}
+	if e, ok := errors.AsType[*LimitError](admit("B", "alice", "u4")); !ok || e.What != "principal" {
+		t.Errorf("alice's fourth URI: %v; want the principal's limit", e)
+	}
+	if err := admit("C", "bob", "u4"); err != nil {
+		t.Errorf("bob, under his own limits, refused: %v", err)
+	}
+	s.Subscribed(t.Context(), "A", "alice", "u1", false)
+	if err := admit("B", "alice", "u4"); err != nil {
+		t.Errorf("after A unsubscribed from u1, B's u4 refused: %v", err)
+	}
+	if e, ok := errors.AsType[*LimitError](s.Admit("C", "bob", "u-too-long", true)); !ok || e.What != "uri" {
+		t.Errorf("a 10-byte URI past a bound of 8: %v", e)
+	}
+	if err := s.Admit("C", "bob", "u5", false); !errors.Is(err, ErrNotServed) {
+		t.Errorf("a URI no source serves: %v", err)
+	}
+	s.Forget("A")
+	s.Forget("B")
+	if len(s.held) != 1 || len(s.perPrin) != 1 || s.perPrin["bob"] != 1 {
+		t.Errorf("after alice's sessions ended: held %v, per principal %v; want only bob's", s.held, s.perPrin)
+	}
 }
