@@ -462,3 +462,20 @@ func TestAuthPrincipalLogged(t *testing.T) {
 		t.Error("the token reached the log")
 	}
 }
+
+// TestAuthPermitBeforeValidate checks that a principal calling a tool it
+// may not use learns only that: its arguments are not checked against the
+// tool's schema first, whose violation messages would show the schema
+// (issue 31, item 7).
+func TestAuthPermitBeforeValidate(t *testing.T) {
+	g := authGateway(t, func(c *config.Config) {
+		c.Auth.Tokens[0].Deny = []string{"counter", "echo"}
+	})
+	res, err := g.Call(WithPrincipal(t.Context(), "alice"), "echo", json.RawMessage(`{"text":"this text is far too long for the schema","n":"x"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := resultText(t, res); errorClass(res) != "permission" || strings.Contains(text, "/text") || strings.Contains(text, "maxLength") {
+		t.Errorf("alice calling echo, denied, with bad arguments: %q (class %q); want only that echo is not permitted", text, errorClass(res))
+	}
+}

@@ -84,9 +84,9 @@ func (g *Gateway) buildChain(use []Middleware) Handler {
 		g.resolve,
 		g.record,
 		g.track,
+		g.permit, // first: a tool the principal may not use shows nothing of itself, its schema neither
 		g.validate,
 		g.thread,
-		g.permit,
 		g.guard,
 		g.hooks,
 	}
