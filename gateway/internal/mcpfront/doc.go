@@ -12,7 +12,7 @@
 // messages, requests to the client — goes out on that request's own
 // response (stream.go, ask.go); a session's other notifications on its GET
 // stream. JSON-RPC batches (batch.go), the 2026-07-28 multi-round-trip
-// requests (mrtr.go), the sources' resources and prompts (surface.go) and
+// requests (modern.go), the sources' resources and prompts (surface.go) and
 // the stdio pump (stdio.go) are here too.
 //
 // mcp-go's MCPServer is what it is good at: the dispatcher of every method

@@ -77,11 +77,11 @@ type Request struct {
 	// is nil unless the client declared the elicitation capability: a
 	// session in its initialize request, a 2026-07-28 client in the
 	// call's _meta (it is then asked through an input_required result:
-	// mrtr.go).
+	// modern.go).
 	Elicit func(ctx context.Context, message string, requestedSchema map[string]any) (action string, content map[string]any, err error)
 	// Peer is the client the call came from, to whom an upstream's
 	// requests and log messages during the call are relayed (a
-	// 2026-07-28 client's requests as input_required results: mrtr.go);
+	// 2026-07-28 client's requests as input_required results: modern.go);
 	// nil when the call came from no MCP client.
 	Peer mcppeer.Peer
 }

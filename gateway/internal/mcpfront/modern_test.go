@@ -24,7 +24,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
-// Multi-round-trip requests for 2026-07-28 clients (mrtr.go): a tool
+// Multi-round-trip requests for 2026-07-28 clients (modern.go): a tool
 // that drives its Peer as an upstream's relay does, asked through mcp-go's
 // client as it comes and through raw requests.
 

@@ -28,7 +28,7 @@ func (f *Front) peerOf(ctx context.Context) mcppeer.Peer {
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		// A 2026-07-28 request other than tools/call and prompts/get
 		// (resources/read, completion/complete): its client is asked
-		// nothing (mrtr.go).
+		// nothing (modern.go).
 		return modernPeer{peer: peer{f: f, ctx: ctx}, caps: info.ClientCapabilities, call: f.requests.Add(1)}
 	}
 	s := f.liveClient(cs.SessionID())

@@ -273,7 +273,7 @@ func (f *Front) promptHandler(orig string, cat *Catalog) server.PromptHandlerFun
 			return res, nil
 		}
 		if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
-			return f.modernPrompt(ctx, info, req, get) // asked through input_required results (mrtr.go)
+			return f.modernPrompt(ctx, info, req, get) // asked through input_required results (modern.go)
 		}
 		return get(ctx, f.peerOf(ctx))
 	}
