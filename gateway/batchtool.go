@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -217,6 +217,6 @@ func outcome(name string, start time.Time, res *Result) batchOutcome {
 			o.Class = string(retry.Execution)
 		}
 	}
-	o.Content, o.StructuredContent, _ = mcpfront.ContentJSON((*executors.Result)(res))
+	o.Content, o.StructuredContent, _ = mcpwire.ContentJSON((*executors.Result)(res))
 	return o
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -82,7 +82,7 @@ type Content = executors.Content
 // MarshalJSON encodes r as the JSON of an MCP CallToolResult.
 func (r Result) MarshalJSON() ([]byte, error) {
 	e := executors.Result(r)
-	return mcpfront.EncodeResult(&e)
+	return mcpwire.Encode(&e)
 }
 
 // decoded returns r with an upstream's raw result (Passthrough) read into
@@ -93,7 +93,7 @@ func (r *Result) decoded() *Result {
 	if r.Passthrough == nil || len(r.Content) > 0 {
 		return r
 	}
-	d, err := mcpfront.DecodeResult(r.Passthrough)
+	d, err := mcpwire.Decode(r.Passthrough)
 	if err != nil {
 		return r
 	}

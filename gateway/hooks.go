@@ -17,7 +17,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/rest"
-	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
 	"github.com/toolgate/toolgate/internal/textcut"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
@@ -352,7 +352,7 @@ func (w *webhook) after(ctx context.Context, c *Call, res *Result) *Result {
 	case a.Result == nil:
 		return res
 	}
-	d, err := mcpfront.DecodeResult(a.Result)
+	d, err := mcpwire.Decode(a.Result)
 	if err != nil || !bytes.HasPrefix(bytes.TrimSpace(a.Result), []byte("{")) {
 		return cmp.Or(w.failed(ctx, c, "after", errors.New(`the answer's "result" is not an MCP tool result object`)), res)
 	}

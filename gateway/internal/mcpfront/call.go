@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
@@ -141,13 +142,13 @@ func (f *Front) callTool(x *exchange, m *message) answer {
 	if err != nil {
 		return errorAnswer(m.id, mcp.INTERNAL_ERROR, err.Error(), nil)
 	}
-	raw, err := resultJSON(out)
+	raw, err := mcpwire.JSON(out)
 	if err == nil {
 		if b := response(m.id, raw); b != nil {
 			return answer{body: b}
 		}
 	}
-	return resultAnswer(m.id, wireResult(out))
+	return resultAnswer(m.id, mcpwire.Result(out))
 }
 
 // resolve looks the tool of a tools/call up: one lookup of the name as

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/continuation"
+	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
 	"github.com/toolgate/toolgate/gateway/internal/sessionlimit"
 	"github.com/toolgate/toolgate/gateway/internal/subscriptions"
 	"github.com/toolgate/toolgate/internal/mcppeer"
@@ -219,7 +220,7 @@ func (f *Front) SetTools(add []Tool, remove []string) {
 		delete(tools, name)
 	}
 	for _, t := range add {
-		ft := &frontTool{Tool: t, wire: wireTool(t.Def)}
+		ft := &frontTool{Tool: t, wire: mcpwire.Tool(t.Def)}
 		if err := mcp.ValidateParamHeaderAnnotations(&ft.wire); err != nil {
 			f.logger.Warn("leaving out a tool with invalid x-mcp-header annotations; fix its input schema", "tool", t.Def.Name, "error", err)
 			delete(tools, t.Def.Name)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/continuation"
+	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
 	"github.com/toolgate/toolgate/internal/canonjson"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/internal/principal"
@@ -112,7 +113,7 @@ func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *R
 		if err != nil {
 			return nil, err
 		}
-		return wireResult(out), nil
+		return mcpwire.Result(out), nil
 	}
 	if !mayAsk(caps) {
 		return run(ctx)

@@ -1,4 +1,4 @@
-package mcpfront
+package mcpwire
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ func BenchmarkPassthroughResult(b *testing.B) {
 	r := executors.Result{Passthrough: json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := resultJSON(&r); err != nil {
+		if _, err := JSON(&r); err != nil {
 			b.Fatal(err)
 		}
 	}

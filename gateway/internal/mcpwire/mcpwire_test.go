@@ -1,4 +1,4 @@
-package mcpfront
+package mcpwire
 
 import (
 	"encoding/json"
@@ -48,7 +48,7 @@ func TestPassthroughResultEncoding(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := executors.Result{Passthrough: json.RawMessage(tt.in), Meta: tt.meta}
-			got, err := resultJSON(&r)
+			got, err := JSON(&r)
 			if err != nil {
 				t.Fatal(err)
 			}

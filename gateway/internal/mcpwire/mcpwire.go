@@ -1,4 +1,9 @@
-package mcpfront
+// Package mcpwire is how toolgate's tools and results are written in MCP's
+// terms, and how an upstream's result is read back: a registry tool as an
+// mcp.Tool, an executors.Result as a CallToolResult (an upstream's result
+// forwarded as it came where nothing changed it, text results encoded
+// directly, anything else through mcp-go's types).
+package mcpwire
 
 import (
 	"bytes"
@@ -14,10 +19,10 @@ import (
 
 var objectSchema = json.RawMessage(`{"type":"object"}`)
 
-// wireTool converts a registry tool to mcp-go's type. Schemas are passed as
+// Tool converts a registry tool to mcp-go's type. Schemas are passed as
 // raw bytes: mcp.ToolInputSchema models only part of JSON Schema and would
 // drop keywords (MCPGO.md §5).
-func wireTool(t *registry.Tool) mcp.Tool {
+func Tool(t *registry.Tool) mcp.Tool {
 	in := t.InputSchema
 	if len(in) == 0 {
 		in = objectSchema
@@ -38,8 +43,8 @@ func wireTool(t *registry.Tool) mcp.Tool {
 	}
 }
 
-// wireResult maps a result to mcp-go's type.
-func wireResult(r *executors.Result) *mcp.CallToolResult {
+// Result maps a result to mcp-go's type.
+func Result(r *executors.Result) *mcp.CallToolResult {
 	if r.Passthrough != nil {
 		return passthroughResult(r)
 	}
@@ -77,12 +82,12 @@ func passthroughResult(r *executors.Result) *mcp.CallToolResult {
 	return &out
 }
 
-// resultJSON is r as the JSON of the CallToolResult its client gets.
-func resultJSON(r *executors.Result) (json.RawMessage, error) {
+// JSON is r as the JSON of the CallToolResult its client gets.
+func JSON(r *executors.Result) (json.RawMessage, error) {
 	if raw := rawResult(r); raw != nil {
 		return raw, nil
 	}
-	return json.Marshal(wireResult(r))
+	return json.Marshal(Result(r))
 }
 
 // rawResult is r as the JSON of its CallToolResult when it can be had
@@ -108,7 +113,7 @@ func rawResult(r *executors.Result) json.RawMessage {
 }
 
 // textResult encodes a result of text parts (with its structured content
-// and _meta) as wireResult and mcp-go's encoding would, without building
+// and _meta) as Result and mcp-go's encoding would, without building
 // mcp-go's types (whose encoding goes through a map); false for any other
 // part.
 func textResult(r *executors.Result) (json.RawMessage, bool) {
@@ -165,16 +170,16 @@ func wireContent(c executors.Content) mcp.Content {
 	}
 }
 
-// EncodeResult returns r as the JSON of an MCP CallToolResult, as a
+// Encode returns r as the JSON of an MCP CallToolResult, as a
 // client receives it.
-func EncodeResult(r *executors.Result) ([]byte, error) {
-	return json.Marshal(wireResult(r))
+func Encode(r *executors.Result) ([]byte, error) {
+	return json.Marshal(Result(r))
 }
 
 // ContentJSON returns r's content array and structured content (nil when
 // it has none) as MCP JSON.
 func ContentJSON(r *executors.Result) (content, structured json.RawMessage, err error) {
-	w := wireResult(r)
+	w := Result(r)
 	if content, err = json.Marshal(w.Content); err != nil {
 		return nil, nil, err
 	}
@@ -188,11 +193,11 @@ func ContentJSON(r *executors.Result) (content, structured json.RawMessage, err 
 	return content, structured, nil
 }
 
-// DecodeResult reads an MCP CallToolResult's JSON (an upstream's result)
+// Decode reads an MCP CallToolResult's JSON (an upstream's result)
 // into toolgate's result: content parts, structured content and isError;
 // Passthrough keeps raw. A content part toolgate has no type for becomes a
 // text part holding its JSON.
-func DecodeResult(raw json.RawMessage) (executors.Result, error) {
+func Decode(raw json.RawMessage) (executors.Result, error) {
 	var in mcp.CallToolResult
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return executors.Result{}, err
