@@ -422,6 +422,8 @@ func (d *decoder) decodeDuration(path string, n ast.Node, v reflect.Value, p pos
 	}
 }
 
+// decodeScalar decodes the scalar n into v. One case per Go kind a scalar
+// may land in, each with its own message: a table, kept whole on purpose.
 func (d *decoder) decodeScalar(path string, n ast.Node, v reflect.Value, p pos) {
 	want := expectedName(v.Type())
 	s, isScalar, ok := d.toScalar(path, n)

@@ -141,7 +141,8 @@ func completeHooks(cfg *Config, present func(path string) bool) {
 // hooks checks what config owns of the hooks section: the type, which
 // selects the fields that apply, the enums and the ranges. Globs, regular
 // expressions, JSON pointers and the URL are checked by the gateway when
-// it builds the hooks; see [Config.Locate].
+// it builds the hooks; see [Config.Locate]. One pass over the hooks with a
+// case per hook type, as the reference lists them: kept whole on purpose.
 func (c *checker) hooks(cfg *Config) {
 	names := make([]string, len(hookTypes))
 	for i, t := range hookTypes {

@@ -38,7 +38,8 @@ func (d *decoder) decodeJSON(path string, n ast.Node, v reflect.Value, depth int
 const maxJSONBytes = 4 << 20
 
 // appendJSON appends n as JSON to b. ok is false if any part of n could
-// not be converted; the errors are recorded and b is then of no use.
+// not be converted; the errors are recorded and b is then of no use. One
+// case per YAML node type, as decode has: a table, kept whole.
 func (d *decoder) appendJSON(b []byte, path string, n ast.Node, depth int) (_ []byte, ok bool) {
 	if n == nil {
 		return append(b, "null"...), true

@@ -492,7 +492,9 @@ type decimal struct {
 // their sign and order against every schema number.
 const maxExp = 1 << 30
 
-// parseDecimal parses s, which must be a JSON number.
+// parseDecimal parses s, which must be a JSON number. A scanner over the
+// number grammar (sign, digits, fraction, exponent), kept in one function
+// on purpose: it runs for every number of every validated argument.
 func parseDecimal(s string) (decimal, bool) {
 	var d decimal
 	i := 0

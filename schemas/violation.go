@@ -136,7 +136,9 @@ func (f *flattener) walk(e *jsonschema.ValidationError, context string) {
 }
 
 // messages rewrites a leaf's message into plain English with double-quoted,
-// truncated values. It may split one library message into several.
+// truncated values. It may split one library message into several. It is
+// long on purpose: one case per message shape of the validator, read top
+// to bottom as a table; split, the table would be in pieces.
 func (f *flattener) messages(e *jsonschema.ValidationError) []string {
 	msg := e.Message
 	if msg == "not allowed" { // a false schema; its keyword location is the schema's own

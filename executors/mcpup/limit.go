@@ -154,7 +154,9 @@ func (s *idScanner) keep(b []byte) {
 	}
 }
 
-// write scans the next piece of the message.
+// write scans the next piece of the message. A resumable scanner (the
+// message arrives in pieces), one case per state: its states only make
+// sense together.
 func (s *idScanner) write(b []byte) {
 	for i := 0; i < len(b); i++ {
 		if s.inStr {
