@@ -130,85 +130,93 @@ func (f *Front) SetCatalog(source string, c *Catalog) {
 		f.cats.bySrc[source] = c
 	}
 	old := f.surface()
-	s := &surface{resources: map[string]*Catalog{}, prompts: map[string]ownedPrompt{}, raw: map[string]json.RawMessage{}}
-	var (
-		resources []server.ServerResource
-		templates []server.ServerResourceTemplate
-		prompts   []server.ServerPrompt
-		owner     = map[string]string{} // kind:key → source
-	)
-	taken := func(kind, key, src string) bool {
-		k := kind + ":" + key
-		if first, dup := owner[k]; dup {
-			f.logger.Warn("two sources list the same "+kind+"; serving the first's", "key", key, "served_from", first, "dropped_from", src)
-			return true
-		}
-		owner[k] = src
-		return false
-	}
+	b := &surfaceBuild{f: f, owner: map[string]string{},
+		s: &surface{resources: map[string]*Catalog{}, prompts: map[string]ownedPrompt{}, raw: map[string]json.RawMessage{}}}
 	for _, src := range slices.Sorted(maps.Keys(f.cats.bySrc)) {
-		cat := f.cats.bySrc[src]
-		for _, raw := range cat.Resources {
-			var r mcp.Resource
-			if err := json.Unmarshal(raw, &r); err != nil || r.URI == "" {
-				f.logger.Warn("skipping a resource the front cannot read", "source", src, "error", err)
-				continue
-			}
-			if taken("resource", r.URI, src) {
-				continue
-			}
-			s.resources[r.URI] = cat
-			resources = append(resources, server.ServerResource{Resource: r, Handler: f.readHandler(cat)})
-		}
-		for _, raw := range cat.Templates {
-			var t mcp.ResourceTemplate
-			if err := json.Unmarshal(raw, &t); err != nil || t.URITemplate == nil {
-				f.logger.Warn("skipping a resource template the front cannot read", "source", src, "error", err)
-				continue
-			}
-			if taken("resource template", t.URITemplate.Raw(), src) {
-				continue
-			}
-			s.templates = append(s.templates, ownedTemplate{tmpl: t, cat: cat})
-			templates = append(templates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(f.readHandler(cat))})
-		}
-		for _, cp := range cat.Prompts {
-			var p mcp.Prompt
-			if err := json.Unmarshal(cp.Raw, &p); err != nil {
-				f.logger.Warn("skipping a prompt the front cannot read", "source", src, "prompt", cp.Orig, "error", err)
-				continue
-			}
-			if taken("prompt", cp.Name, src) {
-				continue
-			}
-			p.Name = cp.Name
-			s.prompts[cp.Name] = ownedPrompt{orig: cp.Orig, cat: cat}
-			prompts = append(prompts, server.ServerPrompt{Prompt: p, Handler: f.promptHandler(cp.Orig, cat)})
-		}
+		b.add(src, f.cats.bySrc[src])
 	}
+	s := b.s
 	// Register a kind again only when it changed: each registration tells
 	// every client that the list changed.
 	changed := func(kind string, v any) bool {
-		b, _ := json.Marshal(v)
-		s.raw[kind] = b
-		return !bytes.Equal(old.raw[kind], b)
+		raw, _ := json.Marshal(v)
+		s.raw[kind] = raw
+		return !bytes.Equal(old.raw[kind], raw)
 	}
-	s.resList = resourceDefs(resources)
+	s.resList = resourceDefs(b.resources)
 	slices.SortFunc(s.resList, func(a, b mcp.Resource) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.URI, b.URI)) })
-	s.tmplList = templateDefs(templates)
+	s.tmplList = templateDefs(b.templates)
 	slices.SortFunc(s.tmplList, func(a, b mcp.ResourceTemplate) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.URITemplate.Raw(), b.URITemplate.Raw()))
 	})
-	if changed("resources", resourceDefs(resources)) {
-		f.mcp.SetResources(resources...)
+	if changed("resources", resourceDefs(b.resources)) {
+		f.mcp.SetResources(b.resources...)
 	}
-	if changed("templates", templateDefs(templates)) {
-		f.mcp.SetResourceTemplates(templates...)
+	if changed("templates", templateDefs(b.templates)) {
+		f.mcp.SetResourceTemplates(b.templates...)
 	}
-	if changed("prompts", promptDefs(prompts)) {
-		f.mcp.SetPrompts(prompts...)
+	if changed("prompts", promptDefs(b.prompts)) {
+		f.mcp.SetPrompts(b.prompts...)
 	}
 	f.cats.current.Store("s", s)
+}
+
+// surfaceBuild is a surface being made from the sources' catalogs, in
+// source order: what mcp-go is given to serve, and which source listed
+// each resource, template and prompt first.
+type surfaceBuild struct {
+	f         *Front
+	s         *surface
+	resources []server.ServerResource
+	templates []server.ServerResourceTemplate
+	prompts   []server.ServerPrompt
+	owner     map[string]string // kind:key → source
+}
+
+// taken reports whether a source before src listed kind key, which src's
+// listing then loses, with a warning.
+func (b *surfaceBuild) taken(kind, key, src string) bool {
+	k := kind + ":" + key
+	if first, dup := b.owner[k]; dup {
+		b.f.logger.Warn("two sources list the same "+kind+"; serving the first's", "key", key, "served_from", first, "dropped_from", src)
+		return true
+	}
+	b.owner[k] = src
+	return false
+}
+
+// add adds source src's catalog cat: what it lists that no source before
+// it did, skipping (with a warning) what the front cannot read.
+func (b *surfaceBuild) add(src string, cat *Catalog) {
+	f, s := b.f, b.s
+	for _, raw := range cat.Resources {
+		var r mcp.Resource
+		if err := json.Unmarshal(raw, &r); err != nil || r.URI == "" {
+			f.logger.Warn("skipping a resource the front cannot read", "source", src, "error", err)
+		} else if !b.taken("resource", r.URI, src) {
+			s.resources[r.URI] = cat
+			b.resources = append(b.resources, server.ServerResource{Resource: r, Handler: f.readHandler(cat)})
+		}
+	}
+	for _, raw := range cat.Templates {
+		var t mcp.ResourceTemplate
+		if err := json.Unmarshal(raw, &t); err != nil || t.URITemplate == nil {
+			f.logger.Warn("skipping a resource template the front cannot read", "source", src, "error", err)
+		} else if !b.taken("resource template", t.URITemplate.Raw(), src) {
+			s.templates = append(s.templates, ownedTemplate{tmpl: t, cat: cat})
+			b.templates = append(b.templates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(f.readHandler(cat))})
+		}
+	}
+	for _, cp := range cat.Prompts {
+		var p mcp.Prompt
+		if err := json.Unmarshal(cp.Raw, &p); err != nil {
+			f.logger.Warn("skipping a prompt the front cannot read", "source", src, "prompt", cp.Orig, "error", err)
+		} else if !b.taken("prompt", cp.Name, src) {
+			p.Name = cp.Name
+			s.prompts[cp.Name] = ownedPrompt{orig: cp.Orig, cat: cat}
+			b.prompts = append(b.prompts, server.ServerPrompt{Prompt: p, Handler: f.promptHandler(cp.Orig, cat)})
+		}
+	}
 }
 
 func resourceDefs(rs []server.ServerResource) []mcp.Resource {
