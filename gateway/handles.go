@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/resultedit"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -297,14 +298,10 @@ func withHandle(res *Result, tool, handle string) *Result {
 	notice := fmt.Sprintf("thread handle: %s (pass \"%s\": %q in your later %s calls to keep this thread's state; without it each call starts a new thread)",
 		handle, HandleArg, handle, tool)
 	out := *res
-	if res.Passthrough != nil {
-		// An upstream's result the front cannot read gets the handle in
-		// _meta only.
-		if raw, err := editPassthrough(res.Passthrough, func(s string) string { return s }, keepStructured, notice); err == nil {
-			out.Passthrough = raw
-		}
-	} else {
-		out.Content = append(append([]Content(nil), res.Content...), Content{Type: executors.TextContent, Text: notice})
+	// An upstream's result the front cannot read gets the handle in _meta
+	// only.
+	if e, err := resultedit.Append((*executors.Result)(res), notice); err == nil {
+		out = Result(*e)
 	}
 	out.Meta = make(map[string]any, len(res.Meta)+1)
 	for k, v := range res.Meta {

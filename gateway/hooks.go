@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
+	"github.com/toolgate/toolgate/gateway/internal/resultedit"
 	"github.com/toolgate/toolgate/internal/textcut"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
@@ -434,12 +435,12 @@ func redactResult(res *Result, patterns []*regexp.Regexp) *Result {
 		}
 		return s
 	}
-	out, err := editResult(res, text, editStructured, "")
+	out, err := resultedit.Texts((*executors.Result)(res), text, resultedit.EditStructured, "")
 	if err != nil {
 		// Fail closed: a result the hook cannot read is not shown.
 		return errorResult(retry.Errorf(retry.Internal, "a redact hook could not read the result: %v", err))
 	}
-	return out
+	return (*Result)(out)
 }
 
 // truncateResult returns res with its text (text parts, embedded text
@@ -449,7 +450,7 @@ func redactResult(res *Result, patterns []*regexp.Regexp) *Result {
 // output schema promises.
 func truncateResult(res *Result, limit int) *Result {
 	total := 0
-	if _, err := editResult(res, func(s string) string { total += len(s); return s }, keepStructured, ""); err != nil {
+	if _, err := resultedit.Texts((*executors.Result)(res), func(s string) string { total += len(s); return s }, resultedit.KeepStructured, ""); err != nil {
 		return errorResult(retry.Errorf(retry.Internal, "a truncate hook could not read the result: %v", err))
 	}
 	if total <= limit {
@@ -466,139 +467,9 @@ func truncateResult(res *Result, limit int) *Result {
 		return cut
 	}
 	notice := fmt.Sprintf("[truncated: the result text is %d bytes; only the first %d are shown]", total, limit)
-	out, err := editResult(res, cut, keepStructured, notice)
+	out, err := resultedit.Texts((*executors.Result)(res), cut, resultedit.KeepStructured, notice)
 	if err != nil {
 		return errorResult(retry.Errorf(retry.Internal, "a truncate hook could not read the result: %v", err))
 	}
-	return out
-}
-
-// structuredEdit says whether editResult applies text to the strings of
-// a result's structured content.
-type structuredEdit int
-
-const (
-	keepStructured structuredEdit = iota
-	editStructured
-)
-
-// editResult returns a copy of res whose texts (text parts, embedded text
-// resources), in order, are text's results, whose structured content has
-// text applied to its strings under editStructured, and with a text part
-// appended when notice is not empty. An upstream's passed-through JSON is
-// decoded, edited the same way and encoded again, so nothing in it
-// escapes the edit; it is kept byte for byte when nothing changed.
-func editResult(res *Result, text func(string) string, structured structuredEdit, notice string) (*Result, error) {
-	out := *res
-	if res.Passthrough != nil {
-		raw, err := editPassthrough(res.Passthrough, text, structured, notice)
-		if err != nil {
-			return nil, err
-		}
-		out.Passthrough = raw
-		return &out, nil
-	}
-	out.Content = slices.Clone(res.Content)
-	for i, p := range out.Content {
-		if p.Type == executors.TextContent || p.Type == executors.ResourceContent {
-			out.Content[i].Text = text(p.Text)
-		}
-	}
-	if structured == editStructured && res.Structured != nil {
-		v, err := genericJSON(res.Structured)
-		if err != nil {
-			return nil, fmt.Errorf("encoding the structured content: %v", err)
-		}
-		out.Structured = mapStrings(v, text)
-	}
-	if notice != "" {
-		out.Content = append(out.Content, Content{Type: executors.TextContent, Text: notice})
-	}
-	return &out, nil
-}
-
-// editPassthrough is editResult for an MCP CallToolResult as JSON.
-func editPassthrough(raw json.RawMessage, text func(string) string, structured structuredEdit, notice string) (json.RawMessage, error) {
-	var m map[string]any
-	if err := decodeNumbers(raw, &m); err != nil {
-		return nil, fmt.Errorf("decoding the upstream's result: %v", err)
-	}
-	changed := false
-	tracked := func(s string) string {
-		t := text(s)
-		if t != s {
-			changed = true
-		}
-		return t
-	}
-	edit := func(obj map[string]any) {
-		if s, ok := obj["text"].(string); ok {
-			obj["text"] = tracked(s)
-		}
-	}
-	parts, _ := m["content"].([]any)
-	for _, p := range parts {
-		part, ok := p.(map[string]any)
-		if !ok {
-			continue
-		}
-		switch part["type"] {
-		case "text":
-			edit(part)
-		case "resource":
-			if r, ok := part["resource"].(map[string]any); ok {
-				edit(r)
-			}
-		}
-	}
-	if sc := m["structuredContent"]; structured == editStructured && sc != nil {
-		m["structuredContent"] = mapStrings(sc, tracked)
-	}
-	if notice != "" {
-		m["content"], changed = append(parts, map[string]any{"type": "text", "text": notice}), true
-	}
-	if !changed {
-		return raw, nil
-	}
-	return json.Marshal(m)
-}
-
-// genericJSON returns v as decoded from its JSON (maps, slices, strings,
-// json.Number, bools, nil).
-func genericJSON(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	err = decodeNumbers(b, &out)
-	return out, err
-}
-
-func decodeNumbers(b []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	return d.Decode(v)
-}
-
-// mapStrings returns v, a value decoded from JSON, with f applied to
-// every string value (object keys are left alone), in new maps and slices.
-func mapStrings(v any, f func(string) string) any {
-	switch x := v.(type) {
-	case string:
-		return f(x)
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = mapStrings(e, f)
-		}
-		return m
-	case []any:
-		a := make([]any, len(x))
-		for i, e := range x {
-			a[i] = mapStrings(e, f)
-		}
-		return a
-	}
-	return v
+	return (*Result)(out)
 }
