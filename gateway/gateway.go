@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/executors/rest"
+	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/loopguard"
@@ -86,7 +87,7 @@ type Gateway struct {
 	calls      tracker
 	oneShot    atomic.Uint64 // numbers one-call threads
 	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
-	hookSet    []*hook       // the configured hooks, in the file's order; set by New (hooks.go)
+	hookSet    []*hooks.Hook // the configured hooks, in the file's order; set by New (hooks.go)
 	openapi    openapiState  // the OpenAPI sources' skipped operations and sources not loaded (rest.go)
 	// catalogs are the OpenAPI sources served with catalog: search, by
 	// their tools' registry source ("openapi:<name>"); set before the

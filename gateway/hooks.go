@@ -1,108 +1,65 @@
 package gateway
 
 import (
-	"bytes"
-	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"regexp"
-	"regexp/syntax"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/executors/rest"
-	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
-	"github.com/toolgate/toolgate/gateway/internal/resultedit"
-	"github.com/toolgate/toolgate/internal/textcut"
-	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/retry"
+	"github.com/toolgate/toolgate/gateway/internal/hooks"
 )
 
-// redactedText replaces what a redact hook matches, as REST tools replace
-// secrets.
-const redactedText = "[redacted]"
-
-// hook is one configured hook (config.Hook), built once by New. The hooks
-// step runs its before function ahead of the call and its after function
-// on the result, for the calls it matches.
-type hook struct {
-	index      int // in the file's hooks section, for logs and messages
-	tools      registry.Filter
-	principals []string
-	// before, when not nil, runs ahead of the call: a non-nil result
-	// answers the call, which does not run.
-	before func(ctx context.Context, c *Call) *Result
-	// after, when not nil, returns the result the model gets instead of
-	// res (res itself is never changed).
-	after func(ctx context.Context, c *Call, res *Result) *Result
-}
-
-// matches reports whether h applies to c: its tool's registered name
-// matches one of h's globs (any name when there are none), and its
-// principal is one of h's (any, when there are none; a call without a
-// principal matches no list).
-func (h *hook) matches(c *Call) bool {
-	if !h.tools.Match(c.Tool.Name) {
-		return false
-	}
-	return len(h.principals) == 0 || c.Principal != "" && slices.Contains(h.principals, c.Principal)
-}
-
-// hooks is the pipeline step of the configured hooks. For the hooks that
-// match the call, in the file's order, it runs each before function
-// (deny_args, webhook before); the first to answer ends the call there.
-// Then the call runs, and each after function (webhook after, redact,
-// truncate) gets the result in turn.
+// hooks is the pipeline step of the configured hooks (the engine is
+// package gateway/internal/hooks). For the hooks that match the call, in
+// the file's order, it runs each before function (deny_args, webhook
+// before); the first to answer ends the call there. Then the call runs,
+// and each after function (webhook after, redact, truncate) gets the
+// result in turn.
 func (g *Gateway) hooks(next Handler) Handler {
 	if len(g.hookSet) == 0 {
 		return next
 	}
 	return func(ctx context.Context, c *Call) (*Result, error) {
-		var matched []*hook
-		for _, h := range g.hookSet {
-			if h.matches(c) {
-				matched = append(matched, h)
-			}
-		}
+		matched := hooks.Match(g.hookSet, c.Tool.Name, c.Principal)
 		if len(matched) == 0 {
 			return next(ctx, c)
 		}
-		for _, h := range matched {
-			if h.before == nil {
-				continue
-			}
-			if res := h.before(ctx, c); res != nil {
-				return res, nil
-			}
+		hc := hookCall(c)
+		res := matched.Before(ctx, hc)
+		c.Args, c.Raw = hc.Args, hc.Raw // a webhook's new arguments
+		if res != nil {
+			return (*Result)(res), nil
 		}
-		res, err := next(ctx, c)
-		if err != nil || res == nil {
-			return res, err
+		out, err := next(ctx, c)
+		if err != nil || out == nil {
+			return out, err
 		}
-		for _, h := range matched {
-			if h.after != nil {
-				res = h.after(ctx, c, res)
-			}
-		}
-		return res, nil
+		// The call as it is now: a middleware may have changed its Args.
+		return (*Result)(matched.After(ctx, hookCall(c), (*executors.Result)(out))), nil
 	}
+}
+
+// hookCall is what the hooks see of c.
+func hookCall(c *Call) *hooks.Call {
+	return &hooks.Call{Tool: c.Tool, Principal: c.Principal, Thread: c.Thread, ID: c.ID, Args: c.Args, Raw: c.Raw}
 }
 
 // buildHooks builds the configured hooks into g.hookSet. Every problem is
 // reported at once, each at its place in the file (see [configErrors]):
-// globs (registry.Filter), regular expressions, JSON pointers here, and
-// the webhook URL by the REST executor, which sends the requests.
+// globs (registry.Filter), regular expressions and JSON pointers by
+// package hooks, and the webhook URL by the REST executor, which sends
+// the requests.
 func (g *Gateway) buildHooks(cfg *config.Config) error {
 	var errs []error
 	secrets := restSecrets(cfg.Secrets())
+	env := &hooks.Env{
+		Logger:      g.logger,
+		Webhooks:    g.rest,
+		CheckArgs:   checkArgs,
+		ErrorResult: func(err error) *executors.Result { return (*executors.Result)(errorResult(err)) },
+	}
 	for i, hc := range cfg.Hooks {
-		h, err := g.newHook(i, hc, secrets)
+		h, err := hooks.New(i, hc, secrets, env)
 		if err != nil {
 			errs = append(errs, configErrors(cfg, fmt.Sprintf("hooks[%d]", i), err)...)
 			continue
@@ -114,362 +71,4 @@ func (g *Gateway) buildHooks(cfg *config.Config) error {
 		return joinProblems(errs...)
 	}
 	return nil
-}
-
-// newHook builds one hook; problems are *registry.FieldError values
-// naming the hook's field, joined.
-func (g *Gateway) newHook(i int, hc config.Hook, secrets []string) (*hook, error) {
-	h := &hook{index: i, tools: registry.Filter{Include: hc.Tools}, principals: hc.Principals}
-	var errs []error
-	if err := h.tools.Validate(); err != nil {
-		for _, e := range leafErrors(err) {
-			if fe, ok := e.(*registry.FieldError); ok {
-				fe.Field = "tools" + strings.TrimPrefix(fe.Field, "include")
-			}
-			errs = append(errs, e)
-		}
-	}
-	switch hc.Type {
-	case config.HookRedact:
-		res := make([]*regexp.Regexp, len(hc.Patterns))
-		for j, p := range hc.Patterns {
-			re, err := compilePattern(fmt.Sprintf("patterns[%d]", j), p)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			res[j] = re
-		}
-		h.after = func(_ context.Context, _ *Call, r *Result) *Result { return redactResult(r, res) }
-	case config.HookTruncate:
-		limit := hc.MaxBytes
-		h.after = func(_ context.Context, _ *Call, r *Result) *Result { return truncateResult(r, limit) }
-	case config.HookDenyArgs:
-		rules := make([]denyRule, len(hc.Rules))
-		for j, rc := range hc.Rules {
-			rules[j].reason = rc.Reason
-			var err error
-			if rules[j].pointer, err = parsePointer(rc.Pointer); err != nil {
-				errs = append(errs, &registry.FieldError{Field: fmt.Sprintf("rules[%d].pointer", j), Value: rc.Pointer, Err: err,
-					Msg: "is not a JSON pointer (RFC 6901): write it like /path or /files/0, with ~0 for ~ and ~1 for / in a key"})
-			}
-			if rules[j].re, err = compilePattern(fmt.Sprintf("rules[%d].pattern", j), rc.Pattern); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		h.before = func(_ context.Context, c *Call) *Result { return denyArgs(rules, c.Args) }
-	case config.HookWebhook:
-		wh, err := g.rest.Webhook(rest.WebhookSpec{URL: hc.URL, Secrets: secrets})
-		if err != nil {
-			errs = append(errs, err)
-			break
-		}
-		w := &webhook{g: g, index: i, post: wh, timeout: hc.Timeout.D(), allowOnError: hc.OnError == config.OnErrorAllow}
-		if hc.Phase == config.PhaseBefore || hc.Phase == config.PhaseBoth {
-			h.before = w.before
-		}
-		if hc.Phase == config.PhaseAfter || hc.Phase == config.PhaseBoth {
-			h.after = w.after
-		}
-	default:
-		errs = append(errs, &registry.FieldError{Field: "type", Value: string(hc.Type), Msg: "is not a hook type"})
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-// compilePattern compiles the regular expression at field. Its error
-// never quotes the pattern, which may have come from the environment.
-func compilePattern(field, p string) (*regexp.Regexp, error) {
-	re, err := regexp.Compile(p)
-	if err == nil {
-		return re, nil
-	}
-	why := "it does not compile"
-	if se, ok := errors.AsType[*syntax.Error](err); ok {
-		why = string(se.Code)
-	}
-	return nil, &registry.FieldError{Field: field, Value: p, Err: err,
-		Msg: "is not a valid regular expression (Go RE2 syntax): " + why}
-}
-
-// denyRule is one compiled rule of a deny_args hook.
-type denyRule struct {
-	pointer []string // reference tokens, unescaped; nil for the whole arguments
-	re      *regexp.Regexp
-	reason  string
-}
-
-// denyArgs answers a call whose arguments match one of rules with the
-// first matching rule's reason, as a permission error; nil lets it go on.
-// A string argument is matched as it is, any other value as its JSON.
-func denyArgs(rules []denyRule, args map[string]any) *Result {
-	for _, r := range rules {
-		v, ok := lookupPointer(args, r.pointer)
-		if !ok {
-			continue
-		}
-		s, isStr := v.(string)
-		if !isStr {
-			b, err := json.Marshal(v)
-			if err != nil {
-				continue
-			}
-			s = string(b)
-		}
-		if r.re.MatchString(s) {
-			return errorResult(retry.Errorf(retry.Permission, "%s", r.reason))
-		}
-	}
-	return nil
-}
-
-// parsePointer splits a JSON pointer (RFC 6901) into its reference
-// tokens, unescaped. "" is the whole document (no tokens).
-func parsePointer(p string) ([]string, error) {
-	if p == "" {
-		return nil, nil
-	}
-	if p[0] != '/' {
-		return nil, errors.New("a JSON pointer starts with /")
-	}
-	tokens := strings.Split(p[1:], "/")
-	for i, t := range tokens {
-		for j := 0; j < len(t); j++ {
-			if t[j] == '~' && (j+1 == len(t) || t[j+1] != '0' && t[j+1] != '1') {
-				return nil, errors.New("~ must be followed by 0 or 1")
-			}
-		}
-		tokens[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return tokens, nil
-}
-
-// lookupPointer returns the value tokens lead to in v, a value decoded
-// from JSON, and whether it exists.
-func lookupPointer(v any, tokens []string) (any, bool) {
-	for _, t := range tokens {
-		switch x := v.(type) {
-		case map[string]any:
-			e, ok := x[t]
-			if !ok {
-				return nil, false
-			}
-			v = e
-		case []any:
-			if t == "" || len(t) > 1 && t[0] == '0' {
-				return nil, false
-			}
-			i, err := strconv.Atoi(t)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
-}
-
-// webhook is a hook of type webhook.
-type webhook struct {
-	g            *Gateway
-	index        int
-	post         *rest.Webhook
-	timeout      time.Duration
-	allowOnError bool
-}
-
-// webhookPayload is what a webhook receives. Thread is the thread's label
-// (a hash, as in logs), since a session's thread ID grants access to it.
-type webhookPayload struct {
-	Phase     string          `json:"phase"`
-	Tool      string          `json:"tool"`
-	Kind      string          `json:"kind"`
-	Principal string          `json:"principal"`
-	Thread    string          `json:"thread"`
-	CallID    string          `json:"call_id"`
-	Arguments map[string]any  `json:"arguments"`
-	Result    json.RawMessage `json:"result,omitempty"`
-}
-
-// webhookAnswer is what a webhook answers.
-type webhookAnswer struct {
-	Decision  string          `json:"decision"`
-	Reason    string          `json:"reason"`
-	Arguments json.RawMessage `json:"arguments"`
-	Result    json.RawMessage `json:"result"`
-}
-
-// before asks the webhook about c ahead of the call. A deny answers the
-// call with the webhook's reason; new arguments replace c's once they
-// pass the tool's input schema.
-func (w *webhook) before(ctx context.Context, c *Call) *Result {
-	a, err := w.ask(ctx, c, "before", nil)
-	if err != nil {
-		return w.failed(ctx, c, "before", err)
-	}
-	switch {
-	case a.Decision == "deny":
-		return w.denied(a.Reason, "the call was refused")
-	case a.Result != nil:
-		return w.failed(ctx, c, "before", errors.New(`the answer holds "result", which only an answer after the call may replace`))
-	case a.Arguments == nil:
-		return nil
-	}
-	var args map[string]any
-	if err := json.Unmarshal(a.Arguments, &args); err != nil || args == nil {
-		return w.failed(ctx, c, "before", errors.New(`the answer's "arguments" is not a JSON object`))
-	}
-	if err := checkArgs(c.Tool, args); err != nil {
-		return errorResult(err)
-	}
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return w.failed(ctx, c, "before", fmt.Errorf("encoding the new arguments: %v", err))
-	}
-	c.Args, c.Raw = args, raw
-	return nil
-}
-
-// after asks the webhook about c's result res. A deny withholds the
-// result; a new result replaces it.
-func (w *webhook) after(ctx context.Context, c *Call, res *Result) *Result {
-	enc, err := res.MarshalJSON()
-	if err != nil {
-		return cmp.Or(w.failed(ctx, c, "after", fmt.Errorf("encoding the result: %v", err)), res)
-	}
-	a, err := w.ask(ctx, c, "after", enc)
-	if err != nil {
-		return cmp.Or(w.failed(ctx, c, "after", err), res)
-	}
-	switch {
-	case a.Decision == "deny":
-		return w.denied(a.Reason, "the call ran, but its result was withheld")
-	case a.Arguments != nil:
-		return cmp.Or(w.failed(ctx, c, "after", errors.New(`the answer holds "arguments", which only an answer before the call may replace`)), res)
-	case a.Result == nil:
-		return res
-	}
-	d, err := mcpwire.Decode(a.Result)
-	if err != nil || !bytes.HasPrefix(bytes.TrimSpace(a.Result), []byte("{")) {
-		return cmp.Or(w.failed(ctx, c, "after", errors.New(`the answer's "result" is not an MCP tool result object`)), res)
-	}
-	d.Passthrough = nil // the gateway encodes it: the webhook's JSON is not forwarded as it is
-	return (*Result)(&d)
-}
-
-// ask posts the payload of phase to the webhook under its timeout and
-// returns its answer: a decision of allow or deny.
-func (w *webhook) ask(ctx context.Context, c *Call, phase string, result json.RawMessage) (webhookAnswer, error) {
-	payload, err := json.Marshal(webhookPayload{
-		Phase: phase, Tool: c.Tool.Name, Kind: string(c.Tool.Kind), Principal: c.Principal,
-		Thread: threadLabel(c.Thread), CallID: c.ID, Arguments: c.Args, Result: result,
-	})
-	if err != nil {
-		return webhookAnswer{}, fmt.Errorf("encoding the payload: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, w.timeout)
-	defer cancel()
-	body, err := w.post.Post(ctx, payload)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return webhookAnswer{}, fmt.Errorf("no answer from %s within %s", w.post, w.timeout)
-		}
-		return webhookAnswer{}, err
-	}
-	var a webhookAnswer
-	if err := json.Unmarshal(body, &a); err != nil {
-		return webhookAnswer{}, fmt.Errorf("the answer of %s is not JSON", w.post)
-	}
-	if a.Decision != "allow" && a.Decision != "deny" {
-		return webhookAnswer{}, fmt.Errorf(`the answer of %s has no "decision" of allow or deny`, w.post)
-	}
-	if bytes.Equal(a.Arguments, []byte("null")) {
-		a.Arguments = nil
-	}
-	if bytes.Equal(a.Result, []byte("null")) {
-		a.Result = nil
-	}
-	return a, nil
-}
-
-// denied is the result of a webhook's deny: its reason, else what
-// happened, as a permission error.
-func (w *webhook) denied(reason, what string) *Result {
-	if reason == "" {
-		reason = fmt.Sprintf("%s by a webhook (hooks[%d])", what, w.index)
-	}
-	return errorResult(retry.Errorf(retry.Permission, "%s", reason))
-}
-
-// failed handles a failure of the webhook in phase (before or after):
-// nil under on_error allow, so that the call goes on as if the webhook
-// had allowed it, else a permission error saying the webhook failed. A
-// call whose client went away is cancelled either way.
-func (w *webhook) failed(ctx context.Context, c *Call, phase string, err error) *Result {
-	about, refused := "it", "the call was refused"
-	if phase == "after" {
-		about, refused = "its result", "the call ran, but its result was withheld"
-	}
-	if ctx.Err() != nil {
-		return errorResult(retry.Errorf(retry.Cancelled, "the call to %q was cancelled while a webhook (hooks[%d]) was asked about %s", c.Tool.Name, w.index, about))
-	}
-	w.g.logger.Warn("hook webhook failed", "hook", w.index, "tool", c.Tool.Name, "phase", phase, "call_id", c.ID, "error", err.Error(), "allowed", w.allowOnError)
-	if w.allowOnError {
-		return nil
-	}
-	return errorResult(retry.Errorf(retry.Permission, "%s because its webhook (hooks[%d]) failed: %v", refused, w.index, err))
-}
-
-// redactResult returns res with every match of res's patterns replaced by
-// [redacted] in its text (text parts, embedded text resources) and in the
-// strings of its structured content, an upstream's passed-through JSON
-// included.
-func redactResult(res *Result, patterns []*regexp.Regexp) *Result {
-	text := func(s string) string {
-		for _, re := range patterns {
-			s = re.ReplaceAllLiteralString(s, redactedText)
-		}
-		return s
-	}
-	out, err := resultedit.Texts((*executors.Result)(res), text, resultedit.EditStructured, "")
-	if err != nil {
-		// Fail closed: a result the hook cannot read is not shown.
-		return errorResult(retry.Errorf(retry.Internal, "a redact hook could not read the result: %v", err))
-	}
-	return (*Result)(out)
-}
-
-// truncateResult returns res with its text (text parts, embedded text
-// resources, in order) cut to limit bytes in all, on a character
-// boundary, and a text part appended that gives the true size. Structured
-// content is left whole: cut, it would no longer be the object the tool's
-// output schema promises.
-func truncateResult(res *Result, limit int) *Result {
-	total := 0
-	if _, err := resultedit.Texts((*executors.Result)(res), func(s string) string { total += len(s); return s }, resultedit.KeepStructured, ""); err != nil {
-		return errorResult(retry.Errorf(retry.Internal, "a truncate hook could not read the result: %v", err))
-	}
-	if total <= limit {
-		return res
-	}
-	left := limit
-	cut := func(s string) string {
-		if len(s) <= left {
-			left -= len(s)
-			return s
-		}
-		cut := textcut.Prefix(s, left)
-		left = 0
-		return cut
-	}
-	notice := fmt.Sprintf("[truncated: the result text is %d bytes; only the first %d are shown]", total, limit)
-	out, err := resultedit.Texts((*executors.Result)(res), cut, resultedit.KeepStructured, notice)
-	if err != nil {
-		return errorResult(retry.Errorf(retry.Internal, "a truncate hook could not read the result: %v", err))
-	}
-	return (*Result)(out)
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -351,28 +350,6 @@ func TestConfigCheckHooks(t *testing.T) {
 	}
 }
 
-func FuzzHookMatch(f *testing.F) {
-	for _, s := range [][2]string{{"fs__*", "fs__read"}, {"[a-", "a"}, {`\`, "x"}, {"*", ""}, {"a?c", "abc"}, {"[^a]*", "b/c"}} {
-		f.Add(s[0], s[1])
-	}
-	f.Fuzz(func(t *testing.T, glob, name string) {
-		h, err := (&Gateway{}).newHook(0, config.Hook{Type: config.HookRedact, Patterns: []string{"x"}, Tools: []string{glob}}, nil)
-		want, merr := path.Match(glob, name)
-		if glob == "" || merr != nil {
-			if err == nil {
-				t.Fatalf("newHook(tools: [%q]) succeeded, want an error", glob)
-			}
-			return
-		}
-		if err != nil {
-			t.Fatalf("newHook(tools: [%q]) = %v, want no error", glob, err)
-		}
-		if got := h.matches(&Call{Tool: &registry.Tool{Name: name}}); got != want {
-			t.Errorf("matches(%q, %q) = %v, want %v (path.Match)", glob, name, got, want)
-		}
-	})
-}
-
 // TestExampleHooks builds the commented hooks example of
 // config.example.yaml: its globs, patterns, pointers and URL must pass
 // their owners' checks, not config's alone.
@@ -403,60 +380,4 @@ func TestExampleHooks(t *testing.T) {
 	if len(g.hookSet) != 4 {
 		t.Errorf("hooks example built %d hooks, want 4", len(g.hookSet))
 	}
-}
-
-func TestPointer(t *testing.T) {
-	args := map[string]any{"path": "/etc", "a/b": 1.0, "m~n": true, "files": []any{"x", "y"}, "": "empty key"}
-	tests := []struct {
-		pointer string
-		want    any
-		wantOK  bool
-	}{
-		{"/path", "/etc", true},
-		{"/a~1b", 1.0, true},
-		{"/m~0n", true, true},
-		{"/files/1", "y", true},
-		{"/files/01", nil, false},
-		{"/files/2", nil, false},
-		{"/files/-", nil, false},
-		{"/", "empty key", true},
-		{"/path/x", nil, false},
-		{"/nope", nil, false},
-	}
-	for _, tc := range tests {
-		tokens, err := parsePointer(tc.pointer)
-		if err != nil {
-			t.Fatalf("parsePointer(%q) = %v", tc.pointer, err)
-		}
-		got, ok := lookupPointer(args, tokens)
-		if ok != tc.wantOK || !cmp.Equal(got, tc.want) {
-			t.Errorf("lookupPointer(%q) = %v, %v, want %v, %v", tc.pointer, got, ok, tc.want, tc.wantOK)
-		}
-	}
-	for _, bad := range []string{"path", "/a~", "/a~2"} {
-		if _, err := parsePointer(bad); err == nil {
-			t.Errorf("parsePointer(%q) succeeded, want an error", bad)
-		}
-	}
-}
-
-// FuzzPointer checks that a JSON pointer built from any key finds that
-// key, and that no pointer makes parsing or lookup panic.
-func FuzzPointer(f *testing.F) {
-	for _, s := range []string{"/a", "/a~1b", "~", "/~0/~1", "/0", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if tokens, err := parsePointer(s); err == nil {
-			lookupPointer(map[string]any{"a": []any{map[string]any{"b": 1}}}, tokens)
-		}
-		p := "/" + strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-		tokens, err := parsePointer(p)
-		if err != nil {
-			t.Fatalf("parsePointer(%q) = %v for the escaped key %q", p, err, s)
-		}
-		if v, ok := lookupPointer(map[string]any{s: "here"}, tokens); !ok || v != "here" {
-			t.Errorf("lookupPointer(%q) = %v, %v, want the key %q", p, v, ok, s)
-		}
-	})
 }

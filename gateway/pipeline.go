@@ -59,7 +59,8 @@ var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the c
 //	          result, past guards.loop.threshold is blocked, warned or
 //	          asked (guard.go, internal/loopguard)
 //	hooks     the configured hooks: deny_args and webhooks before the call,
-//	          webhooks, redact and truncate after it (hooks.go)
+//	          webhooks, redact and truncate after it (hooks.go,
+//	          gateway/internal/hooks)
 //	(use)     middleware added with [Gateway.Use]
 //	limit     a slot under the concurrency limits (limit.go)
 //	dispatch  the tool's executor, bound at registration, under its

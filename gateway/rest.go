@@ -253,18 +253,6 @@ func (g *Gateway) bindREST(cfg *config.Config, specs []pendingTool) (bound []exe
 	return bound, problems
 }
 
-// leafErrors flattens a tree of errors joined with errors.Join.
-func leafErrors(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, leafErrors(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
 // configErrors places each problem in err (a tree of errors joined with
 // errors.Join and wrapped) in the configuration file: a
 // *registry.FieldError at path.<its field>, anything else at path itself.
