@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/executors/rest"
+	"github.com/toolgate/toolgate/gateway/internal/handles"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/internal/auth"
@@ -94,11 +95,10 @@ type Gateway struct {
 	// tools are registered, never changed after New (catalog.go).
 	catalogs map[string]*catalog
 
-	handles *handleKeys // mints and checks thread handles (handles.go)
+	handles *handles.Keys // mints and checks thread handles (handles.go)
 	// handleTools are the tools registered with the thread handle argument
-	// (handles.go): name → struct{}{} for a stateful tool, → its source
-	// for a thread-isolated upstream's tool.
-	handleTools sync.Map
+	// (handles.go): stateful tools, and a thread-isolated upstream's.
+	handleTools handles.Marks
 
 	httpOnce  sync.Once
 	router    http.Handler // built by Handler
@@ -123,7 +123,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, reg: registry.New(), execs: map[execKey]executors.Executor{},
-		handles: newHandleKeys(), loops: newLoopGuard(cfg)}
+		handles: handles.NewKeys(), loops: newLoopGuard(cfg)}
 	g.routes.Store(&map[string]*route{})
 	// Configured sources are namespaces before their tools arrive (an
 	// upstream lists them once connected): name repair never moves a call
@@ -277,15 +277,11 @@ func (g *Gateway) RegisterStateful(t registry.Tool, f executors.Factory) error {
 	}
 	// Clients without a session keep its state through thread handles
 	// (handles.go).
-	t, handles := withHandleArg(t)
+	t, takes := handles.WithArg(t)
 	if err := g.register(executors.Bound{Tool: t, Exec: g.stateful.Bind(t.Name, f)}); err != nil {
 		return err
 	}
-	if handles {
-		g.handleTools.Store(t.Name, struct{}{})
-	} else {
-		g.handleTools.Delete(t.Name)
-	}
+	g.handleTools.SetStateful(t.Name, takes)
 	return nil
 }
 

@@ -241,7 +241,7 @@ func (g *Gateway) thread(next Handler) Handler {
 	return func(ctx context.Context, c *Call) (*Result, error) {
 		c.sessionThread = g.sessionThread(c.Session)
 		if h, ok := g.takeHandle(c); ok && c.ident.Permits(c.Tool.Name) {
-			thread, err := g.handles.thread(c.Principal, h)
+			thread, err := g.handles.Thread(c.Principal, h)
 			if err != nil {
 				return errorResult(err), nil
 			}
@@ -256,7 +256,7 @@ func (g *Gateway) thread(next Handler) Handler {
 				return errorResult(err), nil
 			}
 			if oneShot && g.mintsHandle(c) {
-				handle, thread := g.handles.mint(c.Principal)
+				handle, thread := g.handles.Mint(c.Principal)
 				c.Thread = thread
 				// Provisional until the handle comes back: a client
 				// looping handle-less calls must not hold an instance
