@@ -56,6 +56,10 @@ type Auth struct {
 	// an instance of another principal is never evicted while that
 	// principal holds no more than its cap. Default 0.
 	MaxInstances int `yaml:"max_instances"`
+	// RateScope is where the principals' rate limits are counted: replica
+	// (each replica on its own) or cluster (all together, in
+	// cluster.redis). Default replica.
+	RateScope RateScope `yaml:"rate_scope"`
 }
 
 // SessionCap is MaxSessions, or its default when 0.

@@ -36,6 +36,9 @@ type Config struct {
 	// Auth configures inbound authentication, per-principal tool
 	// permissions and limits. Default none: no authentication.
 	Auth Auth `yaml:"auth"`
+	// Cluster makes toolgate one replica of several behind a load
+	// balancer. Default none: one replica.
+	Cluster *Cluster `yaml:"cluster"`
 
 	// Source is where the configuration came from: a file path, or
 	// "(embedded default)". Set by the loader.

@@ -289,7 +289,7 @@ func TestParseErrors(t *testing.T) {
 			"unknown top-level key",
 			yamlLines("builtins: [calc]"),
 			nil,
-			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth"},
+			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster"},
 		},
 		{
 			"odd key is quoted in the path",
@@ -361,7 +361,7 @@ func TestParseErrors(t *testing.T) {
 			"root must be a mapping",
 			yamlLines("- calc"),
 			nil,
-			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, got a list`},
+			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, got a list`},
 		},
 		{
 			"duration without a unit",
@@ -889,13 +889,14 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	// The commented-out upstreams block documents its keys too; it must
 	// load and validate once uncommented (TestExampleUpstreams checks what
 	// it loads to).
-	// So do the commented-out hooks and auth blocks.
-	for _, name := range []string{"upstreams", "hooks", "auth"} {
+	// So do the commented-out hooks, auth and cluster blocks.
+	env := envOf(map[string]string{"TOOLGATE_CLUSTER_SECRET": strings.Repeat("s", 48)})
+	for _, name := range []string{"upstreams", "hooks", "auth", "cluster"} {
 		block := commentedBlock(t, string(data), "# BEGIN "+name+" example", "# END "+name+" example")
-		if _, err := Parse("example-"+name, []byte(block), &Options{LookupEnv: envOf(nil)}); err != nil {
+		if _, err := Parse("example-"+name, []byte(block), &Options{LookupEnv: env}); err != nil {
 			t.Errorf("the commented %s example does not load once uncommented:\n%v", name, err)
 		}
-		db := newDecoder("example-"+name, envOf(nil))
+		db := newDecoder("example-"+name, env)
 		cfgB := defaults()
 		if err := decodeForTest(db, []byte(block), &cfgB); err != nil {
 			t.Fatal(err)

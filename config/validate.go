@@ -125,6 +125,7 @@ func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 	c.upstreams(cfg)
 	c.hooks(cfg)
 	c.auth(cfg)
+	c.cluster(cfg)
 	c.resilience(&cfg.Defaults)
 	return c.errs
 }
