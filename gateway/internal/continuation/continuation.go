@@ -23,6 +23,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolgate/toolgate/gateway/internal/replica"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
@@ -48,9 +49,13 @@ import (
 // requests, and the retry waits in its turn, for the result or the next
 // requests.
 //
-// The requestState names the Continuation and the round, and is bound to
-// the principal by a MAC under a key drawn at start: unguessable (a
-// 128-bit random ID), unforgeable, and of no use to another principal. A
+// The requestState names the replica holding the call (an instance name
+// drawn at start for a lone toolgate), the Continuation and the round, and
+// is bound to both and to the principal by a MAC under the replica's key
+// (package replica: drawn at start, or derived from the cluster secret, so
+// any replica of the cluster can check it and see whose call it is):
+// unguessable (a 128-bit random ID), unforgeable, and of no use to another
+// principal. A
 // retry must name the same tool and arguments. A Continuation waits
 // [defaultWait] for its retry, then is cancelled (the upstream's waiting
 // requests get an error, and its call is cancelled); at most
@@ -91,9 +96,9 @@ type Limits struct {
 // Registry holds a front's continuations. Build it with New; it is safe
 // for concurrent use.
 type Registry struct {
-	key      [32]byte // fixed at creation
-	instance string   // fixed at creation: names this front in every requestState
-	Limits   Limits   // fixed before the first call
+	keys     [][replica.KeyLen]byte // fixed at creation: the first seals, any opens
+	instance string                 // fixed at creation: names this front (its replica) in every requestState
+	Limits   Limits                 // fixed before the first call
 
 	mu           sync.Mutex // guards waiting, perPrincipal and closed
 	waiting      map[[stateIDLen]byte]*Continuation
@@ -103,18 +108,23 @@ type Registry struct {
 	calls sync.WaitGroup // the detached calls' goroutines
 }
 
-// New returns an empty registry, with a key and an instance name of its
-// own.
-func New() *Registry {
+// New returns an empty registry of replica self: its requestStates name
+// self (a random instance name when self is alone) and are sealed with
+// self's keys, so that every replica of its cluster can open them and
+// tell which replica holds their call.
+func New(self *replica.Self) *Registry {
 	m := &Registry{
 		Limits:       Limits{Wait: defaultWait, MaxPerPrincipal: defaultMaxPerPrincipal, Max: defaultMax},
+		keys:         self.Keys("requestState"),
+		instance:     self.ID,
 		waiting:      map[[stateIDLen]byte]*Continuation{},
 		perPrincipal: map[string]int{},
 	}
-	_, _ = rand.Read(m.key[:]) // crypto/rand.Read never fails (Go 1.24+)
-	var inst [8]byte
-	_, _ = rand.Read(inst[:])
-	m.instance = hex.EncodeToString(inst[:])
+	if m.instance == "" {
+		var inst [8]byte
+		_, _ = rand.Read(inst[:]) // crypto/rand.Read never fails (Go 1.24+)
+		m.instance = hex.EncodeToString(inst[:])
+	}
 	return m
 }
 
@@ -437,14 +447,15 @@ func (m *Registry) state(principalName string, id [stateIDLen]byte, round uint32
 	b := make([]byte, 0, stateIDLen+4+stateMACLen)
 	b = append(b, id[:]...)
 	b = binary.BigEndian.AppendUint32(b, round)
-	b = append(b, m.mac(principalName, b)...)
+	b = append(b, mac(m.keys[0], m.instance, principalName, b)...)
 	return statePrefix + m.instance + "." + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// mac binds a state's ID and round to this front and principal.
-func (m *Registry) mac(principalName string, sealed []byte) []byte {
-	h := hmac.New(sha256.New, m.key[:])
-	h.Write([]byte(statePrefix + m.instance))
+// mac binds a state's ID and round to the front (replica) that issued it
+// and the principal, under key.
+func mac(key [replica.KeyLen]byte, instance, principalName string, sealed []byte) []byte {
+	h := hmac.New(sha256.New, key[:])
+	h.Write([]byte(statePrefix + instance))
 	h.Write([]byte{0})
 	h.Write([]byte(principalName))
 	h.Write([]byte{0})
@@ -461,6 +472,46 @@ const (
 		"was answered already, or its call ended; call the tool again without inputResponses and requestState"
 )
 
+// stateElsewhereMsg refuses a requestState another instance issued: a
+// toolgate before a restart, or a replica that is gone or that the
+// request could not be forwarded to.
+const stateElsewhereMsg = "requestState was issued by another toolgate instance (before a restart, or by another replica), whose call is not here; call the tool again without inputResponses and requestState"
+
+// open checks that state is a requestState of principal that a replica of
+// this cluster issued (sealed with one of m's keys), and returns that
+// replica's instance name and the sealed ID and round.
+func (m *Registry) open(principalName, state string) (instance string, sealed []byte, err error) {
+	rest, ok := strings.CutPrefix(state, statePrefix)
+	inst, enc, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 {
+		return "", nil, stateRefused(stateUnknownMsg)
+	}
+	refused := stateRefused(stateUnknownMsg)
+	if inst != m.instance {
+		// Most likely this toolgate before a restart, or another cluster.
+		refused = stateRefused(stateElsewhereMsg)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil || len(b) != stateIDLen+4+stateMACLen {
+		return "", nil, refused
+	}
+	for _, k := range m.keys {
+		if hmac.Equal(b[stateIDLen+4:], mac(k, inst, principalName, b[:stateIDLen+4])) {
+			return inst, b, nil
+		}
+	}
+	return "", nil, refused
+}
+
+// Owner returns the instance (the replica, in a cluster) that holds the
+// call a requestState of principal continues, after checking its seal;
+// an error when state is not one a replica of this cluster issued to
+// principal. The front forwards a retry to that replica.
+func (m *Registry) Owner(principalName, state string) (string, error) {
+	inst, _, err := m.open(principalName, state)
+	return inst, err
+}
+
 func stateRefused(format string, args ...any) error {
 	return &mcppeer.RPCError{Code: mcp.INVALID_PARAMS, Message: fmt.Sprintf(format, args...)}
 }
@@ -474,17 +525,12 @@ func (m *Registry) Resume(principalName string, bind Binding, state string, answ
 	if state == "" {
 		return nil, stateRefused("inputResponses without a requestState: toolgate asked nothing with this request; pass the requestState of the input_required result the answers are for")
 	}
-	rest, ok := strings.CutPrefix(state, statePrefix)
-	inst, sealed, ok2 := strings.Cut(rest, ".")
-	if !ok || !ok2 {
-		return nil, stateRefused(stateUnknownMsg)
+	inst, b, err := m.open(principalName, state)
+	if err != nil {
+		return nil, err
 	}
 	if inst != m.instance {
-		return nil, stateRefused("requestState was issued by another toolgate instance (before a restart, or by another replica), whose call is not here; call the tool again without inputResponses and requestState")
-	}
-	b, err := base64.RawURLEncoding.DecodeString(sealed)
-	if err != nil || len(b) != stateIDLen+4+stateMACLen || !hmac.Equal(b[stateIDLen+4:], m.mac(principalName, b[:stateIDLen+4])) {
-		return nil, stateRefused(stateUnknownMsg)
+		return nil, stateRefused(stateElsewhereMsg)
 	}
 	var id [stateIDLen]byte
 	copy(id[:], b)

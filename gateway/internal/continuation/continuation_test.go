@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolgate/toolgate/gateway/internal/replica"
 	"github.com/toolgate/toolgate/internal/canonjson"
 	"go.uber.org/goleak"
 )
@@ -18,7 +19,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // arguments and once used, and taken for the same arguments spelt
 // otherwise.
 func TestResume(t *testing.T) {
-	r := New()
+	r := New(replica.Alone())
 	root, cancel := context.WithCancel(context.Background())
 	defer r.Close(cancel)
 	ctx := t.Context()
@@ -71,5 +72,49 @@ func TestResume(t *testing.T) {
 	}
 	if n := r.Len(); n != 0 {
 		t.Errorf("%d continuations wait after the result", n)
+	}
+}
+
+// TestStateAcrossReplicas checks what lets replicas share requestStates:
+// a replica of the same cluster (or one rotating from its secret) opens
+// another's requestState and learns which replica holds the call, while
+// refusing to continue it itself; another cluster's, another principal's
+// or an altered one opens nowhere.
+func TestStateAcrossReplicas(t *testing.T) {
+	const secret, next = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+	r1 := New(replica.Member("r1", secret, ""))
+	root, cancel := context.WithCancel(context.Background())
+	defer r1.Close(cancel)
+	bind := Binding{Method: "tools/call", Name: "t"}
+	c, _ := r1.Start(t.Context(), root, "alice", bind, func(ctx context.Context, c *Continuation) Outcome {
+		raw, err := c.Ask(ctx, mcp.NewElicitationInputRequest(mcp.ElicitationParams{Message: "go on?"}))
+		return Outcome{Res: string(raw), Err: err}
+	})
+	_, in, err := c.Await(t.Context())
+	if err != nil || in == nil || !strings.HasPrefix(in.RequestState, StatePrefix+"r1.") {
+		t.Fatalf("first answer: %v, %v", in, err)
+	}
+	state := in.RequestState
+	r2, rotated := New(replica.Member("r2", secret, "")), New(replica.Member("r3", next, secret))
+	for _, r := range []*Registry{r1, r2, rotated} {
+		if owner, err := r.Owner("alice", state); owner != "r1" || err != nil {
+			t.Errorf("replica %s: owner %q, %v; want r1", r.Instance(), owner, err)
+		}
+	}
+	if _, err := r2.Resume("alice", bind, state, nil, false); err == nil || !strings.Contains(err.Error(), "another replica") {
+		t.Errorf("r2 continued r1's call, or said %v", err)
+	}
+	for name, tc := range map[string]struct {
+		r          *Registry
+		who, state string
+	}{
+		"another cluster":   {New(replica.Member("r1", next, "")), "alice", state},
+		"another principal": {r2, "bob", state},
+		"renamed owner":     {r2, "alice", strings.Replace(state, ".r1.", ".r2.", 1)},
+		"a lone toolgate":   {New(replica.Alone()), "alice", state},
+	} {
+		if owner, err := tc.r.Owner(tc.who, tc.state); err == nil {
+			t.Errorf("%s: opened, owner %q", name, owner)
+		}
 	}
 }

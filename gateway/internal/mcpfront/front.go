@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/continuation"
 	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
+	"github.com/toolgate/toolgate/gateway/internal/replica"
 	"github.com/toolgate/toolgate/gateway/internal/sessionlimit"
 	"github.com/toolgate/toolgate/gateway/internal/subscriptions"
 	"github.com/toolgate/toolgate/internal/mcppeer"
@@ -169,7 +170,7 @@ type Front struct {
 // New returns a front serving b. It starts nothing: mount it with
 // [Front.Mount] or serve stdio with [Front.ServeStdio].
 func New(b Backend, o Options) *Front {
-	f := &Front{b: b, o: o, logger: o.Logger, mrtr: continuation.New(), limits: sessionlimit.New(o.MaxSessions, o.MaxSessionsPerPrincipal)}
+	f := &Front{b: b, o: o, logger: o.Logger, mrtr: continuation.New(replica.Alone()), limits: sessionlimit.New(o.MaxSessions, o.MaxSessionsPerPrincipal)}
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
