@@ -162,8 +162,10 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		principalSessions, authenticate = cfg.Auth.SessionCap(), g.auth.Middleware
 	}
 	s := cfg.Server
+	self, peers := replicaOf(cfg, g.metrics.reg)
 	g.front = mcpfront.New(frontBackend{g}, mcpfront.Options{
 		Name: "toolgate", Version: g.version, Instructions: instructions,
+		Replica: self, Peers: peers,
 		Logger:  g.logger,
 		MCPPath: s.MCPPath, SSE: s.SSE, SessionIdleTTL: s.SessionIdleTTL.D(), MaxSessions: s.MaxSessions,
 		MaxBodyBytes: s.MaxBodyBytes, ReadTimeout: s.ReadTimeout.D(), AllowedOrigins: s.AllowedOrigins,

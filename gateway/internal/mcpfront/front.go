@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/continuation"
+	"github.com/toolgate/toolgate/gateway/internal/forward"
 	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
 	"github.com/toolgate/toolgate/gateway/internal/replica"
 	"github.com/toolgate/toolgate/gateway/internal/sessionlimit"
@@ -91,6 +92,14 @@ type Request struct {
 // Options configure a [Front]. Every field is required unless its doc
 // says otherwise.
 type Options struct {
+	// Replica is this toolgate among the replicas of a cluster: its ID
+	// starts its session IDs and names it in its requestStates, which its
+	// keys seal. Nil for a lone toolgate.
+	Replica *replica.Self
+	// Peers, when not nil, are the other replicas: a request naming a
+	// session or a waiting call another replica owns is forwarded there
+	// (cluster.go).
+	Peers *forward.Peers
 	// Name, Version and Instructions are reported to clients in the
 	// initialize result.
 	Name, Version, Instructions string
@@ -170,7 +179,10 @@ type Front struct {
 // New returns a front serving b. It starts nothing: mount it with
 // [Front.Mount] or serve stdio with [Front.ServeStdio].
 func New(b Backend, o Options) *Front {
-	f := &Front{b: b, o: o, logger: o.Logger, mrtr: continuation.New(replica.Alone()), limits: sessionlimit.New(o.MaxSessions, o.MaxSessionsPerPrincipal)}
+	if o.Replica == nil {
+		o.Replica = replica.Alone()
+	}
+	f := &Front{b: b, o: o, logger: o.Logger, mrtr: continuation.New(o.Replica), limits: sessionlimit.New(o.MaxSessions, o.MaxSessionsPerPrincipal)}
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
 	}

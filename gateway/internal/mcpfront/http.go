@@ -77,6 +77,9 @@ func (f *Front) mcpHandler(p *httpParts) http.Handler {
 			writeLongSessionID(w)
 			return
 		}
+		if f.forwardSession(w, r, sid) {
+			return
+		}
 		switch r.Method {
 		case http.MethodPost:
 			f.servePost(w, r, p, sid)

@@ -161,7 +161,7 @@ func (f *Front) serveInitialize(w http.ResponseWriter, r *http.Request, m *messa
 		return
 	}
 	defer sl.Release()
-	s := newSession(principal.From(ctx))
+	s := newSession(principal.From(ctx), f.o.Replica.ID)
 	resp := f.mcp.HandleMessage(f.mcp.WithContext(ctx, s), m.raw)
 	body, err := json.Marshal(resp)
 	if err != nil {
@@ -234,6 +234,9 @@ func (f *Front) serveModern(w http.ResponseWriter, r *http.Request, m *message) 
 	info, reject := modernInfo(r, m)
 	if reject.body != nil {
 		writeJSON(w, modernStatus(reject.code), reject.body)
+		return
+	}
+	if f.forwardRetry(w, r, m) {
 		return
 	}
 	s := requestSession(principal.From(r.Context()))

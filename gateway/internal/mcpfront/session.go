@@ -103,10 +103,14 @@ type session struct {
 }
 
 // newSession returns a streamable HTTP session of the front's own, with a
-// new ID.
-func newSession(ident *principal.Identity) *session {
+// new ID; in a cluster the ID names the replica (sessionOwner).
+func newSession(ident *principal.Identity, replicaID string) *session {
+	id := sessionIDPrefix + rand.Text()
+	if replicaID != "" {
+		id = sessionIDPrefix + replicaID + "." + rand.Text()
+	}
 	return &session{
-		id:    sessionIDPrefix + rand.Text(),
+		id:    id,
 		ident: ident,
 		notes: make(chan mcp.JSONRPCNotification, sessionQueue),
 		toGet: make(chan []byte, 1),

@@ -1,0 +1,77 @@
+package mcpfront
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/internal/principal"
+)
+
+// A front in a cluster: its session IDs and requestStates name their
+// replica, and a request naming another replica's goes there
+// (Options.Peers), one hop; when it cannot, the client is told to start
+// over, as the spec says for a session that is gone.
+
+// sessionOwner is the replica a session ID names: "" for a lone toolgate's
+// (or one no toolgate issued).
+func sessionOwner(sid string) string {
+	rest, ok := strings.CutPrefix(sid, sessionIDPrefix)
+	if !ok {
+		return ""
+	}
+	owner, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	return owner
+}
+
+// forwardSession forwards a request in a session another replica owns to
+// that replica, and reports whether it did. A session whose replica cannot
+// be reached is gone: 404, and the client initializes again (anywhere).
+func (f *Front) forwardSession(w http.ResponseWriter, r *http.Request, sid string) bool {
+	if f.o.Peers == nil || sid == "" {
+		return false
+	}
+	owner := sessionOwner(sid)
+	if owner == "" || f.o.Replica.Owns(owner) {
+		return false
+	}
+	return f.o.Peers.Forward(w, r, nil, owner, func(w http.ResponseWriter, _ *http.Request) { writeUnknownSession(w) })
+}
+
+// forwardRetry forwards a 2026-07-28 retry (a tools/call or prompts/get
+// with a requestState) to the replica holding the call it continues, and
+// reports whether it did. Only a requestState sealed for the caller by a
+// replica of the cluster names an owner; anything else is served here,
+// which refuses it. A retry whose replica cannot be reached gets -32602:
+// call the tool again.
+func (f *Front) forwardRetry(w http.ResponseWriter, r *http.Request, m *message) bool {
+	if f.o.Peers == nil || m.id == nil {
+		return false
+	}
+	var state string
+	switch {
+	case m.call != nil:
+		state = m.call.RequestState
+	case m.method == string(mcp.MethodPromptsGet):
+		var p mcp.MultiRoundTripParams
+		_ = json.Unmarshal(m.params, &p) // what does not decode has no state
+		state = p.RequestState
+	}
+	if state == "" {
+		return false
+	}
+	owner, err := f.mrtr.Owner(principal.NameOf(principal.From(r.Context())), state)
+	if err != nil || f.o.Replica.Owns(owner) {
+		return false
+	}
+	id := m.id
+	return f.o.Peers.Forward(w, r, m.raw, owner, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusBadRequest, rpcError(id, mcp.INVALID_PARAMS,
+			"requestState was issued by replica "+owner+", which did not answer: its call is lost; call the tool again without inputResponses and requestState", nil))
+	})
+}
