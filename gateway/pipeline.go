@@ -20,7 +20,7 @@ import (
 // ThreadMetaKey is the _meta key by which a call names its thread
 // explicitly. Calls naming the same thread share stateful instances, across
 // sessions.
-const ThreadMetaKey = "toolgate/thread"
+const ThreadMetaKey = threadctx.MetaKey
 
 // ErrorClassMetaKey is the _meta key of an error result that carries its
 // [retry.Class].

@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	"agent":                          {"executors", "gateway", "internal/canonjson", "internal/loopguard", "registry", "retry"},
 	"builtin":                        {"registry", "executors", "retry"},
 	"gateway":                        {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica"},
-	"gateway/internal/mcpfront":      {"executors", "gateway/internal/continuation", "gateway/internal/idle", "gateway/internal/mcpwire", "gateway/internal/origin", "gateway/internal/reqbody", "gateway/internal/sessionlimit", "gateway/internal/subscriptions", "internal/canonjson", "internal/mcppeer", "internal/principal", "registry", "gateway/internal/replica", "gateway/internal/forward"},
+	"gateway/internal/mcpfront":      {"executors", "gateway/internal/continuation", "gateway/internal/idle", "gateway/internal/mcpwire", "gateway/internal/origin", "gateway/internal/reqbody", "gateway/internal/sessionlimit", "gateway/internal/subscriptions", "internal/canonjson", "internal/mcppeer", "internal/principal", "registry", "gateway/internal/replica", "gateway/internal/forward", "threadctx"},
 	"gateway/internal/origin":        {"config"},
 	"gateway/internal/reqbody":       {},
 	"gateway/internal/mcpwire":       {"executors", "registry"},

@@ -15,3 +15,8 @@
 //
 // threadctx must not import anything beyond the standard library.
 package threadctx
+
+// MetaKey is the _meta key by which a call names its thread explicitly
+// (gateway.ThreadMetaKey). Calls naming the same thread share stateful
+// instances, across sessions.
+const MetaKey = "toolgate/thread"

@@ -9,11 +9,14 @@ package forward
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"time"
 )
 
@@ -29,9 +32,13 @@ const dialTimeout = 2 * time.Second
 type Peers struct {
 	self    string
 	proxies map[string]*httputil.ReverseProxy
+	all     []string // every replica's ID, this one's too, sorted
 	// Forwarded, when set, is told of each request forwarded to owner
 	// (a metric: forwards show a balancer that does not pin).
 	Forwarded func(owner string)
+	// LiveFunc, when set, lists the replicas live (a membership kept in
+	// Redis); without it every configured replica is taken to be.
+	LiveFunc func() []string
 }
 
 // New returns the peers of replica self: addrs maps each replica's ID to
@@ -44,6 +51,7 @@ func New(self string, addrs map[string]string) *Peers {
 		IdleConnTimeout:     90 * time.Second,
 	}
 	for id, addr := range addrs {
+		p.all = append(p.all, id)
 		if id == self {
 			continue
 		}
@@ -59,6 +67,7 @@ func New(self string, addrs map[string]string) *Peers {
 			ErrorHandler:  ownerDown,
 		}
 	}
+	slices.Sort(p.all)
 	return p
 }
 
@@ -99,6 +108,36 @@ func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, body []byte, own
 	}
 	proxy.ServeHTTP(w, r)
 	return true
+}
+
+// Owner is the replica that owns key (a principal's named thread), by
+// rendezvous hashing over the replicas live: each key goes to the live
+// replica whose hash with it is highest, so a replica joining or leaving
+// moves only the keys it takes or held. live lists the replicas' IDs,
+// this one included.
+func Owner(key string, live []string) string {
+	var best string
+	var bestSum uint64
+	for _, id := range live {
+		h := sha256.New() // the same on every replica; FNV's sums of such alike inputs rank alike
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+		h.Write([]byte(key))
+		if sum := binary.BigEndian.Uint64(h.Sum(nil)); best == "" || sum > bestSum {
+			best, bestSum = id, sum
+		}
+	}
+	return best
+}
+
+// Live returns the IDs of the replicas taken to be live, this one
+// included: the Live function when set (a membership), else every
+// configured replica.
+func (p *Peers) Live() []string {
+	if p.LiveFunc != nil {
+		return p.LiveFunc()
+	}
+	return p.all
 }
 
 // Hopped reports whether r was forwarded by another replica.

@@ -6,8 +6,11 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolgate/toolgate/gateway/internal/forward"
 	"github.com/toolgate/toolgate/internal/principal"
+	"github.com/toolgate/toolgate/threadctx"
 )
 
 // A front in a cluster: its session IDs and requestStates name their
@@ -73,5 +76,29 @@ func (f *Front) forwardRetry(w http.ResponseWriter, r *http.Request, m *message)
 	return f.o.Peers.Forward(w, r, m.raw, owner, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusBadRequest, rpcError(id, mcp.INVALID_PARAMS,
 			"requestState was issued by replica "+owner+", which did not answer: its call is lost; call the tool again without inputResponses and requestState", nil))
+	})
+}
+
+// forwardThread forwards a 2026-07-28 tools/call naming a thread in _meta
+// (threadctx.MetaKey) to the replica owning that thread of the caller
+// (forward.Owner over the replicas live), and reports whether it did. A
+// thread's instances live on one replica, so every call naming it goes
+// there, whichever replica the balancer chose. When the owner cannot be
+// reached the call runs here, in this replica's instance of the thread.
+func (f *Front) forwardThread(w http.ResponseWriter, r *http.Request, m *message, info *server.RequestProtocolInfo) bool {
+	if f.o.Peers == nil || m.call == nil || m.call.Meta == nil || m.id == nil {
+		return false
+	}
+	name, _ := m.call.Meta.AdditionalFields[threadctx.MetaKey].(string)
+	if name == "" {
+		return false
+	}
+	key := principal.NameOf(principal.From(r.Context())) + "\x00" + name
+	owner := forward.Owner(key, f.o.Peers.Live())
+	if owner == "" || f.o.Replica.Owns(owner) {
+		return false
+	}
+	return f.o.Peers.Forward(w, r, m.raw, owner, func(w http.ResponseWriter, r *http.Request) {
+		f.serveModernHere(w, r, m, info)
 	})
 }

@@ -133,3 +133,51 @@ func TestRetryForwarded(t *testing.T) {
 		t.Errorf("a retry for r1, gone, sent to r2: %d %+v; want 400, -32602 asking to call the tool again", status, lost.Error)
 	}
 }
+
+// TestThreadForwarded checks that a 2026-07-28 call naming a thread in
+// _meta runs on the one replica that owns that thread of its principal,
+// whichever replica it reaches, that the threads spread over the
+// replicas, and that while the owner is gone the call runs where it
+// arrived.
+func TestThreadForwarded(t *testing.T) {
+	srvs := clusterOf(t, "r1", "r2", "r3")
+	call := func(via, thread string) (int, string) {
+		params := `"arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},"toolgate/thread":"` + thread + `"}`
+		status, _, body := postModern(t, srvs[via].URL+"/mcp", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"where",`+params+`}}`,
+			map[string]string{mcp.HeaderMethod: "tools/call", mcp.HeaderName: "where"})
+		for _, id := range []string{"r1", "r2", "r3"} {
+			if strings.Contains(string(body), `"text":"`+id+`"`) {
+				return status, id
+			}
+		}
+		return status, string(body)
+	}
+	owners := map[string]bool{}
+	ownerOf := map[string]string{}
+	for i := range 12 {
+		thread := fmt.Sprintf("notes-%d", i)
+		for _, via := range []string{"r1", "r2", "r3"} {
+			status, ran := call(via, thread)
+			if status != http.StatusOK || (ownerOf[thread] != "" && ran != ownerOf[thread]) {
+				t.Fatalf("thread %s via %s: %d, ran on %s; earlier calls ran on %s", thread, via, status, ran, ownerOf[thread])
+			}
+			ownerOf[thread] = ran
+		}
+		owners[ownerOf[thread]] = true
+	}
+	if len(owners) < 2 {
+		t.Errorf("12 threads all owned by %v: rendezvous hashing spreads none", owners)
+	}
+	var lost, thread string
+	for th, o := range ownerOf {
+		if o != "r1" {
+			lost, thread = o, th
+			break
+		}
+	}
+	srvs[lost].CloseClientConnections()
+	srvs[lost].Close()
+	if status, ran := call("r1", thread); status != http.StatusOK || ran != "r1" {
+		t.Errorf("thread %s of %s, gone, via r1: %d, ran on %s; want it run on r1", thread, lost, status, ran)
+	}
+}

@@ -236,9 +236,15 @@ func (f *Front) serveModern(w http.ResponseWriter, r *http.Request, m *message) 
 		writeJSON(w, modernStatus(reject.code), reject.body)
 		return
 	}
-	if f.forwardRetry(w, r, m) {
+	if f.forwardRetry(w, r, m) || f.forwardThread(w, r, m, info) {
 		return
 	}
+	f.serveModernHere(w, r, m, info)
+}
+
+// serveModernHere serves a 2026-07-28 message m, whose headers were
+// checked (info), on this replica.
+func (f *Front) serveModernHere(w http.ResponseWriter, r *http.Request, m *message, info *server.RequestProtocolInfo) {
 	s := requestSession(principal.From(r.Context()))
 	x := f.exchange(r, s, info)
 	switch {
