@@ -123,7 +123,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, reg: registry.New(), execs: map[execKey]executors.Executor{},
-		handles: handles.NewKeys(), loops: newLoopGuard(cfg)}
+		loops: newLoopGuard(cfg)}
 	g.routes.Store(&map[string]*route{})
 	// Configured sources are namespaces before their tools arrive (an
 	// upstream lists them once connected): name repair never moves a call
@@ -163,9 +163,13 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	}
 	s := cfg.Server
 	self, peers := replicaOf(cfg, g.metrics.reg)
+	g.handles = handles.NewKeys(self)
+	if cfg.Cluster != nil {
+		g.handleTools.Header = handles.HeaderName
+	}
 	g.front = mcpfront.New(frontBackend{g}, mcpfront.Options{
 		Name: "toolgate", Version: g.version, Instructions: instructions,
-		Replica: self, Peers: peers,
+		Replica: self, Peers: peers, HandleOwner: g.handles.Owner,
 		Logger:  g.logger,
 		MCPPath: s.MCPPath, SSE: s.SSE, SessionIdleTTL: s.SessionIdleTTL.D(), MaxSessions: s.MaxSessions,
 		MaxBodyBytes: s.MaxBodyBytes, ReadTimeout: s.ReadTimeout.D(), AllowedOrigins: s.AllowedOrigins,
@@ -279,7 +283,7 @@ func (g *Gateway) RegisterStateful(t registry.Tool, f executors.Factory) error {
 	}
 	// Clients without a session keep its state through thread handles
 	// (handles.go).
-	t, takes := handles.WithArg(t)
+	t, takes := handles.WithArg(t, g.handleTools.Header)
 	if err := g.register(executors.Bound{Tool: t, Exec: g.stateful.Bind(t.Name, f)}); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/handles"
 	"github.com/toolgate/toolgate/internal/canonjson"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
@@ -242,6 +243,14 @@ func (g *Gateway) thread(next Handler) Handler {
 		c.sessionThread = g.sessionThread(c.Session)
 		if h, ok := g.takeHandle(c); ok && c.ident.Permits(c.Tool.Name) {
 			thread, err := g.handles.Thread(c.Principal, h)
+			if lost, ok := errors.AsType[*handles.ElsewhereError](err); ok {
+				// Its replica could not be reached (or forward to):
+				// a new thread, and the model told why.
+				handle, thread := g.handles.Mint(c.Principal)
+				c.Thread, c.oneShot = thread, false
+				res, err := next(threadctx.WithProvisional(ctx, thread), c)
+				return (*Result)(handles.WithLostHandle((*executors.Result)(res), c.Tool.Name, handle, lost.Owner)), err
+			}
 			if err != nil {
 				return errorResult(err), nil
 			}

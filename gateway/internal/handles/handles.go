@@ -53,10 +53,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/replica"
 	"github.com/toolgate/toolgate/gateway/internal/resultedit"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
@@ -66,6 +68,11 @@ import (
 // thread a thread handle stands for (gateway.HandleArg).
 const Arg = "thread"
 
+// HeaderName is the x-mcp-header of the handle argument in a cluster: a
+// 2026-07-28 client sends the handle as Mcp-Param-Toolgate-Thread, which
+// balancers route on.
+const HeaderName = "Toolgate-Thread"
+
 // MetaKey is the _meta key of a result that carries a newly minted
 // thread handle (gateway.HandleMetaKey).
 const MetaKey = "toolgate/thread_handle"
@@ -74,28 +81,32 @@ const (
 	prefix   = "th_"
 	nonceLen = 16
 	macLen   = 16
-	// handleLen is the length of a handle: the prefix and base64url of
-	// the nonce and the MAC, unpadded.
-	handleLen = len(prefix) + (8*(nonceLen+macLen)+5)/6
+	// sealedLen is the length of base64url of the nonce and the MAC,
+	// unpadded: a handle is the prefix, in a cluster its replica's ID and
+	// a dot, and that.
+	sealedLen = (8*(nonceLen+macLen) + 5) / 6
 )
 
 // Keys mints and checks thread handles. The zero value is not usable:
 // build it with [NewKeys]. Safe for concurrent use.
 type Keys struct {
-	key [32]byte // fixed at creation
+	keys    [][replica.KeyLen]byte // the first mints; any checks
+	replica string                 // names this replica in its handles; "" alone
 }
 
-// NewKeys returns keys under a key drawn at random: handles another Keys
-// minted are unknown to it.
-func NewKeys() *Keys {
-	k := &Keys{}
-	_, _ = rand.Read(k.key[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return k
+// NewKeys returns the keys of replica self: a lone toolgate's are drawn
+// at start (handles another minted are unknown to it); a cluster's derive
+// from its secret, so any replica can check a handle and see whose it is.
+func NewKeys(self *replica.Self) *Keys {
+	return &Keys{keys: self.Keys("handle"), replica: self.ID}
 }
 
-// mac is the MAC binding nonce to principal.
-func (k *Keys) mac(principal string, nonce []byte) []byte {
-	m := hmac.New(sha256.New, k.key[:])
+// mac is the MAC binding nonce to principal and to the replica that
+// minted it.
+func mac(key [replica.KeyLen]byte, owner, principal string, nonce []byte) []byte {
+	m := hmac.New(sha256.New, key[:])
+	m.Write([]byte(owner))
+	m.Write([]byte{0})
 	m.Write([]byte(principal))
 	m.Write([]byte{0})
 	m.Write(nonce)
@@ -107,24 +118,69 @@ func (k *Keys) mac(principal string, nonce []byte) []byte {
 func (k *Keys) Mint(principal string) (handle, thread string) {
 	var b [nonceLen + macLen]byte
 	_, _ = rand.Read(b[:nonceLen])
-	copy(b[nonceLen:], k.mac(principal, b[:nonceLen]))
-	return prefix + base64.RawURLEncoding.EncodeToString(b[:]), handleThread(principal, b[:nonceLen])
+	copy(b[nonceLen:], mac(k.keys[0], k.replica, principal, b[:nonceLen]))
+	owner := ""
+	if k.replica != "" {
+		owner = k.replica + "."
+	}
+	return prefix + owner + base64.RawURLEncoding.EncodeToString(b[:]), handleThread(principal, b[:nonceLen])
+}
+
+// ElsewhereError is a handle another replica of the cluster minted: its
+// thread lives there.
+type ElsewhereError struct{ Owner string }
+
+func (e *ElsewhereError) Error() string {
+	return "thread handle of replica " + e.Owner
 }
 
 // Thread returns the thread handle stands for, if it was minted for
-// principal; otherwise an error of class validation that says no more
-// than "unknown".
+// principal by this replica. A handle another replica of the cluster
+// minted for principal is an *ElsewhereError naming it; anything else is
+// an error of class validation that says no more than "unknown".
 func (k *Keys) Thread(principal, handle string) (string, error) {
-	if len(handle) == handleLen && strings.HasPrefix(handle, prefix) {
-		b, err := base64.RawURLEncoding.DecodeString(handle[len(prefix):])
-		if err == nil && len(b) == nonceLen+macLen &&
-			hmac.Equal(b[nonceLen:], k.mac(principal, b[:nonceLen])) {
-			return handleThread(principal, b[:nonceLen]), nil
+	owner, nonce, ok := k.open(principal, handle)
+	switch {
+	case !ok:
+		return "", retry.Errorf(retry.Validation,
+			"unknown thread handle in %q: pass a handle an earlier result of this tool gave you, unchanged, or leave %q out to start a new thread",
+			Arg, Arg)
+	case owner != k.replica:
+		return "", &ElsewhereError{Owner: owner}
+	}
+	return handleThread(principal, nonce), nil
+}
+
+// Owner returns the replica that minted handle for principal, after
+// checking its MAC; ok is false for a handle no replica of this cluster
+// minted for principal (never forwarded).
+func (k *Keys) Owner(principal, handle string) (owner string, ok bool) {
+	owner, _, ok = k.open(principal, handle)
+	return owner, ok
+}
+
+// open checks handle for principal and returns its replica and nonce.
+func (k *Keys) open(principal, handle string) (owner string, nonce []byte, ok bool) {
+	rest, ok := strings.CutPrefix(handle, prefix)
+	if !ok {
+		return "", nil, false
+	}
+	if i := strings.IndexByte(rest, '.'); i >= 0 {
+		owner, rest = rest[:i], rest[i+1:]
+	}
+	if len(rest) != sealedLen {
+		return "", nil, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil || len(b) != nonceLen+macLen {
+		return "", nil, false
+	}
+	for _, key := range k.keys {
+		if hmac.Equal(b[nonceLen:], mac(key, owner, principal, b[:nonceLen])) {
+			return owner, b[:nonceLen], true
 		}
 	}
-	return "", retry.Errorf(retry.Validation,
-		"unknown thread handle in %q: pass a handle an earlier result of this tool gave you, unchanged, or leave %q out to start a new thread",
-		Arg, Arg)
+	return "", nil, false
 }
 
 func handleThread(principal string, nonce []byte) string {
@@ -140,7 +196,12 @@ var argSchema = json.RawMessage(`{"type":"string","maxLength":64,"description":`
 // was added: not when the schema already has a property of that name
 // (the tool keeps its own argument, and gets no handles) or is not an
 // object schema toolgate can extend.
-func WithArg(t registry.Tool) (registry.Tool, bool) {
+//
+// With header (a cluster's), the property is marked x-mcp-header: header,
+// so that a 2026-07-28 client sends the handle in the Mcp-Param-<header>
+// header too, and a balancer can route the call to the replica the handle
+// names without reading the body.
+func WithArg(t registry.Tool, header string) (registry.Tool, bool) {
 	var schema map[string]json.RawMessage
 	if len(t.InputSchema) == 0 {
 		schema = map[string]json.RawMessage{"type": json.RawMessage(`"object"`)}
@@ -159,6 +220,9 @@ func WithArg(t registry.Tool) (registry.Tool, bool) {
 		return t, false
 	}
 	props[Arg] = argSchema
+	if header != "" {
+		props[Arg] = json.RawMessage(`{"x-mcp-header":` + strconv.Quote(header) + `,` + string(argSchema[1:]))
+	}
 	var err error
 	if schema["properties"], err = json.Marshal(props); err != nil {
 		return t, false
@@ -229,6 +293,9 @@ func withoutMember(raw json.RawMessage, key string) json.RawMessage {
 // tool's mark ([Marks.SetStateful]) or an upstream's ([Marks.AddUpstream]).
 // The zero value has none. Safe for concurrent use.
 type Marks struct {
+	// Header, when set, is the x-mcp-header the handle argument is
+	// marked with (WithArg): in a cluster, HeaderName.
+	Header string
 	// m maps a tool's name to struct{}{} for a stateful tool, to its
 	// source for an upstream's tool.
 	m sync.Map
@@ -279,7 +346,7 @@ func (m *Marks) AddUpstream(source string, tools []executors.Bound, add func() e
 	})
 	takes := make(map[string]bool, len(tools))
 	for i := range tools {
-		t, ok := WithArg(tools[i].Tool)
+		t, ok := WithArg(tools[i].Tool, m.Header)
 		if !ok {
 			continue
 		}
@@ -324,4 +391,21 @@ func WithHandle(res *executors.Result, tool, handle string) *executors.Result {
 	maps.Copy(out.Meta, res.Meta)
 	out.Meta[MetaKey] = handle
 	return &out
+}
+
+// WithLostHandle is [WithHandle] for a call whose handle named a thread
+// on replica owner, which could not be reached: the model is told that
+// thread's state is lost and the call ran in a new thread, handle's.
+func WithLostHandle(res *executors.Result, tool, handle, owner string) *executors.Result {
+	out := WithHandle(res, tool, handle)
+	if out == nil {
+		return out
+	}
+	notice := fmt.Sprintf("the thread your handle named lived on toolgate replica %s, which cannot be reached: its state is lost, and this call ran in a new thread", owner)
+	if e, err := resultedit.Append(out, notice); err == nil {
+		meta := out.Meta
+		out = e
+		out.Meta = meta
+	}
+	return out
 }

@@ -6,14 +6,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
+	"github.com/toolgate/toolgate/gateway/internal/replica"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
 
+const handleLen = len(prefix) + sealedLen // a lone toolgate's
+
 func TestThreadHandles(t *testing.T) {
-	k := NewKeys()
+	k := NewKeys(replica.Alone())
 	h, thread := k.Mint("alice")
 	if len(h) != handleLen || !strings.HasPrefix(h, prefix) {
 		t.Fatalf("Mint = %q, want %d characters starting %q", h, handleLen, prefix)
@@ -35,7 +39,7 @@ func TestThreadHandles(t *testing.T) {
 		{"another principal", "bob", h},
 		{"no principal", "", h},
 		{"altered", "alice", string(flip)},
-		{"another gateway's key", "alice", func() string { h, _ := NewKeys().Mint("alice"); return h }()},
+		{"another gateway's key", "alice", func() string { h, _ := NewKeys(replica.Alone()).Mint("alice"); return h }()},
 		{"made up", "alice", "th_" + strings.Repeat("A", handleLen-3)},
 		{"empty", "alice", ""},
 		{"too long", "alice", h + "A"},
@@ -65,7 +69,7 @@ func TestWithArg(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := registry.Tool{Name: "x", InputSchema: json.RawMessage(tc.schema)}
-			out, ok := WithArg(in)
+			out, ok := WithArg(in, "")
 			if ok != tc.want {
 				t.Fatalf("WithArg(%s) added = %v, want %v", tc.schema, ok, tc.want)
 			}
@@ -188,5 +192,62 @@ func TestMarksAddUpstream(t *testing.T) {
 	m.SetStateful("counter", false)
 	if m.Takes(&registry.Tool{Name: "counter", Kind: registry.Stateful}) {
 		t.Error("counter takes handles after SetStateful(false)")
+	}
+}
+
+// TestHandlesAcrossReplicas checks what lets a handle travel in a
+// cluster: it names the replica that minted it, every replica of the
+// cluster checks it (and one rotating from that secret), the minting one
+// gives its thread, another says whose it is, and a handle renamed to
+// another replica, of another cluster or of another principal is unknown.
+func TestHandlesAcrossReplicas(t *testing.T) {
+	const secret, next = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+	r1, r2 := NewKeys(replica.Member("r1", secret, "")), NewKeys(replica.Member("r2", next, secret))
+	h, thread := r1.Mint("alice")
+	if !strings.HasPrefix(h, prefix+"r1.") {
+		t.Fatalf("r1 minted %q; want it to name r1", h)
+	}
+	if got, err := r1.Thread("alice", h); err != nil || got != thread {
+		t.Errorf("r1: Thread = %q, %v; want %q", got, err, thread)
+	}
+	if _, err := r2.Thread("alice", h); !errorsAs[*ElsewhereError](err, func(e *ElsewhereError) bool { return e.Owner == "r1" }) {
+		t.Errorf("r2: Thread = %v; want an ElsewhereError naming r1", err)
+	}
+	if owner, ok := r2.Owner("alice", h); !ok || owner != "r1" {
+		t.Errorf("r2: Owner = %q, %v; want r1", owner, ok)
+	}
+	for name, tc := range map[string]struct {
+		k         *Keys
+		who, hand string
+	}{
+		"renamed":           {r2, "alice", strings.Replace(h, "r1.", "r2.", 1)},
+		"another cluster":   {NewKeys(replica.Member("r1", next, "")), "alice", h},
+		"another principal": {r2, "bob", h},
+		"a lone toolgate":   {NewKeys(replica.Alone()), "alice", h},
+	} {
+		if owner, ok := tc.k.Owner(tc.who, tc.hand); ok {
+			t.Errorf("%s: opened, owner %q", name, owner)
+		}
+		if _, err := tc.k.Thread(tc.who, tc.hand); !errorsAs[*retry.Error](err, func(e *retry.Error) bool { return e.Class == retry.Validation }) {
+			t.Errorf("%s: Thread = %v; want unknown (validation)", name, err)
+		}
+	}
+}
+
+func errorsAs[E error](err error, ok func(E) bool) bool {
+	e, is := errors.AsType[E](err)
+	return is && ok(e)
+}
+
+// TestWithArgHeader checks the cluster's marking: the handle argument is
+// an x-mcp-header parameter a front accepts (mcp-go's own check).
+func TestWithArgHeader(t *testing.T) {
+	out, ok := WithArg(registry.Tool{Name: "scratchpad", InputSchema: json.RawMessage(`{"type":"object","properties":{"op":{"type":"string"}}}`)}, HeaderName)
+	if !ok || !strings.Contains(string(out.InputSchema), `"x-mcp-header":"Toolgate-Thread"`) {
+		t.Fatalf("WithArg with a header: %v, %s", ok, out.InputSchema)
+	}
+	wire := mcp.Tool{Name: out.Name, RawInputSchema: out.InputSchema}
+	if err := mcp.ValidateParamHeaderAnnotations(&wire); err != nil {
+		t.Errorf("the marked argument is not a valid x-mcp-header parameter: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -96,6 +97,41 @@ func (f *Front) forwardThread(w http.ResponseWriter, r *http.Request, m *message
 	key := principal.NameOf(principal.From(r.Context())) + "\x00" + name
 	owner := forward.Owner(key, f.o.Peers.Live())
 	if owner == "" || f.o.Replica.Owns(owner) {
+		return false
+	}
+	return f.o.Peers.Forward(w, r, m.raw, owner, func(w http.ResponseWriter, r *http.Request) {
+		f.serveModernHere(w, r, m, info)
+	})
+}
+
+// handleHeader is the header a 2026-07-28 client sends a thread handle in
+// (the handle argument's x-mcp-header, in a cluster).
+const handleHeader = mcp.HeaderParamPrefix + "Toolgate-Thread"
+
+// forwardHandle forwards a 2026-07-28 tools/call passing a thread handle
+// (in its header, else its "thread" argument) that another replica of the
+// cluster minted for the caller to that replica, and reports whether it
+// did. A handle no replica minted for the caller is served here, which
+// refuses it. When the owner cannot be reached the call runs here: the
+// gateway then runs it in a new thread and tells the model its state is
+// lost.
+func (f *Front) forwardHandle(w http.ResponseWriter, r *http.Request, m *message, info *server.RequestProtocolInfo) bool {
+	if f.o.Peers == nil || f.o.HandleOwner == nil || m.call == nil || m.id == nil {
+		return false
+	}
+	handle := r.Header.Get(handleHeader)
+	if handle == "" && bytes.Contains(m.call.Arguments, []byte(`"thread"`)) {
+		var args struct {
+			Thread string `json:"thread"`
+		}
+		_ = json.Unmarshal(m.call.Arguments, &args) // what does not decode names no handle
+		handle = args.Thread
+	}
+	if handle == "" {
+		return false
+	}
+	owner, ok := f.o.HandleOwner(principal.NameOf(principal.From(r.Context())), handle)
+	if !ok || f.o.Replica.Owns(owner) {
 		return false
 	}
 	return f.o.Peers.Forward(w, r, m.raw, owner, func(w http.ResponseWriter, r *http.Request) {

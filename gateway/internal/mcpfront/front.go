@@ -100,6 +100,10 @@ type Options struct {
 	// session or a waiting call another replica owns is forwarded there
 	// (cluster.go).
 	Peers *forward.Peers
+	// HandleOwner, with Peers, returns the replica that minted a thread
+	// handle for a principal, after checking it (false for a handle no
+	// replica of the cluster minted for it): a call passing one goes there.
+	HandleOwner func(principal, handle string) (string, bool)
 	// Name, Version and Instructions are reported to clients in the
 	// initialize result.
 	Name, Version, Instructions string
