@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 	"gateway/internal/sessionlimit":  {},
 	"gateway/internal/continuation":  {"internal/canonjson", "internal/mcppeer", "gateway/internal/replica"},
 	"gateway/internal/resultedit":    {"executors"},
-	"gateway/internal/handles":       {"executors", "gateway/internal/resultedit", "registry", "retry"},
+	"gateway/internal/handles":       {"executors", "gateway/internal/replica", "gateway/internal/resultedit", "registry", "retry"},
 	"gateway/internal/hooks":         {"config", "executors", "executors/rest", "gateway/internal/mcpwire", "gateway/internal/resultedit", "internal/textcut", "registry", "retry", "threadctx"},
 	"gateway/internal/replica":       {},
 	"gateway/internal/forward":       {},
