@@ -5,11 +5,11 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt-check build bench peerbench npm-deps chromium
+.PHONY: test vet fmt-check build bench peerbench npm-deps chromium redis-server
 
 NPM_DIR := tests/npm
 
-test: fmt-check vet npm-deps chromium
+test: fmt-check vet npm-deps chromium redis-server
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 # The real MCP servers the end-to-end tests run behind toolgate, the official
@@ -27,6 +27,13 @@ $(NPM_DIR)/node_modules/.package-lock.json: $(NPM_DIR)/package-lock.json $(NPM_D
 chromium:
 	@command -v chromium >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y chromium || \
 		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+
+# Redis for the cluster tests (internal/redistest starts it in the
+# foreground on a free port of 127.0.0.1, with no persistence), from
+# Debian's packages. apt-get update runs only when the install fails.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server || \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -64,6 +64,7 @@ var allowed = map[string][]string{
 
 	// Test helpers, imported by tests only.
 	"internal/loopguard/loopguardtest": {},
+	"internal/redistest":               {"internal/syncbuf"},
 }
 
 // thirdParty lists, for third-party module prefixes confined to some
