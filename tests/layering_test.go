@@ -59,6 +59,7 @@ var allowed = map[string][]string{
 	"internal/redact":                {},
 	"config":                         {"internal/httpheader", "internal/keypath"},
 	"internal/keypath":               {},
+	"internal/cluster/store":         {},
 	"bench":                          {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/rest/openapi/corpus", "builtin"},
 	"tests":                          {},
 
@@ -84,6 +85,7 @@ var thirdParty = map[string][]string{
 	"github.com/openai/openai-go":           {"agent"},
 	"github.com/coreos/go-oidc":             {"internal/auth"},
 	"golang.org/x/time/rate":                {"internal/auth"},
+	"github.com/redis/go-redis":             {"internal/cluster/store"},
 }
 
 func TestLayering(t *testing.T) {
