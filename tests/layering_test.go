@@ -60,6 +60,7 @@ var allowed = map[string][]string{
 	"config":                         {"internal/httpheader", "internal/keypath"},
 	"internal/keypath":               {},
 	"internal/cluster/store":         {},
+	"internal/cluster/ratelimit":     {},
 	"bench":                          {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/rest/openapi/corpus", "builtin"},
 	"tests":                          {},
 
@@ -85,7 +86,7 @@ var thirdParty = map[string][]string{
 	"github.com/openai/openai-go":           {"agent"},
 	"github.com/coreos/go-oidc":             {"internal/auth"},
 	"golang.org/x/time/rate":                {"internal/auth"},
-	"github.com/redis/go-redis":             {"internal/cluster/store"},
+	"github.com/redis/go-redis":             {"internal/cluster/store", "internal/cluster/ratelimit"},
 }
 
 func TestLayering(t *testing.T) {
