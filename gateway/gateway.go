@@ -156,7 +156,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		OnResponse: g.metrics.httpResponse,
 		OnRetry:    g.metrics.retry,
 	})
-	g.auth = auth.New(&cfg.Auth, nil, g.logger)
+	g.auth = auth.New(&cfg.Auth, &auth.Options{Logger: g.logger})
 	principalSessions, authenticate := 0, (func(h http.Handler) http.Handler)(nil)
 	if g.auth != nil {
 		principalSessions, authenticate = cfg.Auth.SessionCap(), g.auth.Middleware

@@ -42,6 +42,7 @@ type Authenticator struct {
 	// limiters of OAuth principals, by name.
 	oauthGrant config.Grant
 	limits     limiters
+	bucket     BucketFunc      // never nil
 	admins     map[string]bool // auth.admins
 	logger     *slog.Logger
 	warnEvery  *rate.Limiter // paces the outage warning
@@ -52,32 +53,70 @@ type staticToken struct {
 	id  *principal.Identity
 }
 
+// Options configure [New]. The zero value works; a nil *Options is
+// accepted.
+type Options struct {
+	// Client fetches the issuer's discovery document and keys. Default:
+	// a client with a 10s timeout.
+	Client *http.Client
+	// Logger receives authentication failures worth an operator's
+	// attention. Default: discard.
+	Logger *slog.Logger
+	// Bucket builds each principal's rate limit. Default: a token bucket
+	// on this replica ([NewLocal]); auth.rate_scope: cluster gives one
+	// counted across the replicas.
+	Bucket BucketFunc
+}
+
+// BucketFunc builds the rate limit of principal: perSecond calls a
+// second, with burst.
+type BucketFunc func(principal string, perSecond float64, burst int) Bucket
+
+// Bucket is a principal's rate limit. Its methods are safe for
+// concurrent use.
+type Bucket interface {
+	// Take takes one call: 0 when it may run now, else how long until
+	// one could (nothing is taken then).
+	Take() time.Duration
+	// Idle reports whether the principal has not called for as long as
+	// its bucket takes to refill: it may be dropped and made anew.
+	Idle() bool
+}
+
 // New returns the authenticator of a, or nil when a configures no
-// authentication. client fetches the issuer's discovery document and keys
-// (nil: a client with a 10s timeout).
-func New(a *config.Auth, client *http.Client, logger *slog.Logger) *Authenticator {
+// authentication.
+func New(a *config.Auth, o *Options) *Authenticator {
 	if !a.Enabled() {
 		return nil
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	var opts Options
+	if o != nil {
+		opts = *o
 	}
-	au := &Authenticator{named: map[string]*principal.Identity{}, admins: map[string]bool{}, logger: logger, warnEvery: rate.NewLimiter(rate.Every(10*time.Second), 1)}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Bucket == nil {
+		opts.Bucket = func(_ string, perSecond float64, burst int) Bucket { return NewLocal(perSecond, burst) }
+	}
+	au := &Authenticator{named: map[string]*principal.Identity{}, admins: map[string]bool{}, logger: opts.Logger, bucket: opts.Bucket,
+		warnEvery: rate.NewLimiter(rate.Every(10*time.Second), 1)}
 	for _, n := range a.Admins {
 		au.admins[n] = true
 	}
 	for _, t := range a.Tokens {
-		id := &principal.Identity{Name: t.Name, Policy: newPolicy(t.Allow, t.Deny, newLimiter(t.Grant())), Admin: au.admins[t.Name]}
+		id := &principal.Identity{Name: t.Name, Policy: newPolicy(t.Allow, t.Deny, bucketOf(au.bucket, t.Name, t.Grant())), Admin: au.admins[t.Name]}
 		au.tokens = append(au.tokens, staticToken{sum: sha256.Sum256([]byte(t.Token)), id: id})
 		au.named[t.Name] = id
 	}
 	if o := a.OAuth; o != nil {
-		if client == nil {
-			client = &http.Client{Timeout: 10 * time.Second}
+		if opts.Client == nil {
+			opts.Client = &http.Client{Timeout: 10 * time.Second}
 		}
-		au.oauth = newVerifier(o, client)
+		au.oauth = newVerifier(o, opts.Client)
 		au.oauthGrant = o.Grant()
 		au.limits.max = maxLimiters
+		au.limits.make = opts.Bucket
 	}
 	return au
 }
@@ -252,10 +291,10 @@ const maxTokenLen = 16 << 10
 // policy is a principal's tools and rate.
 type policy struct {
 	allow, deny []string
-	lim         *rate.Limiter // nil: no limit
+	lim         Bucket // nil: no limit
 }
 
-func newPolicy(allow, deny []string, lim *rate.Limiter) *policy {
+func newPolicy(allow, deny []string, lim Bucket) *policy {
 	return &policy{allow: allow, deny: deny, lim: lim}
 }
 
@@ -269,14 +308,7 @@ func (p *policy) Take() time.Duration {
 	if p.lim == nil {
 		return 0
 	}
-	// Allow takes nothing when it refuses (a canceled Reserve could: it
-	// gives back nothing once another call has reserved after it).
-	now := time.Now()
-	if p.lim.AllowN(now, 1) {
-		return 0
-	}
-	wait := time.Duration((1 - p.lim.TokensAt(now)) / float64(p.lim.Limit()) * float64(time.Second))
-	return max(wait, time.Nanosecond)
+	return p.lim.Take()
 }
 
 func matchAny(globs []string, name string) bool {
@@ -294,13 +326,39 @@ type denyAll struct{}
 func (denyAll) Permits(string) bool { return false }
 func (denyAll) Take() time.Duration { return 0 }
 
-func newLimiter(g config.Grant) *rate.Limiter {
+// bucketOf is the bucket make builds for principal name's grant g, or
+// nil when g has no rate.
+func bucketOf(make BucketFunc, name string, g config.Grant) Bucket {
 	r, burst := g.Limit()
 	if r == 0 {
 		return nil
 	}
-	return rate.NewLimiter(rate.Limit(r), burst)
+	return make(name, r, burst)
 }
+
+// Local is a token bucket counted on this replica alone.
+type Local struct{ lim *rate.Limiter }
+
+// NewLocal returns a bucket of perSecond calls a second with burst,
+// counted here.
+func NewLocal(perSecond float64, burst int) *Local {
+	return &Local{lim: rate.NewLimiter(rate.Limit(perSecond), burst)}
+}
+
+// Take takes one call, or says how long until one is there.
+func (l *Local) Take() time.Duration {
+	// Allow takes nothing when it refuses (a canceled Reserve could: it
+	// gives back nothing once another call has reserved after it).
+	now := time.Now()
+	if l.lim.AllowN(now, 1) {
+		return 0
+	}
+	wait := time.Duration((1 - l.lim.TokensAt(now)) / float64(l.lim.Limit()) * float64(time.Second))
+	return max(wait, time.Nanosecond)
+}
+
+// Idle reports whether the bucket is full again.
+func (l *Local) Idle() bool { return l.lim.TokensAt(time.Now()) >= float64(l.lim.Burst()) }
 
 // maxLimiters bounds the OAuth principals whose buckets are kept; past it
 // the full buckets (those of principals idle long enough to have
@@ -309,13 +367,15 @@ const maxLimiters = 1 << 16
 
 // limiters holds a rate limiter per OAuth principal.
 type limiters struct {
+	make BucketFunc // nil: local buckets
+	max  int
+	// mu guards m and pruned.
 	mu     sync.Mutex
-	m      map[string]*rate.Limiter
-	max    int
+	m      map[string]Bucket
 	pruned time.Time // the last pruning of refilled buckets
 }
 
-func (l *limiters) get(name string, g config.Grant) *rate.Limiter {
+func (l *limiters) get(name string, g config.Grant) Bucket {
 	r, burst := g.Limit()
 	if r == 0 {
 		return nil
@@ -326,7 +386,7 @@ func (l *limiters) get(name string, g config.Grant) *rate.Limiter {
 		return lim
 	}
 	if l.m == nil {
-		l.m = map[string]*rate.Limiter{}
+		l.m = map[string]Bucket{}
 	}
 	if len(l.m) >= l.max {
 		// Full: drop the buckets that have refilled (their principals
@@ -335,7 +395,7 @@ func (l *limiters) get(name string, g config.Grant) *rate.Limiter {
 		if now := time.Now(); now.Sub(l.pruned) >= time.Second {
 			l.pruned = now
 			for k, lim := range l.m {
-				if lim.TokensAt(now) >= float64(lim.Burst()) {
+				if lim.Idle() {
 					delete(l.m, k)
 				}
 			}
@@ -347,7 +407,12 @@ func (l *limiters) get(name string, g config.Grant) *rate.Limiter {
 			delete(l.m, k)
 		}
 	}
-	lim := rate.NewLimiter(rate.Limit(r), burst)
+	var lim Bucket
+	if l.make != nil {
+		lim = l.make(name, r, burst)
+	} else {
+		lim = NewLocal(r, burst)
+	}
 	l.m[name] = lim
 	return lim
 }
@@ -363,4 +428,7 @@ func metadataURL(resource string) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: MetadataPath + p}).String()
 }
 
-var _ principal.Policy = (*policy)(nil)
+var (
+	_ principal.Policy = (*policy)(nil)
+	_ Bucket           = (*Local)(nil)
+)

@@ -25,7 +25,7 @@ func staticAuth(t *testing.T) *Authenticator {
 	a := New(&config.Auth{Tokens: []config.AuthToken{
 		{Name: "desktop", Token: desktopToken, Allow: []string{"*"}, Deny: []string{"fs__write_*"}},
 		{Name: "ci", Token: ciToken, Allow: []string{"fs__read_*", "git__*"}, Deny: []string{"git__push"}, Rate: "2/s", Burst: 2},
-	}}, nil, nil)
+	}}, nil)
 	if a == nil {
 		t.Fatal("New returned nil for a config with tokens")
 	}
@@ -94,7 +94,7 @@ func checkRefused(t *testing.T, w *httptest.ResponseRecorder, status int, challe
 }
 
 func TestNewWithoutAuth(t *testing.T) {
-	a := New(&config.Auth{}, nil, nil)
+	a := New(&config.Auth{}, nil)
 	if a != nil {
 		t.Fatalf("New(no auth) = %v, want nil", a)
 	}
@@ -388,7 +388,7 @@ func TestLimitersEviction(t *testing.T) {
 }
 
 func TestNewDefaultClient(t *testing.T) {
-	a := New(&config.Auth{OAuth: &config.OAuth{Issuer: "https://idp.example", Audience: "https://gw.example/mcp", PrincipalClaim: "sub"}}, nil, nil)
+	a := New(&config.Auth{OAuth: &config.OAuth{Issuer: "https://idp.example", Audience: "https://gw.example/mcp", PrincipalClaim: "sub"}}, nil)
 	if a == nil || a.oauth == nil || a.oauth.client == nil || a.oauth.client.Timeout != 10*time.Second {
 		t.Fatalf("New with OAuth and no client: %+v", a)
 	}
@@ -422,5 +422,50 @@ func TestRateConcurrentRefusals(t *testing.T) {
 	wg.Wait()
 	if d := p.Take(); d <= 0 || d > 500*time.Millisecond {
 		t.Errorf("after concurrent refusals: Take = %v, want a wait in (0, 500ms]", d)
+	}
+}
+
+// fakeBucket records what it was built for and refuses every call.
+type fakeBucket struct {
+	principal string
+	perSecond float64
+	burst     int
+}
+
+func (f *fakeBucket) Take() time.Duration { return time.Minute }
+func (f *fakeBucket) Idle() bool          { return false }
+
+// Options.Bucket builds the rate limit of every principal with a rate,
+// static and OAuth alike (auth.rate_scope: cluster), and of none without.
+func TestBucketOption(t *testing.T) {
+	var built []*fakeBucket
+	a := New(&config.Auth{
+		Tokens: []config.AuthToken{
+			{Name: "ci", Token: ciToken, Allow: []string{"*"}, Rate: "2/s", Burst: 3},
+			{Name: "desktop", Token: desktopToken, Allow: []string{"*"}},
+		},
+		OAuth: &config.OAuth{Issuer: "https://idp.example", Audience: "https://gw.example/mcp", PrincipalClaim: "sub", Rate: "1/m"},
+	}, &Options{Bucket: func(principal string, perSecond float64, burst int) Bucket {
+		b := &fakeBucket{principal, perSecond, burst}
+		built = append(built, b)
+		return b
+	}})
+	if d := a.Identity("ci").Policy.Take(); d != time.Minute {
+		t.Errorf("ci's Take = %v, want the built bucket's minute", d)
+	}
+	if d := a.Identity("desktop").Policy.Take(); d != 0 {
+		t.Errorf("desktop (no rate) Take = %v, want 0", d)
+	}
+	if d := a.Identity("carol").Policy.Take(); d != time.Minute {
+		t.Errorf("OAuth principal carol's Take = %v, want the built bucket's minute", d)
+	}
+	want := []fakeBucket{{"ci", 2, 3}, {"carol", 1.0 / 60, 1}}
+	if len(built) != len(want) {
+		t.Fatalf("built %d buckets, want %d (%v)", len(built), len(want), want)
+	}
+	for i, b := range built {
+		if *b != want[i] {
+			t.Errorf("bucket %d built for %+v, want %+v", i, *b, want[i])
+		}
 	}
 }

@@ -206,7 +206,7 @@ func oauthAuth(t *testing.T, is *issuer, o config.OAuth) (*Authenticator, *fakeC
 	a := New(&config.Auth{
 		Tokens: []config.AuthToken{{Name: "desktop", Token: desktopToken, Allow: []string{"*"}}},
 		OAuth:  &o,
-	}, is.srv.Client(), nil)
+	}, &Options{Client: is.srv.Client()})
 	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	a.oauth.now = clk.Now
 	return a, clk
