@@ -61,6 +61,7 @@ var allowed = map[string][]string{
 	"internal/keypath":               {},
 	"internal/cluster/store":         {},
 	"internal/cluster/ratelimit":     {},
+	"internal/cluster/members":       {},
 	"bench":                          {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/rest/openapi/corpus", "builtin"},
 	"tests":                          {},
 
@@ -86,7 +87,7 @@ var thirdParty = map[string][]string{
 	"github.com/openai/openai-go":           {"agent"},
 	"github.com/coreos/go-oidc":             {"internal/auth"},
 	"golang.org/x/time/rate":                {"internal/auth"},
-	"github.com/redis/go-redis":             {"internal/cluster/store", "internal/cluster/ratelimit"},
+	"github.com/redis/go-redis":             {"internal/cluster/store", "internal/cluster/ratelimit", "internal/cluster/members"},
 }
 
 func TestLayering(t *testing.T) {
