@@ -82,8 +82,11 @@ type Members struct {
 	o    Options
 	key  string
 	live atomic.Pointer[[]string] // sorted, this replica included; never changed once stored
-	stop context.CancelFunc
-	wg   sync.WaitGroup // the refresh loop
+	// stop ends the refresh loop; nil until Start, which Close must not
+	// run alongside.
+	stop   context.CancelFunc
+	wg     sync.WaitGroup // the refresh loop
+	joined atomic.Bool    // a refresh wrote this replica's key
 }
 
 // New returns the membership of replica o.ID, not yet started.
@@ -91,7 +94,7 @@ func New(r Redis, o Options) *Members {
 	if o.TTL <= 0 {
 		o.TTL = DefaultTTL
 	}
-	m := &Members{r: r, o: o, key: keyPrefix + o.ID, stop: func() {}}
+	m := &Members{r: r, o: o, key: keyPrefix + o.ID}
 	m.set(o.Configured)
 	return m
 }
@@ -123,6 +126,7 @@ func (m *Members) Refresh(ctx context.Context) {
 		return
 	}
 	_ = m.r.Do(ctx, func(ctx context.Context, c redis.Scripter) error {
+		m.joined.Store(true) // the key may be written even if the answer is lost
 		ids, err := beat.Run(ctx, c, []string{setKey, m.key}, m.o.ID, m.o.Addr, m.o.TTL.Milliseconds()).StringSlice()
 		if err == nil {
 			m.set(ids)
@@ -146,12 +150,17 @@ func (m *Members) set(ids []string) {
 // included. The slice is shared: do not modify it.
 func (m *Members) Members() []string { return *m.live.Load() }
 
-// Close stops refreshing and removes this replica from Redis, so the
-// others drop it at their next refresh rather than after the TTL.
+// Close stops refreshing and, when this replica refreshed its key,
+// removes it from Redis, so the others drop it at their next refresh
+// rather than after the TTL. (A process that never refreshed, like a
+// command run beside a replica with its configuration, must not remove
+// that replica.)
 func (m *Members) Close(ctx context.Context) {
-	m.stop()
-	m.wg.Wait()
-	if !m.r.Up() {
+	if m.stop != nil {
+		m.stop()
+		m.wg.Wait()
+	}
+	if !m.joined.Load() || !m.r.Up() {
 		return
 	}
 	_ = m.r.Do(ctx, func(ctx context.Context, c redis.Scripter) error {

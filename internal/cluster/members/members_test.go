@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/internal/cluster/store"
+	"github.com/toolgate/toolgate/internal/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -101,5 +103,39 @@ func TestStartClose(t *testing.T) {
 	r2.Close(t.Context())
 	if m.Exists("toolgate:member:r1") || m.Exists("toolgate:member:r2") {
 		t.Errorf("keys left after Close: %v", m.Keys())
+	}
+}
+
+// The scripts run on the real redis-server as on miniredis: replicas see
+// each other, each key expires after the TTL, and Close removes it.
+func TestRealRedis(t *testing.T) {
+	rs := redistest.Start(t)
+	open := func() *store.Store {
+		s, err := store.Open(t.Context(), rs.URL(), &store.Options{Probe: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	r1 := New(open(), Options{ID: "r1", Addr: "10.0.0.1:8080"})
+	r1.Start(t.Context())
+	r2 := New(open(), Options{ID: "r2", Addr: "10.0.0.2:8080"})
+	r2.Start(t.Context())
+	want(t, "two started", r2.Members(), []string{"r1", "r2"})
+	c := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer c.Close()
+	if got, err := c.Get(t.Context(), "toolgate:member:r1").Result(); err != nil || got != "10.0.0.1:8080" {
+		t.Errorf("GET toolgate:member:r1 = %q, %v; want 10.0.0.1:8080", got, err)
+	}
+	if ttl, err := c.PTTL(t.Context(), "toolgate:member:r1").Result(); err != nil || ttl <= 0 || ttl > DefaultTTL {
+		t.Errorf("PTTL toolgate:member:r1 = %v, %v; want within (0, %v]", ttl, err, DefaultTTL)
+	}
+	r2.Close(t.Context())
+	r1.Refresh(t.Context())
+	want(t, "r2 closed", r1.Members(), []string{"r1"})
+	r1.Close(t.Context())
+	if n, err := c.Exists(t.Context(), "toolgate:member:r1", "toolgate:member:r2", "toolgate:members").Result(); err != nil || n != 0 {
+		t.Errorf("%d membership keys left after both closed (%v), want 0", n, err)
 	}
 }
