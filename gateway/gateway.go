@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/cluster"
 	"github.com/toolgate/toolgate/internal/loopguard"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/threadctx"
@@ -67,6 +68,7 @@ type Gateway struct {
 	events      *eventBus // call lifecycle events (events.go)
 	front       *mcpfront.Front
 	auth        *auth.Authenticator // nil without authentication (auth.go)
+	redis       *cluster.Redis      // nil without cluster.redis (redis.go)
 	unsubscribe func()
 	regMu       sync.Mutex // serialises Register* and Unregister
 
@@ -135,6 +137,11 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		g.reg.ReserveNamespaces(o.Name)
 	}
 	g.root, g.rootCancel = context.WithCancelCause(context.Background())
+	redisErrors, err := g.openRedis(cfg)
+	if err != nil {
+		g.rootCancel(err)
+		return nil, err
+	}
 	g.pool = threadctx.NewPool(&threadctx.Options{
 		IdleTTL:      cfg.Threads.IdleTTL.D(),
 		MaxInstances: cfg.Threads.MaxInstances,
@@ -144,6 +151,9 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.stateful = executors.NewStateful(g.pool)
 	g.limiter = newLimiter(cfg.Defaults.MaxParallel, cfg.Defaults.MaxParallelPerSession, cfg.Defaults.MaxQueue)
 	g.metrics = newMetrics(g.pool, g.reg, g.limiter)
+	if g.redis != nil {
+		g.metrics.reg.MustRegister(redisErrors)
+	}
 	g.res = newResilience(cfg, g.metrics)
 	g.events = newEventBus(g.metrics.reg, eventBuffer)
 	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{
@@ -156,7 +166,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		OnResponse: g.metrics.httpResponse,
 		OnRetry:    g.metrics.retry,
 	})
-	g.auth = auth.New(&cfg.Auth, &auth.Options{Logger: g.logger})
+	g.auth = auth.New(&cfg.Auth, &auth.Options{Logger: g.logger, Bucket: g.redis.Buckets()})
 	principalSessions, authenticate := 0, (func(h http.Handler) http.Handler)(nil)
 	if g.auth != nil {
 		principalSessions, authenticate = cfg.Auth.SessionCap(), g.auth.Middleware
@@ -401,6 +411,7 @@ func (g *Gateway) Close() error {
 		}
 		g.pool.Close()
 		g.rest.Close()
+		g.redis.Close()
 	})
 	return nil
 }

@@ -31,6 +31,7 @@ import (
 // The same handler is returned on every call.
 func (g *Gateway) Handler() http.Handler {
 	g.httpOnce.Do(func() {
+		g.redis.Join(g.root) // served over HTTP: a member of its cluster (redis.go)
 		r := chi.NewRouter()
 		r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
