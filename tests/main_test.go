@@ -273,11 +273,21 @@ func newHTTPClient() *http.Client {
 // scrape returns the text of base's /metrics.
 func scrape(t *testing.T, base string) string {
 	t.Helper()
+	return scrapeWith(t, base, "")
+}
+
+// scrapeWith is scrape sending token, when not empty, as the bearer token
+// (with authentication on, /metrics is for auth.admins).
+func scrapeWith(t *testing.T, base, token string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		t.Fatalf("building the /metrics request: %v", err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := newHTTPClient().Do(req)
 	if err != nil {
