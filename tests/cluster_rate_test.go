@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -122,5 +123,37 @@ func TestClusterRate(t *testing.T) {
 		if n := metricOrZero(text, "toolgate_cluster_redis_errors_total", nil); n < 1 {
 			t.Errorf("replica r%d: toolgate_cluster_redis_errors_total = %v after Redis went away, want at least 1", i+1, n)
 		}
+	}
+}
+
+// A Redis that does not answer at start does not stop toolgate: it
+// starts, says so once, and counts each principal locally at rate/N, N
+// being the replicas cluster.peers lists.
+func TestClusterRateRedisDownAtStart(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nothing := l.Addr().String()
+	l.Close() // nothing listens there now
+	cfg := clusterRateConfig("r1", "redis://:redis-password-in-url@"+nothing+"/0") + `  peers: {r1: "127.0.0.1:9", r2: "127.0.0.1:9", r3: "127.0.0.1:9"}
+`
+	srv := startServe(t, cfg)
+	c, err := authClient(t, srv, "alice-token-0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 5/s burst 5 over the 3 peers: 5/3 a second, burst 1.
+	if res := mustCall(t, c, "calc", map[string]any{"expression": "1+1"}, ""); res.IsError {
+		t.Fatalf("the first call failed: %s", resultText(res))
+	}
+	res := mustCall(t, c, "calc", map[string]any{"expression": "2+1"}, "")
+	wantError(t, res, "rate_limited")
+	logs := srv.Stderr()
+	if n := strings.Count(logs, "cluster: redis did not answer at start"); n != 1 {
+		t.Errorf("logged %d warnings that redis did not answer at start, want 1:\n%s", n, logs)
+	}
+	if strings.Contains(logs, "redis-password-in-url") {
+		t.Errorf("the log shows the Redis URL's password:\n%s", logs)
 	}
 }
