@@ -280,3 +280,40 @@ func TestIdle(t *testing.T) {
 		t.Error("Idle() 2s after a call at 2/s burst 4 = false, want true")
 	}
 }
+
+// BenchmarkTake is a call's cost on the pass path (10,000/s: leases of
+// 1,000, time moving at the rate) and on the refused path (kept locally),
+// with the Redis round trips per call.
+func BenchmarkTake(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		rate float64
+		step time.Duration
+	}{
+		{"pass", 10000, 100 * time.Microsecond},
+		{"refused", 1, 0},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			m := miniredis.RunT(b)
+			c := newClock(m)
+			s, err := store.Open(b.Context(), "redis://"+m.Addr(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			r := &trips{Store: s}
+			l := New(r, &Options{Now: c.Now})
+			defer l.Close()
+			bk := l.Bucket("alice", bc.rate, int(bc.rate))
+			bk.Take()
+			n := r.n.Load()
+			for b.Loop() {
+				if bc.step > 0 {
+					c.advance(bc.step)
+				}
+				bk.Take()
+			}
+			b.ReportMetric(float64(r.n.Load()-n)/float64(b.N), "trips/op")
+		})
+	}
+}
