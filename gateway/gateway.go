@@ -173,6 +173,9 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	}
 	s := cfg.Server
 	self, peers := replicaOf(cfg, g.metrics.reg)
+	if peers != nil && g.redis != nil {
+		peers.LiveFunc = g.redis.Members // named threads owned among the replicas live
+	}
 	g.handles = handles.NewKeys(self)
 	if cfg.Cluster != nil {
 		g.handleTools.Header = handles.HeaderName
