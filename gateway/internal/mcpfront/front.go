@@ -165,6 +165,10 @@ type Front struct {
 	// streams).
 	root       context.Context
 	rootCancel context.CancelFunc
+	// streams ends with root, or before it with EndStreams: the
+	// long-lived streams (GET, subscriptions/listen) end with it.
+	streams    context.Context
+	endStreams context.CancelFunc
 	clients    sync.Map // live session ID → *session (session.go)
 
 	limits *sessionlimit.Limits // server.max_sessions and auth.max_sessions (session.go)
@@ -194,6 +198,7 @@ func New(b Backend, o Options) *Front {
 	f.list.Store(&toolList{})
 	f.subs = subscriptions.New(f.passSubscription, unsubscribeTimeout, subscriptions.Limits{PerSession: maxSubscriptionsPerSession, PerPrincipal: maxSubscriptionsPerPrincipal, URILen: maxSubscribeURI})
 	f.root, f.rootCancel = context.WithCancel(context.Background())
+	f.streams, f.endStreams = context.WithCancel(f.root)
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(ctx context.Context, cs server.ClientSession) {
 		if s, ok := cs.(*session); ok && s.listen {
@@ -279,6 +284,14 @@ func removedOnly(add []Tool, remove []string) []string {
 type Mux interface {
 	Handle(pattern string, h http.Handler)
 }
+
+// EndStreams ends the long-lived streams gracefully, now and as they
+// open from now on: each session's GET stream ends (its session stays),
+// and each subscriptions/listen request is answered, which ends its
+// stream. Requests in flight go on. Their clients reconnect, and a
+// replica leaving a cluster calls it once its listener has closed, so
+// that they reconnect to another. It is safe to call more than once.
+func (f *Front) EndStreams() { f.endStreams() }
 
 // Close ends every session and stops the front's background work (the
 // idle sweeper, SSE batches). It is safe to call more than once.

@@ -51,7 +51,8 @@ func (f *Front) serveSessionStream(w http.ResponseWriter, r *http.Request, sid s
 }
 
 // serveGet streams session s's queue until the client goes away, the
-// session ends, a newer GET replaces this one or the front closes.
+// session ends, a newer GET replaces this one, or the front closes or
+// ends its streams (EndStreams).
 func (f *Front) serveGet(w http.ResponseWriter, r *http.Request, s *session) {
 	if _, ok := w.(http.Flusher); !ok {
 		writeJSON(w, http.StatusMethodNotAllowed, jsonRPCError(mcp.INVALID_REQUEST, "this connection cannot stream: open the GET stream over a connection that can"))
@@ -59,7 +60,7 @@ func (f *Front) serveGet(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
-	defer context.AfterFunc(f.root, stop)()
+	defer context.AfterFunc(f.streams, stop)()
 	// Take the session's turn: the stream before this one ends first.
 	var mine sync.WaitGroup
 	mine.Add(1)

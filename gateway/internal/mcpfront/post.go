@@ -353,7 +353,7 @@ func (f *Front) serveListen(w http.ResponseWriter, x *exchange, s *session, m *m
 	}
 	ctx, cancel := context.WithCancel(x.ctx)
 	defer cancel()
-	defer context.AfterFunc(f.root, cancel)() // the front closing ends the stream
+	defer context.AfterFunc(f.streams, cancel)() // the front closing, or EndStreams, ends the stream
 	x.stream, x.ctx = st, withStream(ctx, st)
 	s.id, s.listen = "listen-"+rand.Text(), true
 	s.Initialize()
