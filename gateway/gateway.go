@@ -88,6 +88,7 @@ type Gateway struct {
 	root       context.Context
 	rootCancel context.CancelCauseFunc
 	calls      tracker
+	unready    atomic.Bool   // set by Unready: the replica is leaving (drain.go)
 	oneShot    atomic.Uint64 // numbers one-call threads
 	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
 	hookSet    []*hooks.Hook // the configured hooks, in the file's order; set by New (hooks.go)

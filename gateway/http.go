@@ -15,14 +15,15 @@ import (
 
 // Handler returns the gateway's HTTP handler: MCP over streamable HTTP at
 // server.mcp_path, legacy SSE at /sse and /message (when server.sse is on),
-// /metrics, /healthz, /readyz, the call lifecycle events at /events and
-// the live calls page at /ui. Request bodies are capped at
-// server.max_body_bytes and cross-origin browser requests are refused
-// unless their origin is in server.allowed_origins. Every endpoint but
-// /healthz, which shows nothing, refuses a request that reached a loopback
-// address naming a Host that is not loopback (DNS rebinding protection;
-// see origin.LoopbackHost). With authentication configured, every endpoint but
-// /healthz and the protected resource metadata (RFC 9728, at
+// /metrics, /healthz, /readyz, the readiness endpoint [ReadinessPath], the
+// call lifecycle events at /events and the live calls page at /ui. Request
+// bodies are capped at server.max_body_bytes and cross-origin browser
+// requests are refused unless their origin is in server.allowed_origins.
+// Every endpoint but /healthz and [ReadinessPath], which show nothing,
+// refuses a request that reached a loopback address naming a Host that is
+// not loopback (DNS rebinding protection; see origin.LoopbackHost). With
+// authentication configured, every endpoint but those two and the
+// protected resource metadata (RFC 9728, at
 // /.well-known/oauth-protected-resource and that path followed by the MCP
 // path) needs a bearer token, and so does everything but the page and
 // script of /ui, which hold no data; CORS preflights are answered without
@@ -37,6 +38,9 @@ func (g *Gateway) Handler() http.Handler {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			_, _ = io.WriteString(w, "ok\n")
 		})
+		// Readiness for balancers and probes names nothing either (drain.go).
+		r.Get(ReadinessPath, g.serveReadiness)
+		r.Head(ReadinessPath, g.serveReadiness)
 		r.Get(auth.MetadataPath, g.auth.ServeMetadata)
 		r.Get(auth.MetadataPath+g.cfg.Server.MCPPath, g.auth.ServeMetadata)
 		authed := func(h http.Handler) http.Handler { return h }
@@ -73,7 +77,7 @@ func (g *Gateway) Handler() http.Handler {
 func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	status, code := "ready", http.StatusOK
-	if g.calls.isDraining() {
+	if !g.ready() {
 		status, code = "shutting_down", http.StatusServiceUnavailable
 	}
 	body := map[string]any{"status": status, "tools": g.reg.Len()}
