@@ -68,69 +68,139 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
+	s := &serving{cfg: cfg, logger: logger, g: g, gc: gc, srv: srv, serveErr: serveErr, again: again}
+	return s.stop(ctx)
+}
 
-	grace := cfg.Server.ShutdownGrace.D()
-	logger.Info("shutting down", "grace", grace.String())
+// serving is a `toolgate serve` whose first signal has come: what its
+// shutdown needs.
+type serving struct {
+	cfg      *config.Config
+	logger   *slog.Logger
+	g        *gateway.Gateway
+	gc       *closer
+	srv      *http.Server
+	serveErr <-chan error     // Serve's return
+	again    <-chan os.Signal // the signals after the first
+}
+
+// stop shuts serve down after its first signal (ctx is done). Without a
+// cluster section, at once: the listener closes, calls in flight get
+// server.shutdown_grace, then the gateway closes. A replica of a cluster
+// first reports not ready (gateway.ReadinessPath answers 503) and serves
+// on for cluster.drain_delay, so that the balancers take it out of
+// rotation before its listener closes; when it closes, the long-lived
+// streams end, so that their clients reconnect to another replica. A
+// second signal stops it at once.
+func (s *serving) stop(ctx context.Context) error {
+	s.g.Unready()
+	if k := s.cfg.Cluster; k != nil {
+		s.logger.Info("draining: not ready, serving on until the balancers notice", "drain_delay", k.Drain().String())
+		sig, err := linger(k.Drain(), s.again, s.serveErr)
+		if err != nil {
+			return fmt.Errorf("serving: %w", err)
+		}
+		if sig != nil {
+			return s.abort(sig, callsCancelled, nil)
+		}
+		s.srv.RegisterOnShutdown(s.g.EndStreams) // run once the listener has closed
+	}
+	// The shutdown's waits end when it returns, after an abort too.
+	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	sig, undone, httpDone := s.drain(base)
+	if sig != nil {
+		return s.abort(sig, undone, httpDone)
+	}
+	_ = s.srv.Close()
+	<-s.serveErr
+	s.logger.Info("stopped")
+	return nil
+}
+
+// linger serves on for d, returning early with a second signal or with
+// Serve's error.
+func linger(d time.Duration, again <-chan os.Signal, serveErr <-chan error) (os.Signal, error) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil, nil
+	case sig := <-again:
+		return sig, nil
+	case err := <-serveErr:
+		return nil, err
+	}
+}
+
+// drain closes the listener and drains the calls in flight within
+// server.shutdown_grace, then closes the gateway and waits for the
+// requests still open to write their results. A second signal ends it
+// early: it is returned, with what it left undone and the channel of the
+// server's Shutdown, when it may still return. ctx bounds the waits it
+// leaves running (the caller cancels it once it has stopped).
+func (s *serving) drain(ctx context.Context) (sig os.Signal, undone string, httpDone chan error) {
+	grace := s.cfg.Server.ShutdownGrace.D()
+	s.logger.Info("shutting down", "grace", grace.String())
 	deadline := time.Now().Add(grace)
 	// Stop accepting connections now. Shutdown returns once no connection
 	// is active: the long-lived streams end when the gateway's Close ends
 	// the sessions, but a request whose body never completes would hold it
 	// forever, so it is bounded below.
-	httpDone := make(chan error, 1)
-	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer hcancel()
-	go func() { httpDone <- srv.Shutdown(hctx) }()
+	httpDone = make(chan error, 1)
+	go func() { httpDone <- s.srv.Shutdown(ctx) }()
 	// The calls drain within the grace; then the gateway closes, which the
 	// closer bounds by the grace too (upstreams still running at its end
 	// are killed).
-	gctx, gcancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	defer gcancel()
-	gc.deadline = deadline
+	gctx, gcancel := context.WithDeadline(ctx, deadline)
+	s.gc.deadline = deadline
 	gDone := make(chan error, 1)
-	go func() { gDone <- g.Drain(gctx) }()
-	var sig os.Signal
-	undone := callsCancelled
+	go func() {
+		defer gcancel()
+		gDone <- s.g.Drain(gctx)
+	}()
 	select {
 	case err := <-gDone:
 		if err != nil {
-			logger.Warn("shutdown grace ran out; calls were cancelled")
+			s.logger.Warn("shutdown grace ran out; calls were cancelled")
 		}
-		// Requests still open get the rest of the grace, and at least
-		// resultWait after the drain to write the results of calls
-		// cancelled at its end; the close is bounded alike.
-		resultsBy := gc.waitEnd(time.Now())
-		if sig = gc.close(); sig != nil {
-			undone = upstreamsKilled
-			break
-		}
-		timer := time.NewTimer(max(time.Until(resultsBy), 0))
-		defer timer.Stop()
+	case sig = <-s.again:
+		return sig, callsCancelled, httpDone
+	}
+	// Requests still open get the rest of the grace, and at least
+	// resultWait after the drain to write the results of calls cancelled
+	// at its end; the close is bounded alike.
+	resultsBy := s.gc.waitEnd(time.Now())
+	if sig = s.gc.close(); sig != nil {
+		return sig, upstreamsKilled, httpDone
+	}
+	timer := time.NewTimer(max(time.Until(resultsBy), 0))
+	defer timer.Stop()
+	select {
+	case <-httpDone:
+	case <-timer.C:
 		select {
 		case <-httpDone:
-			httpDone = nil
-		case <-timer.C:
-			select {
-			case <-httpDone:
-				httpDone = nil
-			default:
-				logger.Warn("requests still open after the shutdown grace; closing their connections")
-			}
-		case sig = <-again:
+		default:
+			s.logger.Warn("requests still open after the shutdown grace; closing their connections")
 		}
-	case sig = <-again:
+	case sig = <-s.again:
+		return sig, callsCancelled, httpDone
 	}
-	if sig != nil {
-		logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
-		gc.abort()
-		waitResults(gc.abortedAt.Add(resultWait), gc.closed, httpDone)
-	}
-	_ = srv.Close()
-	<-serveErr
-	if sig != nil {
-		return cli.SignalExit(sig, undone)
-	}
-	logger.Info("stopped")
-	return nil
+	return nil, "", nil
+}
+
+// abort stops at once after a second signal, sig, which left undone
+// undone: calls in flight are cancelled and the upstreams killed, and
+// their results get resultWait to reach the clients (through the server,
+// whose Shutdown returns on httpDone, when not nil).
+func (s *serving) abort(sig os.Signal, undone string, httpDone <-chan error) error {
+	s.logger.Warn("signal during shutdown; cancelling calls in flight and stopping now", "signal", sig.String())
+	s.gc.abort()
+	waitResults(s.gc.abortedAt.Add(resultWait), s.gc.closed, httpDone)
+	_ = s.srv.Close()
+	<-s.serveErr
+	return cli.SignalExit(sig, undone)
 }
 
 // loopbackListen reports whether a listen address binds only loopback:

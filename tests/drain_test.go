@@ -1,0 +1,220 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// readinessPath is gateway.ReadinessPath, as a balancer is configured
+// with it.
+const readinessPath = "/healthz/ready"
+
+// drainConfig is a replica of a cluster with a drain delay of delay and
+// the sleep tool.
+func drainConfig(delay time.Duration) string {
+	return fmt.Sprintf(`server:
+  shutdown_grace: 10s
+cluster:
+  replica_id: r1
+  secret: drain-test-secret-0123456789abcdef-0123456789
+  drain_delay: %s
+builtin: [sleep, calc]
+`, delay)
+}
+
+// readiness probes base's readiness endpoint, on a connection of its own
+// as a balancer's health check opens, and returns the status and body; a
+// connection error is returned as it is.
+func readiness(ctx context.Context, base string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+readinessPath, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := newHTTPClient().Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// post2026 sends a 2026-07-28 tools/call of name with args (JSON) and
+// returns the reply's body; it may run on a goroutine of the test's.
+func post2026(ctx context.Context, base, name, args string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args +
+		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"drain","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", name)
+	resp, err := newHTTPClient().Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
+	}
+	return string(b), err
+}
+
+// TestDrainVisibleToBalancers: a replica of a cluster, on SIGTERM with a
+// 2.5 s call in flight, reports not ready at once (503 on the readiness
+// endpoint, which needs no token) while it still serves new requests for
+// cluster.drain_delay; then its port refuses connections, a session's GET
+// stream ends cleanly while the calls still run (its client reconnects
+// elsewhere), the calls complete, and the process exits 0.
+func TestDrainVisibleToBalancers(t *testing.T) {
+	const delay = time.Second
+	srv := startServe(t, drainConfig(delay))
+	if code, body, err := readiness(t.Context(), srv.URL); err != nil || code != http.StatusOK || body != "ready\n" {
+		t.Fatalf("readiness before SIGTERM = %d %q, %v; want 200 ready", code, body, err)
+	}
+
+	// A session's GET stream, open until the drain ends it.
+	sess := openRawSession(t, srv.URL)
+	getCtx, cancelGet := context.WithTimeout(t.Context(), callTimeout)
+	defer cancelGet()
+	getReq, _ := http.NewRequestWithContext(getCtx, http.MethodGet, sess.URL, nil)
+	getReq.Header.Set("Accept", "text/event-stream")
+	getReq.Header.Set("Mcp-Session-Id", sess.ID)
+	getReq.Header.Set("Mcp-Protocol-Version", protocolVersion)
+	getResp, err := newHTTPClient().Do(getReq)
+	if err != nil || getResp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v, %v", getResp, err)
+	}
+	defer getResp.Body.Close()
+	getEnded := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, getResp.Body)
+		getEnded <- err
+	}()
+
+	type reply struct {
+		body string
+		err  error
+	}
+	inFlight := make(chan reply, 1)
+	go func() {
+		b, err := post2026(t.Context(), srv.URL, "sleep", `{"ms":2500}`)
+		inFlight <- reply{b, err}
+	}()
+	// A longer call too: the sessions end once every call has, so a GET
+	// stream still open when the 2.5 s call returns was not ended by the
+	// drain.
+	longer := make(chan reply, 1)
+	go func() {
+		b, err := post2026(t.Context(), srv.URL, "sleep", `{"ms":4000}`)
+		longer <- reply{b, err}
+	}()
+	waitMetric(t, srv.URL, "toolgate_tool_calls_in_flight", nil, 2)
+
+	srv.Signal(t, syscall.SIGTERM)
+	// 503 at once (the signal arrives asynchronously: poll), while a new
+	// request, on a connection of its own, is still served.
+	pollUntil(t, pollTimeout, "readiness to turn 503", func() (bool, string) {
+		code, body, err := readiness(t.Context(), srv.URL)
+		if err != nil {
+			t.Fatalf("readiness after SIGTERM: %v; want 503 while the listener still accepts", err)
+		}
+		return code == http.StatusServiceUnavailable && body == "draining\n", fmt.Sprintf("readiness = %d %q", code, body)
+	})
+	if body, err := post2026(t.Context(), srv.URL, "calc", `{"expression":"6*7"}`); err != nil || !strings.Contains(body, "42") {
+		t.Errorf("a new call while not ready = %q, %v; want it served (the balancer may not have noticed yet)", body, err)
+	}
+	select {
+	case err := <-getEnded:
+		t.Errorf("the GET stream ended (%v) during the drain delay; want it open until the listener closes", err)
+	default:
+	}
+
+	// Then the listener closes: the port refuses connections.
+	host := strings.TrimPrefix(srv.URL, "http://")
+	pollUntil(t, delay+pollTimeout, "the port to refuse connections", func() (bool, string) {
+		conn, err := net.DialTimeout("tcp", host, time.Second)
+		if err == nil {
+			conn.Close()
+			return false, "the port still accepts connections"
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("dialling %s after the drain delay: %v; want connection refused", host, err)
+		}
+		return true, ""
+	})
+
+	var done reply
+	select {
+	case err := <-getEnded:
+		if err != nil {
+			t.Errorf("the GET stream ended with %v, want a clean end", err)
+		}
+		done = <-inFlight
+	case done = <-inFlight:
+		t.Errorf("the call in flight returned before the GET stream ended; want the stream ended when the listener closed")
+	}
+	if done.err != nil || !strings.Contains(done.body, "slept 2500 ms") {
+		t.Errorf("the call in flight = %q, %v; want it completed", done.body, done.err)
+	}
+	if done = <-longer; done.err != nil || !strings.Contains(done.body, "slept 4000 ms") {
+		t.Errorf("the longer call in flight = %q, %v; want it completed", done.body, done.err)
+	}
+	if code := srv.Wait(t, 10*time.Second+exitMargin); code != 0 {
+		t.Errorf("toolgate serve exited with code %d after SIGTERM, want 0", code)
+	}
+	if !bytes.Contains([]byte(srv.Stderr()), []byte(`"drain_delay":"1s"`)) {
+		t.Errorf("stderr does not log the drain delay")
+	}
+}
+
+// TestNoClusterNoDrainDelay: without a cluster section SIGTERM closes the
+// listener at once, as it always did: before the call in flight returns.
+func TestNoClusterNoDrainDelay(t *testing.T) {
+	srv := startServe(t, "server:\n  shutdown_grace: 10s\nbuiltin: [sleep]\n")
+	inFlight := make(chan error, 1)
+	go func() {
+		_, err := post2026(t.Context(), srv.URL, "sleep", `{"ms":2500}`)
+		inFlight <- err
+	}()
+	waitMetric(t, srv.URL, "toolgate_tool_calls_in_flight", nil, 1)
+	srv.Signal(t, syscall.SIGTERM)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	pollUntil(t, pollTimeout, "the port to refuse connections", func() (bool, string) {
+		conn, err := net.DialTimeout("tcp", host, time.Second)
+		if err == nil {
+			conn.Close()
+			return false, "the port still accepts connections"
+		}
+		return true, ""
+	})
+	select {
+	case err := <-inFlight:
+		t.Errorf("the call in flight returned (%v) before the listener closed; want the listener closed at once", err)
+	default:
+	}
+	if err := <-inFlight; err != nil {
+		t.Errorf("the call in flight: %v; want it completed", err)
+	}
+	if code := srv.Wait(t, 10*time.Second+exitMargin); code != 0 {
+		t.Errorf("toolgate serve exited with code %d after SIGTERM, want 0", code)
+	}
+}
