@@ -299,14 +299,7 @@ func TestProtocol2026Upstream(t *testing.T) {
 // one) are refused with -32602.
 func TestProtocol2026AskUpstream(t *testing.T) {
 	m := newProcMarker(t)
-	srv := serveUpstreams(t, m, `auth:
-  tokens:
-    - name: alice
-      token: alice-token-0123456789abcdef
-    - name: bob
-      token: bob-token-0123456789abcdef
-upstreams:
-`+everythingUpstream(t, m))
+	srv := serveUpstreams(t, m, aliceAndBob+"upstreams:\n"+everythingUpstream(t, m))
 	aliceAuth := map[string]string{"Authorization": "Bearer alice-token-0123456789abcdef"}
 	asked := make(chan string, 4)
 	c := connect2026(t, srv, aliceAuth, client.WithSamplingHandler(promptSampler{sampler{asked}}), client.WithElicitationHandler(formFiller{}))
@@ -330,23 +323,10 @@ upstreams:
 	}
 
 	// The exchange by hand, with the requestState checked.
-	hc := newHTTPClient()
 	const tool = "ev__trigger-elicitation-request"
 	call := func(token, extra string) (int, mrtrReply) {
 		t.Helper()
-		body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` + extra +
-			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
-		r := postRaw(t, hc, srv.URL+"/mcp", []byte(body), http.Header{"Authorization": {"Bearer " + token},
-			"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {tool}})
-		b := r.Body
-		if i := bytes.LastIndex(b, []byte("data: ")); i >= 0 {
-			b = b[i+len("data: "):]
-		}
-		var reply mrtrReply
-		if err := json.Unmarshal(bytes.TrimSpace(b), &reply); err != nil {
-			t.Fatalf("reading %d %s: %v", r.Status, r.Body, err)
-		}
-		return r.Status, reply
+		return askByHand(t, srv.URL, tool, token, extra)
 	}
 	status, first := call("alice-token-0123456789abcdef", "")
 	if status != http.StatusOK || first.Result.ResultType != "input_required" || len(first.Result.InputRequests) != 1 || first.Result.RequestState == "" {

@@ -57,9 +57,10 @@ type conn struct {
 	routesMu sync.Mutex
 	routes   map[string]*progressRoute // progress token → call
 
-	// peersMu guards peers.
+	// peersMu guards peers and waits.
 	peersMu sync.Mutex
-	peers   map[string]inflight // request ID → the peer it is made for (relay.go)
+	peers   map[string]inflight      // request ID → the peer it is made for (relay.go)
+	waits   map[*peerRef]*clientWait // calls waiting for their clients' answers (relay.go)
 
 	catalogChanged chan struct{} // 1-buffered: the upstream's resources or prompts changed
 
@@ -89,6 +90,7 @@ func newConn(lifetime context.Context, u *upstream, thread string) *conn {
 		listChanged: make(chan struct{}, 1),
 		routes:      make(map[string]*progressRoute),
 		peers:       make(map[string]inflight),
+		waits:       make(map[*peerRef]*clientWait),
 
 		catalogChanged: make(chan struct{}, 1),
 	}

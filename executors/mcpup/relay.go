@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -76,20 +77,93 @@ func (c *conn) trackPeer(ctx context.Context, id string) func() {
 
 // soloPeer returns the one peer the connection has requests in flight for
 // (the latest of them if one session has several): an upstream's message
-// that names no request (stdio and SSE cannot tell) belongs to it. ok is
-// false when requests of more than one session are in flight: the message
-// cannot be attributed, and must not reach another client. p is nil when
-// none is in flight.
-func (c *conn) soloPeer() (f inflight, ok bool) {
+// that names no request (stdio cannot tell) belongs to it. ok is false
+// when requests of more than one session are in flight: the message
+// cannot be attributed, and must not reach another client. f.peer is nil
+// when none is in flight.
+//
+// A message read at position pos of a stdio upstream's stream (0 for
+// none) is not attributed to a call that waits for its client: one with
+// a request relayed to its client and unanswered, since a fence that
+// passed before pos (awaitClient). Such a call is blocked on its
+// client's answer, and everything it sent with that request was read
+// before the fence passed; so when the other calls in flight are one
+// session's, the message is that session's, and a call waiting for its
+// client (an input_required left unanswered, say) holds no other
+// client's requests (issue 26). When every call in flight waits, they
+// all count.
+func (c *conn) soloPeer(pos uint64) (f inflight, ok bool) {
 	c.peersMu.Lock()
 	defer c.peersMu.Unlock()
+	f, ok = c.soloLocked(pos)
+	if ok && f.peer == nil {
+		f, ok = c.soloLocked(0)
+	}
+	return f, ok
+}
+
+// soloLocked is soloPeer leaving out the calls waiting for their clients
+// since before pos, if any. c.peersMu is held.
+func (c *conn) soloLocked(pos uint64) (f inflight, ok bool) {
 	for _, in := range c.peers {
+		if w := c.waits[in.ref]; w != nil && w.passed != 0 && w.passed < pos {
+			continue
+		}
 		if f.peer != nil && f.peer.Session() != in.peer.Session() {
 			return inflight{}, false
 		}
 		f = in
 	}
 	return f, true
+}
+
+// clientWait is a call's wait for its client's answers (awaitClient).
+type clientWait struct {
+	n      int    // the call's requests relayed to its client and not yet answered
+	passed uint64 // the position of the first fence's answer that passed while n > 0; 0 until then
+}
+
+// awaitClient records that the call of ref waits for its client's answer
+// to a request the upstream sent over stdio, from a fence on: a ping of
+// the upstream's, whose answer is read after everything the upstream sent
+// before it read the ping, requests the call sent along with this one
+// included. Messages read after that answer are attributed as if the call
+// were not in flight (soloPeer). done ends the wait, once the client has
+// answered. On other transports it records nothing: their requests name
+// their calls.
+func (c *conn) awaitClient(ref *peerRef) (done func()) {
+	st, ok := c.tr.(*stdioTransport)
+	if !ok {
+		return func() {}
+	}
+	c.peersMu.Lock()
+	w := c.waits[ref]
+	if w == nil {
+		w = &clientWait{}
+		c.waits[ref] = w
+	}
+	w.n++
+	c.peersMu.Unlock()
+	ctx, cancel := context.WithCancel(c.life)
+	var fence sync.WaitGroup
+	fence.Go(func() {
+		_ = st.fence(ctx, "toolgate-fence-"+strconv.FormatUint(c.u.m.nextID(), 10), func(pos uint64) {
+			c.peersMu.Lock()
+			if w.passed == 0 {
+				w.passed = pos
+			}
+			c.peersMu.Unlock()
+		})
+	})
+	return func() {
+		cancel()
+		fence.Wait()
+		c.peersMu.Lock()
+		if w.n--; w.n == 0 {
+			delete(c.waits, ref)
+		}
+		c.peersMu.Unlock()
+	}
 }
 
 // inflightOf returns the request in flight for r: the call whose context
@@ -129,6 +203,7 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 		return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "toolgate does not serve "+strconv.Quote(req.Method)+" to upstreams", nil), nil
 	}
 	var target inflight
+	pos, overStdio := readPosOf(ctx)
 	if r := refFrom(ctx); r != nil {
 		// Streamable HTTP: the request arrived on the call's own response
 		// stream, with a context derived from the call's.
@@ -138,7 +213,7 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 		}
 	} else {
 		var ok bool
-		if target, ok = c.soloPeer(); !ok {
+		if target, ok = c.soloPeer(pos); !ok {
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR,
 				req.Method+": calls of several clients are in flight on this connection and the request names none of them; toolgate relays it only when it can tell whose call it serves", nil), nil
 		}
@@ -146,6 +221,9 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 	if target.peer == nil {
 		return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND,
 			req.Method+": no MCP client of toolgate is waiting on this upstream (no call is in flight, or the call came from no MCP session, like toolgate call's); toolgate relays it only to the client whose call the upstream is serving", nil), nil
+	}
+	if overStdio && target.ref != nil {
+		defer c.awaitClient(target.ref)()
 	}
 	params, err := json.Marshal(req.Params)
 	if err != nil || req.Params == nil {
@@ -275,7 +353,7 @@ func (c *conn) forwardLog(f map[string]any) {
 		name += "/" + l
 	}
 	params["logger"] = name
-	target, ok := c.soloPeer()
+	target, ok := c.soloPeer(0)
 	if !ok {
 		return
 	}

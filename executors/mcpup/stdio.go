@@ -36,6 +36,9 @@ type stdioTransport struct {
 
 	mu      sync.Mutex
 	pending map[string]chan *transport.JSONRPCResponse // by request ID
+	fences  map[string]func(pos uint64)                // by request ID: fence's pings (guarded by mu)
+
+	nread uint64 // messages read so far; the read goroutine's only
 
 	wmu     sync.Mutex
 	wdone   *sync.Cond // on wmu: signalled when writing ends
@@ -68,7 +71,7 @@ const maxKeptBuffer = 64 << 10
 var errStdinBacklog = fmt.Errorf("the upstream is not reading its stdin: over %d MiB of messages wait to be written", maxQueuedWrites>>20)
 
 func newStdioTransport(lines *lineGuard, out io.WriteCloser) *stdioTransport {
-	t := &stdioTransport{lines: lines, out: out, pending: make(map[string]chan *transport.JSONRPCResponse), done: make(chan struct{})}
+	t := &stdioTransport{lines: lines, out: out, pending: make(map[string]chan *transport.JSONRPCResponse), fences: make(map[string]func(uint64)), done: make(chan struct{})}
 	t.wdone = sync.NewCond(&t.wmu)
 	return t
 }
@@ -108,10 +111,11 @@ func (t *stdioTransport) read() {
 // JSON-RPC object is skipped, as mcp-go's transport skips it.
 func (t *stdioTransport) dispatch(line []byte) {
 	m, ok := decodeMessage(line)
+	t.nread++
 	switch {
 	case !ok:
 	case m.resp != nil:
-		t.deliver(m.resp)
+		t.deliver(m.resp, t.nread)
 	case m.note != nil:
 		t.hmu.RLock()
 		h := t.onNotify
@@ -120,28 +124,68 @@ func (t *stdioTransport) dispatch(line []byte) {
 			h(*m.note)
 		}
 	case m.req != nil:
-		t.handle(*m.req)
+		t.handle(*m.req, t.nread)
 	}
 }
 
-// deliver hands resp to the call waiting for it, if any.
-func (t *stdioTransport) deliver(resp *transport.JSONRPCResponse) {
+// deliver hands resp, read at position pos, to the call waiting for it,
+// if any, after telling the fence waiting for it (see fence).
+func (t *stdioTransport) deliver(resp *transport.JSONRPCResponse, pos uint64) {
 	key := resp.ID.String()
 	t.mu.Lock()
 	ch, ok := t.pending[key]
 	delete(t.pending, key)
+	passed := t.fences[key]
 	t.mu.Unlock()
+	if passed != nil {
+		passed(pos)
+	}
 	if ok {
 		ch <- resp
 	}
 }
 
-// handle runs the handler of the upstream's request in a goroutine and
-// sends its answer.
-func (t *stdioTransport) handle(req transport.JSONRPCRequest) {
+// readPosKey carries, in the context an upstream's request is handled
+// with, its position on the upstream's stdout: the number of messages
+// read up to it, itself included (fence).
+type readPosKey struct{}
+
+// readPosOf returns the position of the request ctx is the handler's
+// context of, and whether it has one (it came over stdio).
+func readPosOf(ctx context.Context) (uint64, bool) {
+	pos, ok := ctx.Value(readPosKey{}).(uint64)
+	return pos, ok
+}
+
+// fence sends the upstream a ping with ID id and returns once its answer
+// has been read, or with ctx's error, or when the stream ends. Reading the
+// answer, the read goroutine calls passed with the answer's position
+// before it dispatches anything after it. The upstream reads its stdin and
+// writes its stdout in order, so every message it wrote before it read
+// the ping is read before the answer, at a lower position. passed must
+// not block.
+func (t *stdioTransport) fence(ctx context.Context, id string, passed func(pos uint64)) error {
+	rid := mcp.NewRequestId(id)
+	key := rid.String()
+	t.mu.Lock()
+	t.fences[key] = passed
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		delete(t.fences, key)
+		t.mu.Unlock()
+	}()
+	_, err := t.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: rid, Method: string(mcp.MethodPing)})
+	return err
+}
+
+// handle runs the handler of the upstream's request, read at position
+// pos, in a goroutine and sends its answer.
+func (t *stdioTransport) handle(req transport.JSONRPCRequest, pos uint64) {
 	t.hmu.RLock()
 	h, ctx := t.onRequest, t.ctx
 	t.hmu.RUnlock()
+	ctx = context.WithValue(ctx, readPosKey{}, pos)
 	if h == nil {
 		t.answer(transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "No request handler configured", nil))
 		return
