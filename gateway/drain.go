@@ -13,10 +13,25 @@ const ReadinessPath = "/healthz/ready"
 
 // Unready makes the gateway report not ready from now on, while it serves
 // everything as before: its readiness endpoint ([ReadinessPath]) answers
-// 503, and /readyz says shutting_down. A replica behind a load balancer
-// calls it at once on SIGTERM, so that the balancer's health check takes
-// it out of rotation before its listener closes. It cannot be undone.
+// 503, and /readyz says shutting_down. Every response from then on asks
+// the client to close its connection (Connection: close), so that a
+// client holding one (through a balancer that forwards connections, like
+// a Kubernetes Service) opens its next one where the balancer sends it,
+// not here. A replica behind a load balancer calls it at once on
+// SIGTERM, so that the balancer's health check takes it out of rotation
+// before its listener closes. It cannot be undone.
 func (g *Gateway) Unready() { g.unready.Store(true) }
+
+// closeWhenUnready is the middleware that asks each client to close its
+// connection after the response once the gateway is not ready (Unready).
+func (g *Gateway) closeWhenUnready(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.unready.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // ready reports whether the gateway takes new work: not once it is
 // leaving or draining.

@@ -13,7 +13,8 @@ import (
 // TestReadiness: the readiness endpoint needs no token, answers a probe
 // naming any Host (a balancer's names the replica's address) and says one
 // word, naming no tool, upstream or principal; Unready turns it to 503 at
-// once, and /readyz with it, while calls are still served.
+// once, and /readyz with it, while calls are still served, each response
+// asking its client to close the connection.
 func TestReadiness(t *testing.T) {
 	g := authGateway(t, nil)
 	srv := serveHTTP(t, g)
@@ -46,9 +47,16 @@ func TestReadiness(t *testing.T) {
 		}
 	}
 	check(http.StatusOK, "ready\n")
+	if asksToClose(t, srv.URL+"/healthz") {
+		t.Errorf("a response while ready asks to close the connection")
+	}
 
 	g.Unready()
 	check(http.StatusServiceUnavailable, "draining\n")
+	// A client holding a connection opens its next one elsewhere.
+	if !asksToClose(t, srv.URL+"/healthz") {
+		t.Errorf("a response once not ready does not ask to close the connection (Connection: close)")
+	}
 	code, _, body := get(t, srv.URL+"/readyz", opsToken, nil)
 	var ready struct{ Status string }
 	if code != http.StatusServiceUnavailable || json.Unmarshal([]byte(body), &ready) != nil || ready.Status != "shutting_down" {
@@ -59,6 +67,19 @@ func TestReadiness(t *testing.T) {
 	if res, _ := g.Call(t.Context(), "echo", json.RawMessage(`{"text":"served"}`), nil); res.IsError || resultText(t, res) != "served" {
 		t.Errorf("a call after Unready = %q (isError %v), want it served", resultText(t, res), res.IsError)
 	}
+}
+
+// asksToClose reports whether the response to a GET of url asks the
+// client to close the connection.
+func asksToClose(t *testing.T, url string) bool {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.Close
 }
 
 // TestReadinessWhileDraining: a gateway that drains (Shutdown, without

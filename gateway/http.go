@@ -34,6 +34,7 @@ func (g *Gateway) Handler() http.Handler {
 	g.httpOnce.Do(func() {
 		g.redis.Join(g.root) // served over HTTP: a member of its cluster (redis.go)
 		r := chi.NewRouter()
+		r.Use(g.closeWhenUnready)
 		r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			_, _ = io.WriteString(w, "ok\n")
