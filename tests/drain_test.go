@@ -78,12 +78,56 @@ func post2026(ctx context.Context, base, name, args string) (string, error) {
 	return string(b), err
 }
 
+// streamEnd is how a stream ended: what it carried, and the error that
+// ended the read (nil for a clean end).
+type streamEnd struct {
+	body string
+	err  error
+}
+
+// streamRequest sends a request opening an event stream (body empty for
+// none) with header set, on a connection of its own, and returns the
+// channel that receives how the stream ended.
+func streamRequest(t *testing.T, method, url, body string, header map[string]string) <-chan streamEnd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := newHTTPClient().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("%s %s: HTTP %d %s, want an event stream", method, url, resp.StatusCode, b)
+	}
+	ended := make(chan streamEnd, 1)
+	go func() {
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		ended <- streamEnd{string(b), err}
+	}()
+	return ended
+}
+
 // TestDrainVisibleToBalancers: a replica of a cluster, on SIGTERM with a
 // 2.5 s call in flight, reports not ready at once (503 on the readiness
 // endpoint, which needs no token) while it still serves new requests for
 // cluster.drain_delay; then its port refuses connections, a session's GET
-// stream ends cleanly while the calls still run (its client reconnects
-// elsewhere), the calls complete, and the process exits 0.
+// stream and a 2026-07-28 subscriptions/listen stream end cleanly while
+// the calls still run (their clients reconnect elsewhere), the calls
+// complete, and the process exits 0.
 func TestDrainVisibleToBalancers(t *testing.T) {
 	const delay = time.Second
 	srv := startServe(t, drainConfig(delay))
@@ -91,24 +135,15 @@ func TestDrainVisibleToBalancers(t *testing.T) {
 		t.Fatalf("readiness before SIGTERM = %d %q, %v; want 200 ready", code, body, err)
 	}
 
-	// A session's GET stream, open until the drain ends it.
+	// A session's GET stream and a 2026-07-28 subscriptions/listen
+	// stream, open until the drain ends them.
 	sess := openRawSession(t, srv.URL)
-	getCtx, cancelGet := context.WithTimeout(t.Context(), callTimeout)
-	defer cancelGet()
-	getReq, _ := http.NewRequestWithContext(getCtx, http.MethodGet, sess.URL, nil)
-	getReq.Header.Set("Accept", "text/event-stream")
-	getReq.Header.Set("Mcp-Session-Id", sess.ID)
-	getReq.Header.Set("Mcp-Protocol-Version", protocolVersion)
-	getResp, err := newHTTPClient().Do(getReq)
-	if err != nil || getResp.StatusCode != http.StatusOK {
-		t.Fatalf("GET stream: %v, %v", getResp, err)
-	}
-	defer getResp.Body.Close()
-	getEnded := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(io.Discard, getResp.Body)
-		getEnded <- err
-	}()
+	get := streamRequest(t, http.MethodGet, sess.URL, "", map[string]string{
+		"Mcp-Session-Id": sess.ID, "Mcp-Protocol-Version": protocolVersion})
+	listen := streamRequest(t, http.MethodPost, srv.URL+"/mcp",
+		`{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"drain","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"})
 
 	type reply struct {
 		body string
@@ -142,10 +177,12 @@ func TestDrainVisibleToBalancers(t *testing.T) {
 	if body, err := post2026(t.Context(), srv.URL, "calc", `{"expression":"6*7"}`); err != nil || !strings.Contains(body, "42") {
 		t.Errorf("a new call while not ready = %q, %v; want it served (the balancer may not have noticed yet)", body, err)
 	}
-	select {
-	case err := <-getEnded:
-		t.Errorf("the GET stream ended (%v) during the drain delay; want it open until the listener closes", err)
-	default:
+	for name, ended := range map[string]<-chan streamEnd{"GET": get, "subscriptions/listen": listen} {
+		select {
+		case e := <-ended:
+			t.Errorf("the %s stream ended (%v) during the drain delay; want it open until the listener closes", name, e.err)
+		default:
+		}
 	}
 
 	// Then the listener closes: the port refuses connections.
@@ -162,15 +199,31 @@ func TestDrainVisibleToBalancers(t *testing.T) {
 		return true, ""
 	})
 
+	// Both streams end as the listener closes, before the calls in
+	// flight return: cleanly, the listen stream with its request's result.
 	var done reply
-	select {
-	case err := <-getEnded:
-		if err != nil {
-			t.Errorf("the GET stream ended with %v, want a clean end", err)
+	returned := false
+	for name, ended := range map[string]<-chan streamEnd{"GET": get, "subscriptions/listen": listen} {
+		var e streamEnd
+		select {
+		case e = <-ended:
+		case done = <-inFlight:
+			returned = true
+			t.Errorf("the call in flight returned before the %s stream ended; want the stream ended when the listener closed", name)
+			e = <-ended
 		}
+		if e.err != nil {
+			t.Errorf("the %s stream ended with %v, want a clean end", name, e.err)
+		}
+		if name == "subscriptions/listen" {
+			last := e.body[strings.LastIndex(e.body, "data: ")+1:]
+			if !strings.Contains(e.body, "notifications/subscriptions/acknowledged") || !strings.Contains(last, `"id":"sub-1","result"`) {
+				t.Errorf("the listen stream read %q; want its acknowledgement, then its request's result last", e.body)
+			}
+		}
+	}
+	if !returned {
 		done = <-inFlight
-	case done = <-inFlight:
-		t.Errorf("the call in flight returned before the GET stream ended; want the stream ended when the listener closed")
 	}
 	if done.err != nil || !strings.Contains(done.body, "slept 2500 ms") {
 		t.Errorf("the call in flight = %q, %v; want it completed", done.body, done.err)
