@@ -271,3 +271,26 @@ func TestNoClusterNoDrainDelay(t *testing.T) {
 		t.Errorf("toolgate serve exited with code %d after SIGTERM, want 0", code)
 	}
 }
+
+// TestSecondSignalDuringDrainDelay: a second signal during the drain
+// delay stops serve at once, as during the grace: exit 128 + its number,
+// long before the delay would have ended.
+func TestSecondSignalDuringDrainDelay(t *testing.T) {
+	p := startToolgate(t, "serve", "--config", writeConfig(t, drainConfig(time.Minute)), "--listen", "127.0.0.1:0", "--log-format", "json")
+	logged := func(what, s string) {
+		t.Helper()
+		pollUntil(t, listenTimeout, what, func() (bool, string) {
+			return strings.Contains(p.stderr.String(), s), fmt.Sprintf("no %s in the log yet", s)
+		})
+	}
+	logged("toolgate serve to listen", `"msg":"listening"`)
+	signalProcess(t, "toolgate serve", p.cmd, syscall.SIGTERM)
+	logged("the drain delay to begin", `"drain_delay":"1m0s"`)
+	signalProcess(t, "toolgate serve", p.cmd, syscall.SIGINT)
+	if code := waitExit(t, "toolgate serve", p.cmd, p.exited, exitMargin); code != 128+int(syscall.SIGINT) {
+		t.Errorf("toolgate serve exited with code %d after a second signal, want %d", code, 128+int(syscall.SIGINT))
+	}
+	if !strings.Contains(p.stderr.String(), "toolgate: second signal") {
+		t.Errorf("stderr does not say that a second signal stopped toolgate")
+	}
+}
