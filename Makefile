@@ -5,11 +5,11 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt-check build bench peerbench npm-deps chromium redis-server
+.PHONY: test vet fmt-check build bench peerbench npm-deps chromium redis-server balancers
 
 NPM_DIR := tests/npm
 
-test: fmt-check vet npm-deps chromium redis-server
+test: fmt-check vet npm-deps chromium redis-server balancers
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 # The real MCP servers the end-to-end tests run behind toolgate, the official
@@ -34,6 +34,14 @@ chromium:
 redis-server:
 	@command -v redis-server >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server || \
 		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server)
+
+# HAProxy and nginx for the cluster tests (tests/cluster_lb_test.go), which
+# run them in front of three replicas with the configs shipped in
+# examples/cluster/. From Debian's packages; apt-get update runs only when
+# the install fails.
+balancers:
+	@(command -v haproxy && command -v nginx) >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy nginx-light || \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy nginx-light)
 
 vet:
 	$(GO) vet $(PKGS)
