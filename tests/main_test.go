@@ -116,6 +116,7 @@ type server struct {
 
 	mu     sync.Mutex
 	stderr strings.Builder // everything the process wrote to stderr; guarded by mu
+	killed bool            // Kill was called; guarded by mu
 }
 
 // startServe starts `toolgate serve` on a free port of 127.0.0.1 with yaml
@@ -132,8 +133,15 @@ func startServe(t *testing.T, yaml string) *server {
 // under -race).
 func startServeWithin(t *testing.T, yaml string, within time.Duration) *server {
 	t.Helper()
+	return startServeAt(t, yaml, "127.0.0.1:0", within)
+}
+
+// startServeAt is startServeWithin listening on listen, for replicas of a
+// cluster, whose peers are named before they start.
+func startServeAt(t *testing.T, yaml, listen string, within time.Duration) *server {
+	t.Helper()
 	s := &server{ConfigPath: writeConfig(t, yaml), exited: make(chan struct{})}
-	s.cmd = exec.Command(toolgateBin, "serve", "--config", s.ConfigPath, "--listen", "127.0.0.1:0", "--log-format", "json")
+	s.cmd = exec.Command(toolgateBin, "serve", "--config", s.ConfigPath, "--listen", listen, "--log-format", "json")
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatalf("creating the stderr pipe: %v", err)
@@ -146,7 +154,7 @@ func startServeWithin(t *testing.T, yaml string, within time.Duration) *server {
 	// EOF); the cleanup below waits for that.
 	go s.readStderr(pipe, addr)
 	t.Cleanup(func() {
-		if code := s.Stop(t); code != 0 {
+		if code := s.Stop(t); code != 0 && !s.wasKilled() {
 			t.Errorf("toolgate serve exited with code %d after SIGTERM, want 0", code)
 		}
 		if t.Failed() {
@@ -203,6 +211,23 @@ func (s *server) Stderr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stderr.String()
+}
+
+// Kill kills the process (SIGKILL, as a crash) and waits for it to be
+// reaped; its exit code is then not checked.
+func (s *server) Kill(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	s.killed = true
+	s.mu.Unlock()
+	s.Signal(t, syscall.SIGKILL)
+	s.Wait(t, stopTimeout)
+}
+
+func (s *server) wasKilled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.killed
 }
 
 // Signal sends sig to the process.
