@@ -8,8 +8,9 @@ package tests
 // which must not, so that docs/scaling.md stays honest.
 //
 // Not in the matrix yet: 2026-07-28 thread handles sent as
-// Mcp-Param-Toolgate-Thread, which the shipped configs already route on;
-// the row lands with the handles.
+// Mcp-Param-Toolgate-Thread, which the shipped configs already route on.
+// handleFlow is that flow; it joins lbFlows when handles name their
+// replica (issue 26).
 
 import (
 	"cmp"
@@ -172,6 +173,45 @@ func namedThreadFlow(ctx context.Context, base, row string, i int) error {
 		err = fmt.Errorf("get in thread %s = %q, want %q", thread, got, want)
 	}
 	return err
+}
+
+// handleFlow keeps a scratchpad across 2026-07-28 clients with a thread
+// handle: one puts and gets the handle in its result, another gets with
+// it. Both list the tools first, so that mcp-go sends the handle as the
+// Mcp-Param-Toolgate-Thread header the balancers route on.
+func handleFlow(ctx context.Context, base, _ string, i int) error {
+	want := fmt.Sprintf("kept %d", i)
+	var handle string
+	for _, op := range []string{"put", "get"} {
+		c, err := open2026(ctx, base)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		args := map[string]any{"op": op, "key": "k"}
+		if op == "put" {
+			args["value"] = want
+		} else {
+			args["thread"] = handle
+		}
+		res, err := c.CallTool(ctx, callRequest("scratchpad", args, ""))
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s: %w", op, err)
+		case res.IsError:
+			return fmt.Errorf("%s: isError: %s", op, resultText(res))
+		case op == "put":
+			if handle = handleOf(res); handle == "" {
+				return fmt.Errorf("put: no thread handle in the result (meta %v)", res.Meta)
+			}
+		case resultText(res) != want:
+			return fmt.Errorf("get with handle %s = %q, want %q", handle, resultText(res), want)
+		}
+	}
+	return nil
 }
 
 func subscribeFlow(ctx context.Context, base, _ string, i int) error {
