@@ -80,7 +80,7 @@ var thirdParty = map[string][]string{
 	"github.com/go-chi/chi":                 {"gateway"},
 	"github.com/prometheus/client_golang":   {"gateway"},
 	"github.com/santhosh-tekuri/jsonschema": {"schemas"},
-	"github.com/goccy/go-yaml":              {"config"},
+	"github.com/goccy/go-yaml":              {"config", "tests"},
 	"github.com/hashicorp/go-retryablehttp": {"executors/rest"},
 	"github.com/getkin/kin-openapi":         {"executors/rest/openapi"},
 	"github.com/oasdiff/yaml":               {"executors/rest/openapi"},
