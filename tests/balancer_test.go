@@ -11,13 +11,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -183,16 +181,7 @@ func (b *balancer) stop(t *testing.T) {
 		return
 	default:
 	}
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
-	timer := time.NewTimer(stopTimeout)
-	defer timer.Stop()
-	select {
-	case <-b.exited:
-	case <-timer.C:
-		t.Errorf("%s did not exit within %v of SIGTERM; killing it", b.name, stopTimeout)
-		_ = b.cmd.Process.Kill()
-		<-b.exited
-	}
+	stopProcess(t, b.name, b.cmd, b.exited)
 }
 
 // cluster is three `toolgate serve` replicas, r1 to r3.
@@ -297,13 +286,5 @@ func updatesUpstream(t *testing.T, n int) string {
 			s.SendNotificationToAllClients(string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
 			return mcp.NewToolResultText("touched " + uri), nil
 		})
-	h := mcpserver.NewStreamableHTTPServer(s)
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), stopTimeout)
-		defer cancel()
-		_ = h.Shutdown(ctx)
-		srv.Close()
-	})
-	return srv.URL + "/mcp"
+	return serveMCP(t, s)
 }

@@ -276,17 +276,24 @@ func (s *server) Stop(t *testing.T) int {
 		return s.cmd.ProcessState.ExitCode()
 	default:
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	stopProcess(t, "toolgate serve", s.cmd, s.exited)
+	return s.cmd.ProcessState.ExitCode()
+}
+
+// stopProcess sends SIGTERM to cmd's process, which what names, and waits
+// until it is reaped (exited is closed), killing it after stopTimeout.
+func stopProcess(t *testing.T, what string, cmd *exec.Cmd, exited <-chan struct{}) {
+	t.Helper()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	timer := time.NewTimer(stopTimeout)
 	defer timer.Stop()
 	select {
-	case <-s.exited:
+	case <-exited:
 	case <-timer.C:
-		t.Errorf("toolgate serve did not exit within %v of SIGTERM; killing it", stopTimeout)
-		_ = s.cmd.Process.Kill()
-		<-s.exited
+		t.Errorf("%s did not exit within %v of SIGTERM; killing it", what, stopTimeout)
+		_ = cmd.Process.Kill()
+		<-exited
 	}
-	return s.cmd.ProcessState.ExitCode()
 }
 
 // newHTTPClient returns a client for raw requests. Keep-alives are off so

@@ -41,6 +41,14 @@ func subscriptionUpstream(t *testing.T) (url string, asked <-chan string) {
 		func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: watchedURI, MIMEType: "text/plain", Text: "w"}}, nil
 		})
+	return serveMCP(t, s), ch
+}
+
+// serveMCP serves s over streamable HTTP on 127.0.0.1 and returns its MCP
+// endpoint's URL. It stops when t ends, after the toolgate serve a test
+// starts later.
+func serveMCP(t *testing.T, s *mcpserver.MCPServer) string {
+	t.Helper()
 	h := mcpserver.NewStreamableHTTPServer(s)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
@@ -49,7 +57,7 @@ func subscriptionUpstream(t *testing.T) (url string, asked <-chan string) {
 		_ = h.Shutdown(ctx)
 		srv.Close()
 	})
-	return srv.URL + "/mcp", ch
+	return srv.URL + "/mcp"
 }
 
 // nextAsked returns what the upstream was asked next, failing t when it is
