@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/executors/rest"
+	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
 	"github.com/toolgate/toolgate/gateway/internal/handles"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
@@ -95,8 +96,8 @@ type Gateway struct {
 	openapi    openapiState  // the OpenAPI sources' skipped operations and sources not loaded (rest.go)
 	// catalogs are the OpenAPI sources served with catalog: search, by
 	// their tools' registry source ("openapi:<name>"); set before the
-	// tools are registered, never changed after New (catalog.go).
-	catalogs map[string]*catalog
+	// tools are registered, never changed after New (catalogtool.go).
+	catalogs map[string]*catalogtool.Catalog
 
 	handles *handles.Keys // mints and checks thread handles (handles.go)
 	// handleTools are the tools registered with the thread handle argument

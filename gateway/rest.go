@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/executors/rest/openapi"
+	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
 	"github.com/toolgate/toolgate/internal/httpheader"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -73,7 +74,7 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 			Secrets:          secrets,
 		}})
 	}
-	var metaTools []executors.Bound // the catalogs' meta-tools (catalog.go)
+	var metaTools []executors.Bound // the catalogs' meta-tools (catalogtool.go)
 	for i := range cfg.OpenAPI {
 		kept, meta, problems := g.openapiTools(cfg, i, secrets)
 		specs = append(specs, kept...)
@@ -140,9 +141,9 @@ func (g *Gateway) openapiTools(cfg *config.Config, i int, secrets []string) (kep
 	for _, w := range d.Warnings() {
 		g.logger.Warn("openapi source", "source", o.Name, "warning", w.Msg)
 	}
-	var cat *catalog
+	var cat *catalogtool.Catalog
 	if cmp.Or(o.Catalog, cfg.Defaults.Catalog) == config.CatalogSearch {
-		cat = newCatalog(o.Name, d)
+		cat = g.newCatalog(o.Name, d)
 	}
 	kept, skipped, over := g.operationTools(o.Name, path, d, cat)
 	if over {
@@ -164,12 +165,12 @@ func (g *Gateway) openapiTools(cfg *config.Config, i int, secrets []string) (kep
 	// Its tools are registered (they dispatch through the pipeline) but
 	// listed as three meta-tools.
 	if g.catalogs == nil {
-		g.catalogs = map[string]*catalog{}
+		g.catalogs = map[string]*catalogtool.Catalog{}
 	}
-	g.catalogs[cat.source] = cat
-	g.logger.Info(fmt.Sprintf("openapi source %q: %d tools behind %s, %d operations skipped", o.Name, len(kept), cat.metaName(catalogSearch), len(skipped)),
+	g.catalogs[cat.Source()] = cat
+	g.logger.Info(fmt.Sprintf("openapi source %q: %d tools behind %s, %d operations skipped", o.Name, len(kept), cat.MetaName(catalogtool.Search), len(skipped)),
 		"source", o.Name, "tools", len(kept), "skipped", len(skipped), "catalog", string(config.CatalogSearch))
-	return kept, g.catalogTools(cat), problems
+	return kept, cat.Tools(catalogCallExec{g: g, c: cat}), problems
 }
 
 // operationTools makes a tool of each operation of source's document d
@@ -177,7 +178,7 @@ func (g *Gateway) openapiTools(cfg *config.Config, i int, secrets []string) (kep
 // behind cat when it is not nil, and lists the operations skipped. over
 // reports that, served as one tool each, the tools' schemas and
 // descriptions passed maxSourceToolBytes.
-func (g *Gateway) operationTools(source, path string, d *openapi.Document, cat *catalog) (kept []pendingTool, skipped []SkippedOperation, over bool) {
+func (g *Gateway) operationTools(source, path string, d *openapi.Document, cat *catalogtool.Catalog) (kept []pendingTool, skipped []SkippedOperation, over bool) {
 	skip := func(op SkippedOperation) {
 		skipped = append(skipped, op)
 		g.logger.Debug("openapi operation skipped", "source", source, "operation", op.Operation, "tool", op.Tool, "reason", op.Reason)
@@ -185,7 +186,7 @@ func (g *Gateway) operationTools(source, path string, d *openapi.Document, cat *
 	size := 0 // bytes of the kept tools' input schemas and descriptions
 	for i := range d.Len() {
 		// A source behind a catalog builds each tool's input schema on
-		// first use (catalog.go): the outline says all else.
+		// first use (catalogtool): the outline says all else.
 		var sp rest.Spec
 		var ws []openapi.Warning
 		var ok bool
@@ -205,13 +206,13 @@ func (g *Gateway) operationTools(source, path string, d *openapi.Document, cat *
 			continue
 		}
 		op := d.Operation(i)
-		if cat != nil && cat.isMeta(sp.Name) {
+		if cat != nil && cat.IsMeta(sp.Name) {
 			skip(SkippedOperation{Source: source, Operation: op.Method + " " + op.Path, Tool: sp.Name,
 				Reason: "its tool name is one of the catalog's meta-tools (catalog: search); exclude it, or rename the source"})
 			continue
 		}
 		if cat != nil {
-			sp.InputSchema = cat.stubSchema()
+			sp.InputSchema = cat.StubSchema()
 		}
 		// A spec the REST executor refuses is skipped like any operation
 		// the importer could not convert: the document's problem, not the
@@ -223,7 +224,7 @@ func (g *Gateway) operationTools(source, path string, d *openapi.Document, cat *
 			continue
 		}
 		if cat != nil {
-			exec = cat.add(g, t, op, i, exec)
+			exec = cat.Add(t, op, i, exec)
 		} else if size += len(t.InputSchema) + len(t.Description); size > maxSourceToolBytes {
 			return nil, skipped, true
 		}

@@ -24,7 +24,7 @@ type route struct {
 	// through the pipeline (toolgate_batch): it takes no slot itself and
 	// finds its Call in its context.
 	reentrant bool
-	// hidden marks a tool served through a catalog (catalog.go): it runs
+	// hidden marks a tool served through a catalog (catalogtool.go): it runs
 	// like any other, but is not in tools/list nor callable by name from
 	// an MCP client.
 	hidden bool
@@ -223,7 +223,7 @@ func (b frontBackend) Resolve(name []byte) (string, error) {
 		return "", b.g.visibleNotFound(err)
 	}
 	if r.hidden {
-		// Served through its catalog's meta-tools only (catalog.go).
+		// Served through its catalog's meta-tools only (catalogtool.go).
 		b.g.metrics.unknownTools.Inc()
 		return "", b.g.hiddenError(string(name), r.tool)
 	}

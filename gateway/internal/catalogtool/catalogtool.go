@@ -1,4 +1,33 @@
-package gateway
+// Package catalogtool serves an OpenAPI source with catalog: search (issue
+// 15): its operations' tools are registered, so that they dispatch,
+// validate, count in metrics and show in toolgate tools, but they are
+// hidden from tools/list, which lists three meta-tools instead (and each
+// tool's input schema is built on first use; see [Catalog]):
+//
+//	<source>__search    keyword search over the tools' names, operationIds,
+//	                    paths, tags and descriptions; names and one-line
+//	                    summaries, best first, at most maxResults
+//	<source>__describe  one tool's description and input schema
+//	<source>__call      one tool called by name, through the whole pipeline
+//
+// This package owns the catalog: search, describe and the hidden tools'
+// building on first use. <source>__call is the gateway's
+// (gateway/catalogtool.go): it re-enters the pipeline as toolgate_batch
+// does, its executor finding the outer call in its context and running
+// the inner call ([Catalog.Resolve] names its tool) with the outer call's
+// principal, session and thread, so validation, permissions, guards,
+// hooks, limits, metrics and events apply to it as to a direct call, and
+// its result is the direct call's. search and describe show only the
+// tools the caller's principal may call.
+//
+// A hidden tool is not in the MCP front: a client that calls it by name is
+// told it is unknown and pointed at <source>__call ([Catalog.HiddenError]).
+// toolgate_batch and gateway.Gateway.Call reach hidden tools by name,
+// through the pipeline.
+//
+// The package does not import gateway: what it needs of it comes in an
+// [Env].
+package catalogtool
 
 import (
 	"bytes"
@@ -6,8 +35,8 @@ import (
 	"container/list"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -15,55 +44,55 @@ import (
 	"unicode"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/executors/rest/openapi"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
 
-// A catalog serves an OpenAPI source with catalog: search (issue 15): its
-// operations' tools are registered, so that they dispatch, validate, count
-// in metrics and show in toolgate tools, but they are hidden from
-// tools/list, which lists three meta-tools instead (and each tool's input
-// schema is built on first use; see [catalog]):
-//
-//	<source>__search    keyword search over the tools' names, operationIds,
-//	                    paths, tags and descriptions; names and one-line
-//	                    summaries, best first, at most maxCatalogResults
-//	<source>__describe  one tool's description and input schema
-//	<source>__call      one tool called by name, through the whole pipeline
-//
-// <source>__call re-enters the pipeline as toolgate_batch does: its
-// executor finds the outer Call in its context and runs the inner call
-// with the outer call's principal, session and thread, so validation,
-// permissions, guards, hooks, limits, metrics and events apply to it as to
-// a direct call, and its result is the direct call's. search and describe
-// show only the tools the caller's principal may call.
-//
-// A hidden tool is not in the MCP front: a client that calls it by name is
-// told it is unknown and pointed at <source>__call. toolgate_batch and
-// [Gateway.Call] reach hidden tools by name, through the pipeline.
-
-// Meta-tool suffixes: <source>__search, <source>__describe, <source>__call.
+// Meta-tool suffixes: <source>__search, <source>__describe, <source>__call
+// ([Catalog.MetaName]).
 const (
-	catalogSearch   = "search"
-	catalogDescribe = "describe"
-	catalogCall     = "call"
+	Search   = "search"
+	Describe = "describe"
+	Call     = "call"
 )
 
-// maxCatalogResults caps the results of one search; defaultCatalogResults
-// is how many a search without a limit returns.
+// maxResults caps the results of one search; defaultResults is how many a
+// search without a limit returns.
 const (
-	maxCatalogResults     = 50
-	defaultCatalogResults = 10
+	maxResults     = 50
+	defaultResults = 10
 )
 
-// catalogCallTimeout bounds a whole <source>__call, as a backstop only:
-// the inner call runs under its own tool's deadline.
-const catalogCallTimeout = 24 * time.Hour
+// callTimeout bounds a whole <source>__call, as a backstop only: the
+// inner call runs under its own tool's deadline.
+const callTimeout = 24 * time.Hour
 
-// catalog is one source served as meta-tools. It is built by restTools;
-// after New only which of its tools are built changes.
+// Env is what a catalog needs of the gateway that serves it. Every
+// function must be set; each may be called from any goroutine.
+type Env struct {
+	// Logger logs the notes of tools built and failures to put stubs
+	// back; nil discards.
+	Logger *slog.Logger
+	// Compile makes a tool of an operation's spec: the REST executor's
+	// Add.
+	Compile func(rest.Spec) (registry.Tool, executors.Executor, error)
+	// Replace swaps registered tools for new definitions of the same
+	// names and sources, keeping their executors.
+	Replace func(ts ...registry.Tool) error
+	// Tool returns the registered tool called name.
+	Tool func(name string) (*registry.Tool, bool)
+	// CheckArgs checks arguments against a tool's input schema, as the
+	// pipeline's validate step does; its error is of class validation.
+	CheckArgs func(t *registry.Tool, args map[string]any) error
+}
+
+// Catalog is one source served as meta-tools. The gateway builds it with
+// [New] and adds the source's operations with [Catalog.Add] before it
+// serves them; after that only which of its tools are built changes. Its
+// methods are then safe for concurrent use.
 //
 // Its hidden tools are registered at start with a stub input schema that
 // accepts any object, from the document's outline ([openapi.Document.
@@ -73,13 +102,14 @@ const catalogCallTimeout = 24 * time.Hour
 // on first use, by describe, call or a call by name, and replaces its stub
 // in the registry; at most maxBuiltSchemaBytes of built schemas stay, the
 // least recently used going back to their stubs.
-type catalog struct {
+type Catalog struct {
 	name    string // the openapi source's name: the meta-tools' prefix
 	source  string // the hidden tools' registry source, "openapi:<name>"
 	doc     *openapi.Document
-	entries []*catalogEntry
-	byName  map[string]*catalogEntry
+	entries []*entry
+	byName  map[string]*entry
 	stub    json.RawMessage // the hidden tools' input schema until built
+	env     Env
 
 	// buildMu serializes building and unbuilding tools.
 	buildMu sync.Mutex
@@ -95,45 +125,51 @@ type catalog struct {
 // (each at most 128 KiB; compiled, several times that).
 const maxBuiltSchemaBytes = 4 << 20
 
-// catalogEntry is one hidden tool as search sees it.
-type catalogEntry struct {
+// entry is one hidden tool as search sees it.
+type entry struct {
 	name      string // the tool's registered name
 	summary   string
 	operation string // "METHOD /path"
-	// Lower-case search fields, by weight (catalogWeights).
+	// Lower-case search fields, by weight (weights).
 	fields [5]string
 	index  int           // the operation's index in the document
 	stub   registry.Tool // the tool as registered before it is built
 	// built is its element in recent while its real schema is
-	// registered; nil while the stub is. Guarded by catalog.mu.
+	// registered; nil while the stub is. Guarded by Catalog.mu.
 	built *list.Element
 	size  int // the built schema's bytes
 }
 
-// Weights of a query term found in each of catalogEntry.fields: the tool
+// Weights of a query term found in each of entry.fields: the tool
 // name (its words split at case changes too), operationId and tags count
 // most, then the path, the summary, the description.
-var catalogWeights = [5]int{8, 4, 4, 2, 1}
+var weights = [5]int{8, 4, 4, 2, 1}
 
-// newCatalog starts the catalog of openapi source name, whose document
-// is d.
-func newCatalog(name string, d *openapi.Document) *catalog {
-	c := &catalog{name: name, source: "openapi:" + name, doc: d, byName: map[string]*catalogEntry{}, maxBytes: maxBuiltSchemaBytes}
+// New starts the catalog of openapi source name, whose document is d,
+// served with env.
+func New(name string, d *openapi.Document, env Env) *Catalog {
+	if env.Logger == nil {
+		env.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Catalog{name: name, source: "openapi:" + name, doc: d, byName: map[string]*entry{}, maxBytes: maxBuiltSchemaBytes, env: env}
 	c.stub = json.RawMessage(fmt.Sprintf(`{"type":"object","description":"This tool's arguments are built on first use: read them with %s."}`,
-		c.metaName(catalogDescribe)))
+		c.MetaName(Describe)))
 	return c
 }
 
-// stubSchema is the input schema a hidden tool is registered with until
-// it is built.
-func (c *catalog) stubSchema() json.RawMessage { return c.stub }
+// Source is the hidden tools' registry source, "openapi:<name>".
+func (c *Catalog) Source() string { return c.source }
 
-// add records t, the outline of the i-th operation of the document, made
+// StubSchema is the input schema a hidden tool is registered with until
+// it is built.
+func (c *Catalog) StubSchema() json.RawMessage { return c.stub }
+
+// Add records t, the outline of the i-th operation of the document, made
 // from op, and returns the executor to register it with: exec, once t is
-// built.
-func (c *catalog) add(g *Gateway, t registry.Tool, op openapi.Operation, i int, exec executors.Executor) executors.Executor {
+// built. Add is called before the catalog is served, never after.
+func (c *Catalog) Add(t registry.Tool, op openapi.Operation, i int, exec executors.Executor) executors.Executor {
 	part := strings.TrimPrefix(t.Name, registry.Prefixed(c.name, ""))
-	e := &catalogEntry{name: t.Name, summary: op.Summary, operation: op.Method + " " + op.Path, index: i, stub: t}
+	e := &entry{name: t.Name, summary: op.Summary, operation: op.Method + " " + op.Path, index: i, stub: t}
 	e.fields = [5]string{
 		strings.ToLower(part + " " + splitWords(part)),
 		strings.ToLower(op.OperationID + " " + splitWords(op.OperationID) + " " + strings.Join(op.Tags, " ")),
@@ -143,11 +179,11 @@ func (c *catalog) add(g *Gateway, t registry.Tool, op openapi.Operation, i int, 
 	}
 	c.entries = append(c.entries, e)
 	c.byName[t.Name] = e
-	return catalogToolExec{g: g, c: c, e: e, rest: exec}
+	return hiddenExec{c: c, e: e, rest: exec}
 }
 
 // touch reports whether e is built, marking it the most recently used.
-func (c *catalog) touch(e *catalogEntry) bool {
+func (c *Catalog) touch(e *entry) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e.built == nil {
@@ -161,7 +197,7 @@ func (c *catalog) touch(e *catalogEntry) bool {
 // stub, unless it is built, and puts back the stubs of the least recently
 // used tools while the built schemas pass maxBuiltSchemaBytes. A tool the
 // document no longer makes (its conversion failed) is an error.
-func (c *catalog) build(g *Gateway, e *catalogEntry) error {
+func (c *Catalog) build(e *entry) error {
 	if c.touch(e) {
 		return nil
 	}
@@ -179,13 +215,13 @@ func (c *catalog) build(g *Gateway, e *catalogEntry) error {
 		return retry.Errorf(retry.Internal, "building tool %q: %s", e.name, reason)
 	}
 	for _, w := range ws {
-		g.logger.Debug("openapi operation", "source", c.name, "operation", w.Operation, "tool", w.Tool, "note", w.Msg)
+		c.env.Logger.Debug("openapi operation", "source", c.name, "operation", w.Operation, "tool", w.Tool, "note", w.Msg)
 	}
-	t, _, err := g.rest.Add(spec)
+	t, _, err := c.env.Compile(spec)
 	if err != nil {
 		return retry.Wrap(retry.Internal, fmt.Sprintf("building tool %q", e.name), err)
 	}
-	if err := g.replaceTools(t); err != nil {
+	if err := c.env.Replace(t); err != nil {
 		return retry.Wrap(retry.Internal, fmt.Sprintf("building tool %q", e.name), err)
 	}
 	var stubs []registry.Tool
@@ -195,15 +231,15 @@ func (c *catalog) build(g *Gateway, e *catalogEntry) error {
 	e.built = c.recent.PushFront(e)
 	c.bytes += e.size
 	for c.bytes > c.maxBytes && c.recent.Len() > 1 {
-		old := c.recent.Remove(c.recent.Back()).(*catalogEntry)
+		old := c.recent.Remove(c.recent.Back()).(*entry)
 		old.built = nil
 		c.bytes -= old.size
 		stubs = append(stubs, old.stub)
 	}
 	c.mu.Unlock()
 	if len(stubs) > 0 {
-		if err := g.replaceTools(stubs...); err != nil {
-			g.logger.Error("catalog: putting back the stubs of tools built least recently", "source", c.name, "error", err.Error())
+		if err := c.env.Replace(stubs...); err != nil {
+			c.env.Logger.Error("catalog: putting back the stubs of tools built least recently", "source", c.name, "error", err.Error())
 		}
 	}
 	return nil
@@ -211,14 +247,14 @@ func (c *catalog) build(g *Gateway, e *catalogEntry) error {
 
 // builtTool returns e's tool as registered with its real input schema,
 // building it first when needed.
-func (c *catalog) builtTool(g *Gateway, e *catalogEntry) (*registry.Tool, error) {
+func (c *Catalog) builtTool(e *entry) (*registry.Tool, error) {
 	// Another build may put e's stub back between build and Get; a few
 	// tries outlast any but a flood of builds.
 	for range 3 {
-		if err := c.build(g, e); err != nil {
+		if err := c.build(e); err != nil {
 			return nil, err
 		}
-		t, ok := g.reg.Get(e.name)
+		t, ok := c.env.Tool(e.name)
 		if !ok {
 			return nil, retry.Errorf(retry.NotFound, "tool %q was just removed", e.name)
 		}
@@ -229,26 +265,25 @@ func (c *catalog) builtTool(g *Gateway, e *catalogEntry) (*registry.Tool, error)
 	return nil, retry.Errorf(retry.Unavailable, "tool %q: too many other tools of %s are being built; try again", e.name, c.name)
 }
 
-// catalogToolExec runs a hidden tool: the REST executor of its outline,
-// after building the tool when the call was resolved to its stub (whose
-// schema accepts any object), and checking the arguments against the
-// real schema.
-type catalogToolExec struct {
-	g    *Gateway
-	c    *catalog
-	e    *catalogEntry
+// hiddenExec runs a hidden tool: the REST executor of its outline, after
+// building the tool when the call was resolved to its stub (whose schema
+// accepts any object), and checking the arguments against the real
+// schema.
+type hiddenExec struct {
+	c    *Catalog
+	e    *entry
 	rest executors.Executor
 }
 
-var _ executors.SelfRetrying = catalogToolExec{}
+var _ executors.SelfRetrying = hiddenExec{}
 
-func (x catalogToolExec) Execute(ctx context.Context, ec executors.Call) (executors.Result, error) {
+func (x hiddenExec) Execute(ctx context.Context, ec executors.Call) (executors.Result, error) {
 	if ec.Tool == nil || bytes.Equal(ec.Tool.InputSchema, x.c.stub) {
-		t, err := x.c.builtTool(x.g, x.e)
+		t, err := x.c.builtTool(x.e)
 		if err != nil {
 			return executors.Result{}, err
 		}
-		if err := checkArgs(t, ec.Args); err != nil {
+		if err := x.c.env.CheckArgs(t, ec.Args); err != nil {
 			return executors.Result{}, err
 		}
 	}
@@ -257,17 +292,18 @@ func (x catalogToolExec) Execute(ctx context.Context, ec executors.Call) (execut
 
 // RetriesItself reports whether the REST executor runs its own retry
 // loop, as it does.
-func (x catalogToolExec) RetriesItself() bool {
+func (x hiddenExec) RetriesItself() bool {
 	sr, ok := x.rest.(executors.SelfRetrying)
 	return ok && sr.RetriesItself()
 }
 
-// metaName is the name of the catalog's meta-tool suffix.
-func (c *catalog) metaName(suffix string) string { return registry.Prefixed(c.name, suffix) }
+// MetaName is the name of the catalog's meta-tool suffix: [Search],
+// [Describe] or [Call].
+func (c *Catalog) MetaName(suffix string) string { return registry.Prefixed(c.name, suffix) }
 
-// isMeta reports whether name is one of the catalog's meta-tools.
-func (c *catalog) isMeta(name string) bool {
-	return name == c.metaName(catalogSearch) || name == c.metaName(catalogDescribe) || name == c.metaName(catalogCall)
+// IsMeta reports whether name is one of the catalog's meta-tools.
+func (c *Catalog) IsMeta(name string) bool {
+	return name == c.MetaName(Search) || name == c.MetaName(Describe) || name == c.MetaName(Call)
 }
 
 // splitWords returns s with a space at each lower-to-upper case change
@@ -316,8 +352,8 @@ func queryTerms(q string) []string {
 // stopWords are left out of a query that has other words.
 var stopWords = []string{"an", "and", "as", "at", "by", "for", "from", "in", "into", "is", "it", "of", "on", "or", "the", "to", "with"}
 
-// catalogHit is one search result.
-type catalogHit struct {
+// hit is one search result.
+type hit struct {
 	Name      string `json:"name"`
 	Summary   string `json:"summary"`
 	Operation string `json:"operation"`
@@ -329,14 +365,14 @@ type catalogHit struct {
 // by how many terms they match, then by weighted score, then by name, so
 // the same query always gives the same order; at most limit of them, and
 // how many matched in all.
-func (c *catalog) search(terms []string, limit int, id *principal.Identity) (hits []catalogHit, total int) {
+func (c *Catalog) search(terms []string, limit int, id *principal.Identity) (hits []hit, total int) {
 	for _, e := range c.entries {
-		h := catalogHit{Name: e.name, Summary: e.summary, Operation: e.operation}
+		h := hit{Name: e.name, Summary: e.summary, Operation: e.operation}
 		for _, term := range terms {
 			best := 0
 			for i, f := range e.fields {
-				if catalogWeights[i] > best && strings.Contains(f, term) {
-					best = catalogWeights[i]
+				if weights[i] > best && strings.Contains(f, term) {
+					best = weights[i]
 				}
 			}
 			if best > 0 {
@@ -349,7 +385,7 @@ func (c *catalog) search(terms []string, limit int, id *principal.Identity) (hit
 		}
 		hits = append(hits, h)
 	}
-	slices.SortFunc(hits, func(a, b catalogHit) int {
+	slices.SortFunc(hits, func(a, b hit) int {
 		return cmp.Or(cmp.Compare(b.matched, a.matched), cmp.Compare(b.score, a.score), cmp.Compare(a.Name, b.Name))
 	})
 	return hits[:min(len(hits), limit)], len(hits)
@@ -359,7 +395,7 @@ func (c *catalog) search(terms []string, limit int, id *principal.Identity) (hit
 // name without the catalog's prefix. An unknown name, or one id may not
 // call when mayCall, is a not_found error suggesting close names id may
 // call.
-func (c *catalog) find(name string, id *principal.Identity, mayCall bool) (*catalogEntry, error) {
+func (c *Catalog) find(name string, id *principal.Identity, mayCall bool) (*entry, error) {
 	e, ok := c.byName[name]
 	if !ok {
 		e, ok = c.byName[registry.Prefixed(c.name, name)]
@@ -377,7 +413,7 @@ func (c *catalog) find(name string, id *principal.Identity, mayCall bool) (*cata
 	if sug := registry.Suggest(name, names, 3); len(sug) > 0 {
 		msg += fmt.Sprintf("; did you mean %s?", strings.Join(quoteAll(sug), ", "))
 	}
-	return nil, retry.Errorf(retry.NotFound, "%s; find tools with %s", msg, c.metaName(catalogSearch))
+	return nil, retry.Errorf(retry.NotFound, "%s; find tools with %s", msg, c.MetaName(Search))
 }
 
 func quoteAll(ss []string) []string {
@@ -388,10 +424,12 @@ func quoteAll(ss []string) []string {
 	return out
 }
 
-// catalogTools returns the three meta-tools of c, bound to their
-// executors.
-func (g *Gateway) catalogTools(c *catalog) []executors.Bound {
-	search, describe, call := c.metaName(catalogSearch), c.metaName(catalogDescribe), c.metaName(catalogCall)
+// Tools returns the three meta-tools of c, bound to their executors:
+// search's and describe's, and callExec, the gateway's executor of
+// <source>__call, which runs the inner call through the pipeline
+// ([Catalog.Resolve] finds its tool).
+func (c *Catalog) Tools(callExec executors.Executor) []executors.Bound {
+	search, describe, call := c.MetaName(Search), c.MetaName(Describe), c.MetaName(Call)
 	readOnly := true
 	src := "catalog:" + c.name
 	return []executors.Bound{
@@ -403,20 +441,20 @@ func (g *Gateway) catalogTools(c *catalog) []executors.Bound {
 				"Then read a tool's arguments with %s and call it with %s.", c.name, len(c.entries), describe, call),
 			Kind:        registry.Stateless,
 			Source:      src,
-			InputSchema: json.RawMessage(fmt.Sprintf(catalogSearchSchema, defaultCatalogResults, maxCatalogResults)),
+			InputSchema: json.RawMessage(fmt.Sprintf(searchSchema, defaultResults, maxResults)),
 			Idempotent:  true,
 			Annotations: registry.Annotations{ReadOnlyHint: &readOnly},
-		}, Exec: catalogExec{g: g, c: c, op: catalogSearch}},
+		}, Exec: metaExec{c: c, op: Search}},
 		{Tool: registry.Tool{
 			Name:        describe,
 			Title:       fmt.Sprintf("Describe a %s tool", c.name),
 			Description: fmt.Sprintf("Returns one of %s's tools: its description and the JSON Schema of its arguments, to call it with %s. Find names with %s.", c.name, call, search),
 			Kind:        registry.Stateless,
 			Source:      src,
-			InputSchema: json.RawMessage(catalogDescribeSchema),
+			InputSchema: json.RawMessage(describeSchema),
 			Idempotent:  true,
 			Annotations: registry.Annotations{ReadOnlyHint: &readOnly},
-		}, Exec: catalogExec{g: g, c: c, op: catalogDescribe}},
+		}, Exec: metaExec{c: c, op: Describe}},
 		{Tool: registry.Tool{
 			Name:  call,
 			Title: fmt.Sprintf("Call a %s tool", c.name),
@@ -424,13 +462,13 @@ func (g *Gateway) catalogTools(c *catalog) []executors.Bound {
 				"the arguments must match the schema %s returns, and the result is the tool's own. Find names with %s.", c.name, describe, search),
 			Kind:        registry.Stateless,
 			Source:      src,
-			InputSchema: json.RawMessage(catalogCallSchema),
-			Timeout:     catalogCallTimeout,
-		}, Exec: catalogCallExec{catalogExec{g: g, c: c, op: catalogCall}}},
+			InputSchema: json.RawMessage(callSchema),
+			Timeout:     callTimeout,
+		}, Exec: callExec},
 	}
 }
 
-const catalogSearchSchema = `{
+const searchSchema = `{
   "type": "object",
   "properties": {
     "query": {"type": "string", "minLength": 1, "description": "Keywords, like \"list customers\" or \"invoice pdf\"; a tool matching more of them ranks higher."},
@@ -440,7 +478,7 @@ const catalogSearchSchema = `{
   "additionalProperties": false
 }`
 
-const catalogDescribeSchema = `{
+const describeSchema = `{
   "type": "object",
   "properties": {
     "name": {"type": "string", "minLength": 1, "description": "The tool's name, as search returned it."}
@@ -449,7 +487,7 @@ const catalogDescribeSchema = `{
   "additionalProperties": false
 }`
 
-const catalogCallSchema = `{
+const callSchema = `{
   "type": "object",
   "properties": {
     "name": {"type": "string", "minLength": 1, "description": "The tool's name, as search returned it."},
@@ -459,57 +497,46 @@ const catalogCallSchema = `{
   "additionalProperties": false
 }`
 
-// catalogExec runs a catalog's search and describe meta-tools.
-type catalogExec struct {
-	g  *Gateway
-	c  *catalog
-	op string // catalogSearch, catalogDescribe or catalogCall
+// metaExec runs a catalog's search and describe meta-tools.
+type metaExec struct {
+	c  *Catalog
+	op string // Search or Describe
 }
 
-var _ executors.Executor = catalogExec{}
-
-// catalogCallExec runs <source>__call. It is re-entrant, like
-// toolgate_batch: the pipeline gives it its Call in its context, takes no
-// slot for it (the inner call takes its own) and the inner call goes
-// through the whole pipeline.
-type catalogCallExec struct{ catalogExec }
-
-func (catalogCallExec) reentrant() {}
-
-var _ reentrantExecutor = catalogCallExec{}
+var _ executors.Executor = metaExec{}
 
 // Execute runs search or describe. The caller's identity, when it has
 // one, is in ctx (the permit step put it there): only the tools it may
 // call are shown.
-func (x catalogExec) Execute(ctx context.Context, ec executors.Call) (executors.Result, error) {
+func (x metaExec) Execute(ctx context.Context, ec executors.Call) (executors.Result, error) {
 	id := principal.From(ctx)
 	switch x.op {
-	case catalogSearch:
+	case Search:
 		q, _ := ec.Args["query"].(string)
 		terms := queryTerms(q)
 		if len(terms) == 0 {
 			return executors.Result{}, retry.Errorf(retry.Validation, "query %q has no words to search for; write keywords, like \"list customers\"", q)
 		}
-		limit := defaultCatalogResults
+		limit := defaultResults
 		if n, ok := ec.Args["limit"].(float64); ok {
 			limit = int(n)
 		}
 		hits, total := x.c.search(terms, limit, id)
 		out := struct {
-			Tools []catalogHit `json:"tools"`
-			Total int          `json:"total"`
+			Tools []hit `json:"tools"`
+			Total int   `json:"total"`
 		}{Tools: hits, Total: total}
 		if out.Tools == nil {
-			out.Tools = []catalogHit{}
+			out.Tools = []hit{}
 		}
 		return jsonResult(out)
-	case catalogDescribe:
+	case Describe:
 		name, _ := ec.Args["name"].(string)
 		e, err := x.c.find(name, id, true)
 		if err != nil {
 			return executors.Result{}, err
 		}
-		t, err := x.c.builtTool(x.g, e)
+		t, err := x.c.builtTool(e)
 		if err != nil {
 			return executors.Result{}, err
 		}
@@ -524,45 +551,25 @@ func (x catalogExec) Execute(ctx context.Context, ec executors.Call) (executors.
 	return executors.Result{}, retry.Errorf(retry.Internal, "unknown catalog operation %q", x.op)
 }
 
-// Execute runs the named tool through the pipeline as the outer call's
-// principal, in its session and thread, and returns that call's result.
-func (x catalogCallExec) Execute(ctx context.Context, ec executors.Call) (executors.Result, error) {
-	g := x.g
-	outer, ok := callFrom(ctx)
-	if !ok {
-		return executors.Result{}, retry.Errorf(retry.Internal, "%s ran outside the pipeline", x.c.metaName(catalogCall))
-	}
-	name, _ := ec.Args["name"].(string)
-	// A tool id may not call is found all the same: the pipeline's permit
-	// step answers as for a direct call, naming only that tool.
-	e, err := x.c.find(name, outer.ident, false)
+// Resolve returns the registered name of the tool <source>__call names
+// (name, with or without the catalog's prefix) for the outer call's
+// identity id, built first when id may call it, so that the pipeline
+// checks the arguments against the tool's real schema (a stub's executor
+// checks them otherwise). A tool id may not call is found all the same:
+// the pipeline's permit step answers as for a direct call, naming only
+// that tool. An unknown name is a not_found error suggesting close names
+// id may call.
+func (c *Catalog) Resolve(name string, id *principal.Identity) (string, error) {
+	e, err := c.find(name, id, false)
 	if err != nil {
-		return executors.Result{}, err
+		return "", err
 	}
-	// Built first, so that the pipeline checks the arguments against the
-	// tool's real schema (a stub's executor checks them otherwise).
-	if outer.ident.Permits(e.name) {
-		if _, err := x.c.builtTool(g, e); err != nil {
-			return executors.Result{}, err
+	if id.Permits(e.name) {
+		if _, err := c.builtTool(e); err != nil {
+			return "", err
 		}
 	}
-	r, err := g.lookup(e.name)
-	if err != nil {
-		return executors.Result{}, retry.Wrap(retry.NotFound, "", err)
-	}
-	var raw json.RawMessage
-	if a, ok := ec.Args["arguments"]; ok && a != nil {
-		if raw, err = json.Marshal(a); err != nil {
-			return executors.Result{}, retry.Wrap(retry.Internal, "reading the arguments", err)
-		}
-	}
-	c := &Call{Name: e.name, route: r, Raw: raw, Meta: outer.Meta, Principal: outer.Principal, ident: outer.ident,
-		Session: outer.Session, Thread: outer.Thread, Progress: ec.Progress}
-	res, err := g.handle(ctx, c)
-	if err != nil {
-		res = errorResult(err)
-	}
-	return executors.Result(*res), nil
+	return e.name, nil
 }
 
 // jsonResult is a result holding v as text and as structured content.
@@ -580,25 +587,18 @@ func jsonResult(v any) (executors.Result, error) {
 	}, nil
 }
 
-// hiddenSource reports whether tools of source are served through a
-// catalog (and so hidden from tools/list).
-func (g *Gateway) hiddenSource(source string) bool {
-	_, ok := g.catalogs[source]
-	return ok
-}
-
-// hiddenError is the answer to an MCP client that calls a tool served
-// through a catalog by its name: unknown to tools/list, with the catalog's
-// call tool suggested.
-func (g *Gateway) hiddenError(name string, t *registry.Tool) error {
-	c := g.catalogs[t.Source]
-	call := c.metaName(catalogCall)
+// HiddenError is the answer to an MCP client that calls t, one of the
+// catalog's hidden tools, by name: unknown to tools/list, with the
+// catalog's call tool suggested. It wraps a *registry.NotFoundError whose
+// suggestions the MCP front sends.
+func (c *Catalog) HiddenError(name string, t *registry.Tool) error {
+	call := c.MetaName(Call)
 	nf := &registry.NotFoundError{Name: name, Suggestions: []string{call}, Available: -1}
 	return &hiddenToolError{msg: fmt.Sprintf("tool %q is served through %s: call %s with {\"name\": %q, \"arguments\": {...}} (see %s for its arguments)",
-		name, call, call, t.Name, c.metaName(catalogDescribe)), nf: nf}
+		name, call, call, t.Name, c.MetaName(Describe)), nf: nf}
 }
 
-// hiddenToolError is [Gateway.hiddenError]'s error: its own message, and
+// hiddenToolError is [Catalog.HiddenError]'s error: its own message, and
 // the NotFoundError whose suggestions the MCP front sends.
 type hiddenToolError struct {
 	msg string
@@ -607,33 +607,3 @@ type hiddenToolError struct {
 
 func (e *hiddenToolError) Error() string { return e.msg }
 func (e *hiddenToolError) Unwrap() error { return e.nf }
-
-// visibleNotFound returns err, a name resolution's error for an MCP
-// client, without the hidden tools it would suggest: each becomes its
-// catalog's search tool.
-func (g *Gateway) visibleNotFound(err error) error {
-	nf, ok := errors.AsType[*registry.NotFoundError](err)
-	if !ok || len(g.catalogs) == 0 {
-		return err
-	}
-	v := &registry.NotFoundError{Name: nf.Name, Available: -1, Ambiguous: nf.Ambiguous}
-	for _, s := range nf.Suggestions {
-		if t, ok := g.reg.Get(s); ok && g.hiddenSource(t.Source) {
-			s = g.catalogs[t.Source].metaName(catalogSearch)
-		}
-		if !slices.Contains(v.Suggestions, s) {
-			v.Suggestions = append(v.Suggestions, s)
-		}
-	}
-	v.Ambiguous = v.Ambiguous && len(v.Suggestions) > 1
-	return v
-}
-
-// replaceTools swaps registered tools for new definitions of the same
-// names and sources, keeping their executors (a catalog's tools, built or
-// put back to their stubs).
-func (g *Gateway) replaceTools(ts ...registry.Tool) error {
-	g.regMu.Lock()
-	defer g.regMu.Unlock()
-	return g.reg.Replace(ts...)
-}
