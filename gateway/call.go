@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
 )
 
 // Call is one tool call on its way through the pipeline. The pipeline
@@ -102,6 +103,29 @@ func (r *Result) decoded() *Result {
 		d.Class = resultClass(r)
 	}
 	return (*Result)(&d)
+}
+
+// resultClass is the class of an isError result: its own, else the one
+// its _meta names (an upstream MCP server may say it, under
+// [ErrorClassMetaKey]), else execution.
+func resultClass(res *Result) retry.Class {
+	if res.Class != "" {
+		return res.Class
+	}
+	if s, ok := res.Meta[ErrorClassMetaKey].(string); ok && retry.Class(s).Valid() {
+		return retry.Class(s)
+	}
+	if res.Passthrough != nil {
+		var head struct {
+			Meta map[string]any `json:"_meta"`
+		}
+		if json.Unmarshal(res.Passthrough, &head) == nil {
+			if s, ok := head.Meta[ErrorClassMetaKey].(string); ok && retry.Class(s).Valid() {
+				return retry.Class(s)
+			}
+		}
+	}
+	return retry.Execution
 }
 
 // Text returns the text of r's text parts, one per line.

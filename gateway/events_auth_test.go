@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/gateway/internal/events"
 )
 
 // finalEvents reads ch until n final events have come, and returns every
 // event read.
-func finalEvents(t *testing.T, ch <-chan callEvent, n int) []callEvent {
+func finalEvents(t *testing.T, ch <-chan events.Event, n int) []events.Event {
 	t.Helper()
-	var got []callEvent
+	var got []events.Event
 	for range n {
 		got = append(got, eventsUntilEnd(t, ch)...)
 	}
@@ -22,7 +24,7 @@ func finalEvents(t *testing.T, ch <-chan callEvent, n int) []callEvent {
 }
 
 // eventOwners is "principal id state" of each event.
-func eventOwners(events []callEvent) []string {
+func eventOwners(events []events.Event) []string {
 	var out []string
 	for _, e := range events {
 		out = append(out, e.Principal+" "+e.ID+" "+e.State)
@@ -61,7 +63,7 @@ func TestEventsOwnCallsOnly(t *testing.T) {
 	lifecycle := func(who string, ids ...string) []string {
 		var out []string
 		for _, id := range ids {
-			for _, state := range []string{statePending, stateRunning, stateCompleted} {
+			for _, state := range []string{events.StatePending, events.StateRunning, events.StateCompleted} {
 				out = append(out, who+" "+id+" "+state)
 			}
 		}
@@ -222,7 +224,7 @@ func TestEventsAdminSeesAll(t *testing.T) {
 	decodeCall(t, bob.call("tools/call", `{"name":"echo","arguments":{"text":"b"}}`))
 	var who []string
 	for _, e := range finalEvents(t, opsEvents, 2) {
-		if e.State == stateCompleted {
+		if e.State == events.StateCompleted {
 			who = append(who, e.Principal)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/events"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -23,14 +23,14 @@ import (
 // subscribeEvents opens base/events?query and returns the events it
 // streams; the channel is closed when the stream ends (the gateway's Close
 // ends it). It returns once the subscription is in place.
-func subscribeEvents(t *testing.T, base, query string) <-chan callEvent {
+func subscribeEvents(t *testing.T, base, query string) <-chan events.Event {
 	t.Helper()
 	return subscribeEventsAs(t, base, query, "")
 }
 
 // subscribeEventsAs is subscribeEvents sending token as a bearer token
 // when it is not empty.
-func subscribeEventsAs(t *testing.T, base, query, token string) <-chan callEvent {
+func subscribeEventsAs(t *testing.T, base, query, token string) <-chan events.Event {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/events?"+query, nil)
 	if err != nil {
@@ -52,7 +52,7 @@ func subscribeEventsAs(t *testing.T, base, query, token string) <-chan callEvent
 		resp.Body.Close()
 		t.Fatalf("first line of /events = %q, %v; want the subscribed comment", line, err)
 	}
-	ch := make(chan callEvent, 1024)
+	ch := make(chan events.Event, 1024)
 	go func() {
 		defer close(ch)
 		defer resp.Body.Close()
@@ -66,7 +66,7 @@ func subscribeEventsAs(t *testing.T, base, query, token string) <-chan callEvent
 			case strings.HasPrefix(line, "event: "):
 				event = strings.TrimSpace(strings.TrimPrefix(line, "event: "))
 			case strings.HasPrefix(line, "data: ") && event == "call":
-				var e callEvent
+				var e events.Event
 				if json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &e) == nil {
 					ch <- e
 				}
@@ -77,9 +77,9 @@ func subscribeEventsAs(t *testing.T, base, query, token string) <-chan callEvent
 }
 
 // eventsUntilEnd reads events until a final one (completed or error).
-func eventsUntilEnd(t *testing.T, ch <-chan callEvent) []callEvent {
+func eventsUntilEnd(t *testing.T, ch <-chan events.Event) []events.Event {
 	t.Helper()
-	var got []callEvent
+	var got []events.Event
 	for {
 		select {
 		case e, ok := <-ch:
@@ -87,7 +87,7 @@ func eventsUntilEnd(t *testing.T, ch <-chan callEvent) []callEvent {
 				t.Fatalf("the event stream ended after %+v", got)
 			}
 			got = append(got, e)
-			if e.State == stateCompleted || e.State == stateError {
+			if e.State == events.StateCompleted || e.State == events.StateError {
 				return got
 			}
 		case <-t.Context().Done():
@@ -294,73 +294,42 @@ func TestEventsFilterAndOrigin(t *testing.T) {
 	}
 }
 
-// stalledWriter is an /events consumer that stops reading: its first
-// Write blocks until release is closed.
-type stalledWriter struct {
-	header  http.Header
-	entered chan struct{} // closed when the first Write starts
-	release chan struct{}
-	once    sync.Once
-}
-
-func (s *stalledWriter) Header() http.Header { return s.header }
-func (s *stalledWriter) WriteHeader(int)     {}
-func (s *stalledWriter) Flush()              {}
-func (s *stalledWriter) Write(p []byte) (int, error) {
-	s.once.Do(func() { close(s.entered) })
-	<-s.release
-	return len(p), nil
-}
-
-// TestStalledConsumerNeverSlowsCalls proves the bound: a consumer that
-// reads nothing holds at most eventBuffer events, the one past them drops
-// it, and every call returns meanwhile.
+// TestStalledConsumerNeverSlowsCalls proves the bound through the
+// gateway: a subscriber that reads nothing holds at most the bus's buffer
+// (256 events), the one past them drops it and counts in
+// toolgate_events_dropped_total, and every call returns meanwhile
+// (gateway/internal/events's TestStalledStream does it over HTTP).
 func TestStalledConsumerNeverSlowsCalls(t *testing.T) {
+	const buffer = 256
 	g, _ := newGateway(t, nil)
-	w := &stalledWriter{header: http.Header{}, entered: make(chan struct{}), release: make(chan struct{})}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		g.serveEvents(w, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/events", nil))
-	})
-	<-w.entered // subscribed, and stuck writing
-	subscribed := func() *subscription {
-		g.events.mu.Lock()
-		defer g.events.mu.Unlock()
-		for s := range g.events.subs {
-			return s
-		}
-		return nil
-	}
-	sub := subscribed()
+	sub, _ := g.events.Subscribe(events.Filter{})
 	if sub == nil {
-		t.Fatal("no subscription while the handler writes")
+		t.Fatal("no subscription")
 	}
 	// Each successful call publishes 3 events: pending, running, completed.
-	calls := eventBuffer / 3
+	calls := buffer / 3
 	for range calls {
 		if _, err := g.Call(t.Context(), "echo", json.RawMessage(`{"text":"x"}`), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := len(sub.ch); got != calls*3 || subscribed() != sub {
-		t.Fatalf("after %d calls: %d events queued (subscribed: %v), want %d and still subscribed", calls, got, subscribed() != nil, calls*3)
+	if got := len(sub.C()); got != calls*3 || sub.Dropped() {
+		t.Fatalf("after %d calls: %d events queued (dropped: %v), want %d and still subscribed", calls, got, sub.Dropped(), calls*3)
 	}
 	for range 2 {
 		if _, err := g.Call(t.Context(), "echo", json.RawMessage(`{"text":"x"}`), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if subscribed() != nil || !sub.dropped.Load() {
-		t.Fatalf("a consumer %d events behind is still subscribed, want it dropped", eventBuffer+1)
+	if !sub.Dropped() || g.events.Subscribers() != 0 {
+		t.Fatalf("a consumer %d events behind is still subscribed, want it dropped", buffer+1)
 	}
-	if got := len(sub.ch); got != eventBuffer {
-		t.Errorf("the dropped consumer holds %d events, want the buffer's %d", got, eventBuffer)
+	if got := len(sub.C()); got != buffer {
+		t.Errorf("the dropped consumer holds %d events, want the buffer's %d", got, buffer)
 	}
 	if got := testCounterValue(t, g, "toolgate_events_dropped_total"); got != 1 {
 		t.Errorf("toolgate_events_dropped_total = %v, want 1", got)
 	}
-	close(w.release)
-	wg.Wait() // the handler drains what was queued and returns
 }
 
 // testCounterValue returns the value of the unlabelled counter name.
@@ -381,15 +350,15 @@ func testCounterValue(t *testing.T, g *Gateway, name string) float64 {
 
 func TestEventBusClose(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	sub, _ := g.events.subscribe(eventFilter{})
+	sub, _ := g.events.Subscribe(events.Filter{})
 	g.Close()
-	if _, ok := <-sub.ch; ok {
+	if _, ok := <-sub.C(); ok {
 		t.Error("a subscription's channel is open after Close, want it closed")
 	}
-	if s, _ := g.events.subscribe(eventFilter{}); s != nil {
-		t.Error("subscribe after Close returned a subscription, want nil")
+	if s, _ := g.events.Subscribe(events.Filter{}); s != nil {
+		t.Error("Subscribe after Close returned a subscription, want nil")
 	}
-	g.events.unsubscribe(sub) // after the bus ended it: nothing to do
+	g.events.Unsubscribe(sub) // after the bus ended it: nothing to do
 }
 
 func TestUIRoutes(t *testing.T) {
@@ -413,33 +382,5 @@ func TestUIRoutes(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.ctype || !strings.Contains(string(body), tc.want) {
 			t.Errorf("GET %s = %d %q %s, want 200 %q containing %s", tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.ctype, tc.want)
 		}
-	}
-}
-
-// TestEventSubscribersCapped checks that no client can open event streams
-// without bound: past maxSubscribers a stream gets 503 with Retry-After,
-// and a stream closed frees its place.
-func TestEventSubscribersCapped(t *testing.T) {
-	g, _ := newGateway(t, nil)
-	srv := serveHTTP(t, g)
-	subs := make([]*subscription, 0, maxSubscribers)
-	for range maxSubscribers {
-		s, full := g.events.subscribe(eventFilter{})
-		if s == nil || full {
-			t.Fatalf("subscription %d refused", len(subs)+1)
-		}
-		subs = append(subs, s)
-	}
-	resp, err := http.Get(srv.URL + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("stream %d = HTTP %d (Retry-After %q), want 503 with Retry-After", maxSubscribers+1, resp.StatusCode, resp.Header.Get("Retry-After"))
-	}
-	g.events.unsubscribe(subs[0])
-	if s, full := g.events.subscribe(eventFilter{}); s == nil || full {
-		t.Error("no place after a stream closed")
 	}
 }

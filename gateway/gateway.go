@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
+	"github.com/toolgate/toolgate/gateway/internal/events"
 	"github.com/toolgate/toolgate/gateway/internal/handles"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
@@ -66,7 +67,7 @@ type Gateway struct {
 	metrics     *metrics
 	limiter     *limiter
 	res         *resilience
-	events      *eventBus // call lifecycle events (events.go)
+	events      *events.Bus // call lifecycle events (events.go)
 	front       *mcpfront.Front
 	auth        *auth.Authenticator // nil without authentication (auth.go)
 	redis       *cluster.Redis      // nil without cluster.redis (redis.go)
@@ -157,7 +158,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		g.metrics.reg.MustRegister(redisErrors)
 	}
 	g.res = newResilience(cfg, g.metrics)
-	g.events = newEventBus(g.metrics.reg, eventBuffer)
+	g.events = newEventBus(g.metrics.reg)
 	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{
 		DefaultTimeout: cfg.Defaults.Timeout.D(),
 		Logger:         g.logger,
@@ -408,7 +409,7 @@ func (g *Gateway) Close() error {
 		g.calls.startDraining()
 		g.calls.cancelAll(errShutdown)
 		g.rootCancel(errShutdown)
-		g.events.close()
+		g.events.Close()
 		g.front.Close()
 		g.unsubscribe()
 		if g.up != nil {

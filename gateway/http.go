@@ -60,12 +60,13 @@ func (g *Gateway) Handler() http.Handler {
 			// Call data: the MCP endpoint's origin rules, GETs included,
 			// and its auth.
 			browsers := origin.New(g.cfg.Server.AllowedOrigins)
-			r.Handle("/events", browsers.ReadOnly(authed(http.HandlerFunc(g.serveEvents))))
-			r.Handle("/ui/state", browsers.ReadOnly(authed(http.HandlerFunc(g.serveUIState))))
+			ev := g.eventServer()
+			r.Handle("/events", browsers.ReadOnly(authed(http.HandlerFunc(ev.ServeEvents))))
+			r.Handle("/ui/state", browsers.ReadOnly(authed(http.HandlerFunc(ev.ServeUIState))))
 			// The page and its script hold no data, and a browser cannot
 			// send a bearer token when it navigates: they need none. The
 			// page asks for a token and sends it to /ui/state and /events.
-			page := browsers.ReadOnly(http.HandlerFunc(g.serveUI))
+			page := browsers.ReadOnly(http.HandlerFunc(ev.ServeUI))
 			r.Handle("/ui", page)
 			r.Handle("/ui/*", page)
 			g.front.Mount(compressed{r}) // large JSON answers gzip-compressed (gzip.go)

@@ -47,8 +47,8 @@ var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the c
 //	resolve   the tool by name, with repair (skipped for calls the MCP
 //	          front resolved: it answers unknown names itself)
 //	record    the call's ID; metrics, one log line per call (info) and
-//	          lifecycle events with a debug line each (events.go); calls
-//	          in flight
+//	          lifecycle events with a debug line each (events.go,
+//	          gateway/internal/events); calls in flight
 //	track     refuse calls while shutting down; cancel them when the
 //	          shutdown grace runs out
 //	validate  arguments against the tool's input schema; violations are a

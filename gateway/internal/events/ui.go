@@ -1,11 +1,9 @@
-package gateway
+package events
 
 import (
 	"embed"
 	"encoding/json"
 	"net/http"
-	"slices"
-	"strings"
 
 	"github.com/toolgate/toolgate/internal/principal"
 )
@@ -16,12 +14,12 @@ import (
 //go:embed ui/index.html ui/app.js
 var uiFiles embed.FS
 
-// serveUI serves the live calls page at /ui and its script at
+// ServeUI serves the live calls page at /ui and its script at
 // /ui/app.js: the same bytes to everyone, no data, so they need no token
 // (a browser cannot send one when it navigates). The page reads
 // /ui/state and follows /events itself, sending the bearer token it asks
-// for when they answer 401; serveUI never serves either.
-func (g *Gateway) serveUI(w http.ResponseWriter, r *http.Request) {
+// for when they answer 401; ServeUI serves neither.
+func (s *Server) ServeUI(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/ui", "/ui/":
 		// The page takes a token: no other page may frame it (a form
@@ -55,27 +53,29 @@ func serveUIFile(w http.ResponseWriter, name string) {
 	_, _ = w.Write(b)
 }
 
-// serveUIState serves /ui/state (uiStateBody) as r's principal may see it.
-func (g *Gateway) serveUIState(w http.ResponseWriter, r *http.Request) {
-	var f eventFilter
-	if err := g.scopeToViewer(r, &f); err != nil {
+// ServeUIState serves /ui/state (stateBody) as r's principal may see it.
+func (s *Server) ServeUIState(w http.ResponseWriter, r *http.Request) {
+	var f Filter
+	if err := s.scopeToViewer(r, &f); err != nil {
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(g.uiState(principal.From(r.Context()), &f))
+	id := principal.From(r.Context())
+	_ = json.NewEncoder(w).Encode(stateBody{Status: s.Status(), Principal: principal.NameOf(id), Sources: s.Sources(id), Recent: s.Bus.Recent(&f)})
 }
 
-// uiSource is one source of tools on the page.
-type uiSource struct {
+// Source is one source of tools on the page.
+type Source struct {
 	Source string `json:"source"`
 	// Up is whether an upstream MCP server is up; absent for other sources.
-	Up    *bool    `json:"up,omitempty"`
-	Tools []uiTool `json:"tools"`
+	Up    *bool  `json:"up,omitempty"`
+	Tools []Tool `json:"tools"`
 }
 
-type uiTool struct {
+// Tool is one tool on the page.
+type Tool struct {
 	Name string `json:"name"`
 	Kind string `json:"kind"`
 	// Backend and Circuit name the backend the tool's calls go to and its
@@ -84,48 +84,13 @@ type uiTool struct {
 	Circuit string `json:"circuit,omitempty"`
 }
 
-// uiStateBody is /ui/state: the tools by source, and the latest calls
+// stateBody is /ui/state: the tools by source, and the latest calls
 // (their final events, oldest first), so an opened page is not empty.
 // With authentication on, both are the principal's own: the tools it may
 // see and the calls it made; Principal names it.
-type uiStateBody struct {
-	Status    string      `json:"status"`
-	Principal string      `json:"principal,omitempty"`
-	Sources   []uiSource  `json:"sources"`
-	Recent    []callEvent `json:"recent"`
-}
-
-// uiState is /ui/state for id (nil without authentication), with the
-// recent calls f selects.
-func (g *Gateway) uiState(id *principal.Identity, f *eventFilter) uiStateBody {
-	ups := g.upstreamStatus()
-	var sources []uiSource
-	index := map[string]int{}
-	for _, t := range g.reg.List() {
-		if id != nil && !id.Admin && !id.Permits(t.Name) {
-			continue
-		}
-		i, ok := index[t.Source]
-		if !ok {
-			i = len(sources)
-			index[t.Source] = i
-			s := uiSource{Source: t.Source}
-			if name, isUp := strings.CutPrefix(t.Source, "upstream:"); isUp {
-				up := ups[name]
-				s.Up = &up
-			}
-			sources = append(sources, s)
-		}
-		ut := uiTool{Name: t.Name, Kind: string(t.Kind)}
-		if b := g.res.plan(t).Backend; b != nil {
-			ut.Backend, ut.Circuit = b.Name(), b.State().String()
-		}
-		sources[i].Tools = append(sources[i].Tools, ut)
-	}
-	slices.SortFunc(sources, func(a, b uiSource) int { return strings.Compare(a.Source, b.Source) })
-	status := "ready"
-	if g.calls.isDraining() {
-		status = "shutting_down"
-	}
-	return uiStateBody{Status: status, Principal: principal.NameOf(id), Sources: sources, Recent: g.events.recentCalls(f)}
+type stateBody struct {
+	Status    string   `json:"status"`
+	Principal string   `json:"principal,omitempty"`
+	Sources   []Source `json:"sources"`
+	Recent    []Event  `json:"recent"`
 }

@@ -1,0 +1,217 @@
+package events
+
+import (
+	"bufio"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/toolgate/toolgate/internal/principal"
+	"github.com/toolgate/toolgate/registry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var echo = &registry.Tool{Name: "echo", Source: "embedder", Kind: registry.Stateless}
+
+// stalledWriter is an /events consumer that stops reading: its first
+// Write blocks until release is closed.
+type stalledWriter struct {
+	header  http.Header
+	entered chan struct{} // closed when the first Write starts
+	release chan struct{}
+	once    sync.Once
+}
+
+func (s *stalledWriter) Header() http.Header { return s.header }
+func (s *stalledWriter) WriteHeader(int)     {}
+func (s *stalledWriter) Flush()              {}
+func (s *stalledWriter) Write(p []byte) (int, error) {
+	s.once.Do(func() { close(s.entered) })
+	<-s.release
+	return len(p), nil
+}
+
+// TestStalledStream proves the bound: an /events consumer that reads
+// nothing holds at most the buffer's events, the one past them drops it
+// (counted through OnDrop), and publishing never waits meanwhile.
+func TestStalledStream(t *testing.T) {
+	const buffer = 256
+	drops := 0
+	b := NewBus(&Options{OnDrop: func() { drops++ }})
+	s := &Server{Bus: b}
+	w := &stalledWriter{header: http.Header{}, entered: make(chan struct{}), release: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		s.ServeEvents(w, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/events", nil))
+	})
+	<-w.entered // subscribed, and stuck writing
+	subscribed := func() *Subscription {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for s := range b.subs {
+			return s
+		}
+		return nil
+	}
+	sub := subscribed()
+	if sub == nil {
+		t.Fatal("no subscription while the handler writes")
+	}
+	for range buffer {
+		b.Publish(New(StatePending, b.NextID(), echo, "", "", ""))
+	}
+	if got := len(sub.ch); got != buffer || subscribed() != sub {
+		t.Fatalf("after %d events: %d queued (subscribed: %v), want %d and still subscribed", buffer, got, subscribed() != nil, buffer)
+	}
+	b.Publish(New(StatePending, b.NextID(), echo, "", "", ""))
+	if subscribed() != nil || !sub.Dropped() || drops != 1 {
+		t.Fatalf("a consumer %d events behind: subscribed %v, dropped %v, OnDrop called %d times; want it dropped, once", buffer+1, subscribed() != nil, sub.Dropped(), drops)
+	}
+	if got := len(sub.ch); got != buffer {
+		t.Errorf("the dropped consumer holds %d events, want the buffer's %d", got, buffer)
+	}
+	close(w.release)
+	wg.Wait() // the handler drains what was queued and returns
+}
+
+// TestSubscribersCapped checks that no client can open event streams
+// without bound: past maxSubscribers a stream gets 503 with Retry-After,
+// and a stream closed frees its place.
+func TestSubscribersCapped(t *testing.T) {
+	b := NewBus(nil)
+	srv := httptest.NewServer(http.HandlerFunc((&Server{Bus: b}).ServeEvents))
+	t.Cleanup(srv.Close)
+	t.Cleanup(b.Close) // ends the streams, so that srv.Close returns
+	subs := make([]*Subscription, 0, maxSubscribers)
+	for range maxSubscribers {
+		s, full := b.Subscribe(Filter{})
+		if s == nil || full {
+			t.Fatalf("subscription %d refused", len(subs)+1)
+		}
+		subs = append(subs, s)
+	}
+	resp, err := http.Get(srv.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("stream %d = HTTP %d (Retry-After %q), want 503 with Retry-After", maxSubscribers+1, resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	b.Unsubscribe(subs[0])
+	if s, full := b.Subscribe(Filter{}); s == nil || full {
+		t.Error("no place after a stream closed")
+	}
+}
+
+// The filter a query asks for, narrowed with Scoped to what the viewer
+// may see.
+func TestFilter(t *testing.T) {
+	alice := &principal.Identity{Name: "alice"}
+	admin := &principal.Identity{Name: "root", Admin: true}
+	tests := []struct {
+		name    string
+		query   string
+		scoped  bool
+		viewer  *principal.Identity
+		event   Event
+		want    bool
+		wantErr bool
+	}{
+		{name: "all", event: Event{Tool: "echo", State: StatePending}, want: true},
+		{name: "tool glob", query: "tool=ec*", event: Event{Tool: "echo"}, want: true},
+		{name: "tool glob misses", query: "tool=ca*", event: Event{Tool: "echo"}},
+		{name: "outcome error", query: "outcome=error", event: Event{State: StateError}, want: true},
+		{name: "outcome error, not final", query: "outcome=error", event: Event{State: StateRunning}},
+		{name: "outcome ok", query: "outcome=ok", event: Event{State: StateCompleted}, want: true},
+		{name: "bad glob", query: "tool=[", wantErr: true},
+		{name: "bad outcome", query: "outcome=maybe", wantErr: true},
+		{name: "principal", query: "principal=bob", event: Event{Principal: "alice"}},
+		{name: "scoped: own calls", scoped: true, viewer: alice, event: Event{Principal: "alice"}, want: true},
+		{name: "scoped: another's", scoped: true, viewer: alice, event: Event{Principal: "bob"}},
+		{name: "scoped: the embedder's", scoped: true, viewer: alice, event: Event{}},
+		{name: "scoped: asking for another's", query: "principal=bob", scoped: true, viewer: alice, wantErr: true},
+		{name: "scoped: no identity", scoped: true, wantErr: true},
+		{name: "scoped: an admin sees all", scoped: true, viewer: admin, event: Event{Principal: "bob"}, want: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q, _ := url.ParseQuery(tc.query)
+			f, err := ParseFilter(q)
+			if err == nil {
+				r := httptest.NewRequest(http.MethodGet, "/events", nil)
+				if tc.viewer != nil {
+					r = r.WithContext(principal.With(r.Context(), tc.viewer))
+				}
+				err = (&Server{Scoped: tc.scoped}).scopeToViewer(r, &f)
+			}
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("filter(%q) error = %v, want error %v", tc.query, err, tc.wantErr)
+			}
+			if err == nil && f.match(&tc.event) != tc.want {
+				t.Errorf("filter(%q).match(%+v) = %v, want %v", tc.query, tc.event, !tc.want, tc.want)
+			}
+		})
+	}
+}
+
+// Recent keeps the last recentCalls final events, oldest first, labelled.
+func TestRecent(t *testing.T) {
+	b := NewBus(nil)
+	for i := range recentCalls + 5 {
+		e := New(StateCompleted, b.NextID(), echo, "s:secret", "", "")
+		if i%2 == 1 {
+			e.Tool = "other"
+		}
+		b.Remember(e)
+	}
+	all := b.Recent(&Filter{})
+	if len(all) != recentCalls || all[0].ID != "c-6" || all[len(all)-1].ID != "c-105" {
+		t.Fatalf("Recent = %d events from %s to %s, want %d from c-6 to c-105", len(all), all[0].ID, all[len(all)-1].ID, recentCalls)
+	}
+	if strings.Contains(all[0].Thread, "secret") || all[0].Thread == "" {
+		t.Errorf("a recent event's thread = %q, want its label", all[0].Thread)
+	}
+	f, _ := ParseFilter(url.Values{"tool": {"echo"}})
+	if got := b.Recent(&f); len(got) != recentCalls/2 {
+		t.Errorf("Recent(tool=echo) = %d events, want %d", len(got), recentCalls/2)
+	}
+}
+
+// A stream starts with a comment, then sends each event the filter
+// selects as event: call.
+func TestServeEvents(t *testing.T) {
+	b := NewBus(nil)
+	srv := httptest.NewServer(http.HandlerFunc((&Server{Bus: b}).ServeEvents))
+	t.Cleanup(srv.Close)
+	t.Cleanup(b.Close)
+	resp, err := http.Get(srv.URL + "/events?outcome=error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if line, _ := br.ReadString('\n'); line != ": subscribed\n" {
+		t.Fatalf("first line = %q, want the subscribed comment", line)
+	}
+	b.Publish(New(StateCompleted, "c-1", echo, "", "", ""))
+	e := New(StateError, "c-2", echo, "", "", "")
+	e.Message = Message(strings.Repeat("x", 3000))
+	b.Publish(e)
+	br.ReadString('\n') // blank line
+	for _, want := range []string{"event: call\n", `data: {"state":"error","id":"c-2"`} {
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, want) {
+			t.Fatalf("line = %q, %v; want it to start with %q", line, err, want)
+		}
+		if strings.HasPrefix(line, "data: ") && (strings.Contains(line, strings.Repeat("x", maxMessage+1)) || !strings.Contains(line, "…")) {
+			t.Errorf("the message is not capped at %d bytes", maxMessage)
+		}
+	}
+}
