@@ -4,7 +4,7 @@
 // selects the hooks that apply to a call, and [Matched.Before] and
 // [Matched.After] run them. The gateway's hooks step (gateway/pipeline.go)
 // calls them; this package does not know the pipeline, and imports no
-// gateway package but the MCP front's result codec and resultedit.
+// gateway package but mcpwire (results in MCP's terms) and resultedit.
 package hooks
 
 import (
