@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/toolgate/toolgate/gateway/internal/gzipjson"
 	"github.com/toolgate/toolgate/gateway/internal/origin"
 	"github.com/toolgate/toolgate/internal/auth"
 )
@@ -69,7 +70,7 @@ func (g *Gateway) Handler() http.Handler {
 			page := browsers.ReadOnly(http.HandlerFunc(ev.ServeUI))
 			r.Handle("/ui", page)
 			r.Handle("/ui/*", page)
-			g.front.Mount(compressed{r}) // large JSON answers gzip-compressed (gzip.go)
+			g.front.Mount(gzipjson.Mux(r)) // large JSON answers gzip-compressed
 		})
 		g.router = r
 	})

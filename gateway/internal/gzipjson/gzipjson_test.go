@@ -1,4 +1,4 @@
-package gateway
+package gzipjson
 
 import (
 	"bytes"
@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-func TestGzipJSON(t *testing.T) {
-	big := `{"jsonrpc":"2.0","id":1,"result":{"tools":["` + strings.Repeat("x", 4*gzipMinBytes) + `"]}}`
+func TestCompress(t *testing.T) {
+	big := `{"jsonrpc":"2.0","id":1,"result":{"tools":["` + strings.Repeat("x", 4*MinBytes) + `"]}}`
 	small := `{"jsonrpc":"2.0","id":1,"result":{}}`
 	serve := func(contentType, body string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -38,7 +38,7 @@ func TestGzipJSON(t *testing.T) {
 			if tc.accept != "" {
 				req.Header.Set("Accept-Encoding", tc.accept)
 			}
-			gzipJSON(serve(tc.contentType, tc.body)).ServeHTTP(rec, req)
+			Compress(serve(tc.contentType, tc.body)).ServeHTTP(rec, req)
 			got := rec.Body.Bytes()
 			if enc := rec.Header().Get("Content-Encoding"); (enc == "gzip") != tc.wantGzip {
 				t.Fatalf("Content-Encoding = %q, want gzip: %v", enc, tc.wantGzip)
@@ -62,20 +62,20 @@ func TestGzipJSON(t *testing.T) {
 	}
 }
 
-// TestGzipFlushedStream: a response flushed before it reaches the
+// TestFlushedStream: a response flushed before it reaches the
 // threshold is a stream and is sent as it is, as it is flushed.
-func TestGzipFlushedStream(t *testing.T) {
+func TestFlushedStream(t *testing.T) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
-	gzipJSON(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	Compress(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"a":1}`)
 		w.(http.Flusher).Flush()
 		if rec.Body.String() != `{"a":1}` || !rec.Flushed {
 			t.Errorf("after Flush the client has %q (flushed %v), want what was written", rec.Body.String(), rec.Flushed)
 		}
-		_, _ = io.WriteString(w, strings.Repeat(" ", 2*gzipMinBytes))
+		_, _ = io.WriteString(w, strings.Repeat(" ", 2*MinBytes))
 	})).ServeHTTP(rec, req)
 	if enc := rec.Header().Get("Content-Encoding"); enc != "" {
 		t.Errorf("Content-Encoding = %q, want none for a stream", enc)

@@ -1,4 +1,9 @@
-package gateway
+// Package gzipjson compresses an HTTP handler's JSON responses for a
+// client that accepts gzip, once they reach [MinBytes] (a whole tools/list
+// of a large catalog, say); event streams, small answers and anything
+// flushed before the decision are sent as they are. The gateway mounts
+// the MCP front's endpoints through [Mux].
+package gzipjson
 
 import (
 	"bytes"
@@ -9,9 +14,9 @@ import (
 	"sync"
 )
 
-// gzipMinBytes is the smallest JSON response compressed: below it gzip's
+// MinBytes is the smallest JSON response compressed: below it gzip's
 // header and the CPU cost more than the bytes saved.
-const gzipMinBytes = 1024
+const MinBytes = 1024
 
 // gzipWriters reuses compressors: each holds hundreds of kilobytes of
 // state.
@@ -20,18 +25,23 @@ var gzipWriters = sync.Pool{New: func() any {
 	return w
 }}
 
-// compressed is the mux the MCP front mounts its endpoints on: each
-// handler's JSON responses of at least gzipMinBytes are gzip-compressed
-// for a client that accepts gzip (a whole tools/list of a large catalog,
-// say). Event streams and small answers are sent as they are.
-type compressed struct {
-	mux interface{ Handle(string, http.Handler) }
+// Mounter is what [Mux] mounts handlers on: an http.ServeMux, a chi router.
+type Mounter interface {
+	Handle(pattern string, h http.Handler)
 }
 
-func (c compressed) Handle(pattern string, h http.Handler) { c.mux.Handle(pattern, gzipJSON(h)) }
+// Mux returns mux with each handler mounted on it through [Compress]: the
+// handler's JSON responses of at least MinBytes are gzip-compressed for a
+// client that accepts gzip.
+func Mux(mux Mounter) Mounter { return compressed{mux} }
 
-// gzipJSON compresses h's JSON responses for clients that accept gzip.
-func gzipJSON(h http.Handler) http.Handler {
+type compressed struct{ mux Mounter }
+
+func (c compressed) Handle(pattern string, h http.Handler) { c.mux.Handle(pattern, Compress(h)) }
+
+// Compress compresses h's JSON responses to POST requests, of at least
+// MinBytes, for clients that accept gzip.
+func Compress(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || !acceptsGzip(r.Header.Get("Accept-Encoding")) {
 			h.ServeHTTP(w, r)
@@ -57,7 +67,7 @@ func acceptsGzip(v string) bool {
 }
 
 // gzipResponse holds back a JSON response until it is known to reach
-// gzipMinBytes (compressed) or to end short of it (sent as it is). Any
+// MinBytes (compressed) or to end short of it (sent as it is). Any
 // other response, and one flushed before the decision (a stream), passes
 // through.
 type gzipResponse struct {
@@ -97,7 +107,7 @@ func (g *gzipResponse) Write(p []byte) (int, error) {
 		return g.ResponseWriter.Write(p)
 	}
 	g.buf.Write(p)
-	if g.buf.Len() >= gzipMinBytes {
+	if g.buf.Len() >= MinBytes {
 		if err := g.compress(); err != nil {
 			return 0, err
 		}
