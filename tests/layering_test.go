@@ -36,7 +36,6 @@ var allowed = map[string][]string{
 	"gateway/internal/catalogtool":   {"executors", "executors/rest", "executors/rest/openapi", "internal/principal", "registry", "retry"},
 	"gateway/internal/events":        {"internal/principal", "internal/textcut", "registry", "threadctx"},
 	"gateway/internal/gzipjson":      {},
-	"gateway/internal/handles":       {"executors", "gateway/internal/resultedit", "registry", "retry"},
 	"gateway/internal/hooks":         {"config", "executors", "executors/rest", "gateway/internal/mcpwire", "gateway/internal/resultedit", "internal/textcut", "registry", "retry", "threadctx"},
 	"gateway/internal/replica":       {},
 	"gateway/internal/forward":       {},
