@@ -16,13 +16,22 @@ func main() {
 	ctx, again, stop := cli.NotifySignals()
 	go func() {
 		sig := <-again
+		exitMu.Lock() // before the kill, which lets the run end
 		abort.run()
 		cli.Exit(cli.SignalExit(sig, "the tools' processes were killed, not closed"))
 	}()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	exitMu.Lock()
 	cli.Exit(err)
 }
+
+// exitMu makes the agent's exit one decision, never unlocked: the first
+// of the run's end and a second signal to take it exits, and the other
+// waits for the process to end. Without it, the kill a second signal makes
+// ends the closing of the tools, and the run's own "interrupted" could win
+// the race to exit over the second signal's message.
+var exitMu sync.Mutex
 
 // abort holds what a second signal does before the agent exits: kill the
 // processes of its tools, which closing would have waited for.
