@@ -6,11 +6,6 @@ package tests
 // needs its requests on the replica owning its state, 30 times each, all
 // of which must work; and plain round robin in front of lone toolgates,
 // which must not, so that docs/scaling.md stays honest.
-//
-// Not in the matrix yet: 2026-07-28 thread handles sent as
-// Mcp-Param-Toolgate-Thread, which the shipped configs already route on.
-// handleFlow is that flow; it joins lbFlows when handles name their
-// replica (issue 26).
 
 import (
 	"cmp"
@@ -55,6 +50,9 @@ var lbFlows = []lbFlow{
 	// of several clients are in flight cannot tell whose to ask (issue
 	// 26, requirement 7).
 	{"input_required", 1, elicitationFlow},
+	// A 2026-07-28 thread handle: put from one client, get with the
+	// handle from another, which sends it as Mcp-Param-Toolgate-Thread.
+	{"thread handle", 6, handleFlow},
 	// A 2026-07-28 _meta named thread: put from one client, get from
 	// another.
 	{"named thread", 6, namedThreadFlow},
@@ -345,11 +343,11 @@ func TestClusterRoutingMatrix(t *testing.T) {
 		forwarded []string
 	}{
 		{"haproxy", startHAProxy(t, "../examples/cluster/haproxy.cfg", peered.addrs), peered, true,
-			[]string{"session", "input_required", "subscribe"}, nil},
+			[]string{"session", "input_required", "thread handle", "subscribe"}, nil},
 		{"nginx-map", startNginx(t, peered.addrs), peered, true,
-			[]string{"session", "subscribe"}, nil},
+			[]string{"session", "thread handle", "subscribe"}, nil},
 		{"roundrobin+peers", startHAProxy(t, "testdata/lb/haproxy-roundrobin.cfg", peered.addrs), peered, true,
-			nil, []string{"session", "subscribe"}},
+			nil, []string{"session", "thread handle", "subscribe"}},
 		{"roundrobin-no-cluster", startHAProxy(t, "testdata/lb/haproxy-roundrobin.cfg", lone.addrs), lone, false, nil, nil},
 	}
 	var table strings.Builder
