@@ -140,6 +140,24 @@ func (s *Store) Do(ctx context.Context, op func(ctx context.Context, c redis.Scr
 	return err
 }
 
+// Publish sends msg on channel, as [Store.Do] runs an operation, and
+// returns how many subscribers received it.
+func (s *Store) Publish(ctx context.Context, channel string, msg []byte) (int64, error) {
+	var n int64
+	err := s.Do(ctx, func(ctx context.Context, _ redis.Scripter) error {
+		var err error
+		n, err = s.c.Publish(ctx, channel, msg).Result()
+		return err
+	})
+	return n, err
+}
+
+// Subscribe subscribes to channel on a connection of its own, which
+// go-redis dials again whenever it breaks; the caller closes it.
+func (s *Store) Subscribe(ctx context.Context, channel string) *redis.PubSub {
+	return s.c.Subscribe(ctx, channel)
+}
+
 // fail counts a failure and, when Redis was up, logs msg once and starts
 // the probe.
 func (s *Store) fail(err error, msg string) {
