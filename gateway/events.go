@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"slices"
 	"strings"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway/internal/events"
+	"github.com/toolgate/toolgate/internal/cluster/eventrelay"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -19,18 +22,46 @@ import (
 // completed or error) on g.events, which /events streams and /ui shows.
 
 // newEventBus returns the bus of call events, its dropped subscribers and
-// open subscriptions counted in reg.
-func newEventBus(reg *prometheus.Registry) *events.Bus {
+// open subscriptions counted in reg. In a cluster its call IDs name the
+// replica, and with relay (cluster.redis) its events reach the other
+// replicas' watchers and theirs its own.
+func newEventBus(reg *prometheus.Registry, cfg *config.Config, relay *eventrelay.Relay) *events.Bus {
 	dropped := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "toolgate_events_dropped_total",
 		Help: "Lifecycle event subscribers (/events, /ui) dropped for falling behind by more than the buffer.",
 	})
-	b := events.NewBus(&events.Options{OnDrop: dropped.Inc})
+	o := &events.Options{OnDrop: dropped.Inc}
+	if cfg.Cluster != nil {
+		o.Replica = cfg.Cluster.ReplicaID
+	}
+	if relay != nil {
+		o.Remote = eventRemote{relay}
+	}
+	b := events.NewBus(o)
 	reg.MustRegister(dropped, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "toolgate_event_subscribers",
 		Help: "Open lifecycle event subscriptions (/events streams, /ui pages).",
 	}, func() float64 { return float64(b.Subscribers()) }))
 	return b
+}
+
+// eventRemote carries the bus's events to the other replicas as their
+// JSON.
+type eventRemote struct{ *eventrelay.Relay }
+
+func (r eventRemote) Send(e events.Event) {
+	b, _ := json.Marshal(e) // cannot fail: strings, numbers, a time
+	r.Relay.Send(b)
+}
+
+// deliverEvent hands an event another replica relayed to g's watchers.
+// It arrives only once g serves (the relay starts as g joins its
+// cluster), when g.events is set.
+func (g *Gateway) deliverEvent(raw json.RawMessage) {
+	var e events.Event
+	if json.Unmarshal(raw, &e) == nil {
+		g.events.Deliver(e)
+	}
 }
 
 // eventServer serves g's events at /events and the live calls page at

@@ -140,7 +140,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		g.reg.ReserveNamespaces(o.Name)
 	}
 	g.root, g.rootCancel = context.WithCancelCause(context.Background())
-	redisErrors, err := g.openRedis(cfg)
+	redisMetrics, err := g.openRedis(cfg)
 	if err != nil {
 		g.rootCancel(err)
 		return nil, err
@@ -155,10 +155,10 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.limiter = newLimiter(cfg.Defaults.MaxParallel, cfg.Defaults.MaxParallelPerSession, cfg.Defaults.MaxQueue)
 	g.metrics = newMetrics(g.pool, g.reg, g.limiter)
 	if g.redis != nil {
-		g.metrics.reg.MustRegister(redisErrors)
+		g.metrics.reg.MustRegister(redisMetrics...)
 	}
 	g.res = newResilience(cfg, g.metrics)
-	g.events = newEventBus(g.metrics.reg)
+	g.events = newEventBus(g.metrics.reg, cfg, g.redis.Events())
 	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{
 		DefaultTimeout: cfg.Defaults.Timeout.D(),
 		Logger:         g.logger,

@@ -197,6 +197,13 @@ type cluster struct {
 // other.
 func startCluster(t *testing.T, yaml string, peered bool) *cluster {
 	t.Helper()
+	return startClusterWith(t, yaml, peered, "")
+}
+
+// startClusterWith is startCluster with extra lines, indented, added to
+// each peered replica's cluster section (cluster.redis, say).
+func startClusterWith(t *testing.T, yaml string, peered bool, extra string) *cluster {
+	t.Helper()
 	c := &cluster{}
 	for range replicaIDs {
 		c.addrs = append(c.addrs, freeAddr(t))
@@ -209,7 +216,7 @@ func startCluster(t *testing.T, yaml string, peered bool) *cluster {
 				peers = append(peers, fmt.Sprintf("%s: %q", pid, c.addrs[j]))
 			}
 			// A short drain: the tests stop replicas by the dozen.
-			cfg += fmt.Sprintf("cluster:\n  replica_id: %s\n  secret: %q\n  peers: {%s}\n  drain_delay: 100ms\n", id, clusterSecret, strings.Join(peers, ", "))
+			cfg += fmt.Sprintf("cluster:\n  replica_id: %s\n  secret: %q\n  peers: {%s}\n  drain_delay: 100ms\n", id, clusterSecret, strings.Join(peers, ", ")) + extra
 		}
 		c.configs = append(c.configs, cfg)
 		c.replicas = append(c.replicas, startServeAt(t, cfg, c.addrs[i], listenTimeout))

@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"internal/cli":                   {"builtin", "config", "gateway", "internal/textcut"},
 	"agent":                          {"executors", "gateway", "internal/canonjson", "internal/loopguard", "registry", "retry"},
 	"builtin":                        {"registry", "executors", "retry"},
-	"gateway":                        {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica", "internal/cluster", "gateway/internal/catalogtool", "gateway/internal/events", "gateway/internal/gzipjson"},
+	"gateway":                        {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica", "internal/cluster", "internal/cluster/eventrelay", "gateway/internal/catalogtool", "gateway/internal/events", "gateway/internal/gzipjson"},
 	"gateway/internal/mcpfront":      {"executors", "gateway/internal/continuation", "gateway/internal/idle", "gateway/internal/mcpwire", "gateway/internal/origin", "gateway/internal/reqbody", "gateway/internal/sessionlimit", "gateway/internal/subscriptions", "internal/canonjson", "internal/mcppeer", "internal/principal", "registry", "gateway/internal/replica", "gateway/internal/forward", "threadctx"},
 	"gateway/internal/origin":        {"config"},
 	"gateway/internal/reqbody":       {},
@@ -62,10 +62,11 @@ var allowed = map[string][]string{
 	"internal/redact":                {},
 	"config":                         {"internal/httpheader", "internal/keypath"},
 	"internal/keypath":               {},
-	"internal/cluster":               {"config", "internal/auth", "internal/cluster/members", "internal/cluster/ratelimit", "internal/cluster/store"},
+	"internal/cluster":               {"config", "internal/auth", "internal/cluster/eventrelay", "internal/cluster/members", "internal/cluster/ratelimit", "internal/cluster/store"},
 	"internal/cluster/store":         {},
 	"internal/cluster/ratelimit":     {},
 	"internal/cluster/members":       {},
+	"internal/cluster/eventrelay":    {},
 	"bench":                          {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/rest/openapi/corpus", "builtin"},
 	"tests":                          {},
 
@@ -91,7 +92,7 @@ var thirdParty = map[string][]string{
 	"github.com/openai/openai-go":           {"agent"},
 	"github.com/coreos/go-oidc":             {"internal/auth"},
 	"golang.org/x/time/rate":                {"internal/auth"},
-	"github.com/redis/go-redis":             {"internal/cluster/store", "internal/cluster/ratelimit", "internal/cluster/members"},
+	"github.com/redis/go-redis":             {"internal/cluster/store", "internal/cluster/ratelimit", "internal/cluster/members", "internal/cluster/eventrelay"},
 }
 
 func TestLayering(t *testing.T) {

@@ -1,8 +1,9 @@
 // Package cluster is what a replica keeps in the cluster's Redis
 // (cluster.redis, issue 26), put together from the configuration: the
 // connection and its outage watch (cluster/store), the live replicas
-// (cluster/members), and, with auth.rate_scope: cluster, the principals'
-// rates counted across the replicas (cluster/ratelimit). Nothing of it
+// (cluster/members), the relay of call events between the replicas
+// (cluster/eventrelay), and, with auth.rate_scope: cluster, the
+// principals' rates counted across the replicas (cluster/ratelimit). Nothing of it
 // is on a call's path but a rate limit's occasional lease. gateway
 // builds it and hands its pieces to auth and to forwarding through
 // small function values.
@@ -12,6 +13,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"maps"
 	"slices"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/cluster/eventrelay"
 	"github.com/toolgate/toolgate/internal/cluster/members"
 	"github.com/toolgate/toolgate/internal/cluster/ratelimit"
 	"github.com/toolgate/toolgate/internal/cluster/store"
@@ -36,6 +39,12 @@ type Options struct {
 	// OnRedisError, when set, is told of every failed Redis operation
 	// (a metric).
 	OnRedisError func()
+	// DeliverEvent receives the call events of the other replicas while
+	// this one has watchers (eventrelay.Options.Deliver).
+	DeliverEvent func(json.RawMessage)
+	// OnEventDropped, when set, is told of each call event the relay
+	// dropped (a metric).
+	OnEventDropped func()
 }
 
 // Redis is this replica's part of the cluster's Redis. Close it when the
@@ -44,6 +53,7 @@ type Redis struct {
 	store   *store.Store
 	members *members.Members
 	limits  *ratelimit.Limits // nil unless auth.rate_scope is cluster
+	events  *eventrelay.Relay
 	join    sync.Once
 }
 
@@ -69,9 +79,13 @@ func Open(ctx context.Context, cfg *config.Config, o *Options) (*Redis, error) {
 	if addr == "" {
 		addr = cfg.Server.Listen
 	}
+	deliver := opts.DeliverEvent
+	if deliver == nil {
+		deliver = func(json.RawMessage) {}
+	}
 	r := &Redis{store: s, members: members.New(s, members.Options{
 		ID: k.ReplicaID, Addr: addr, Configured: slices.Sorted(maps.Keys(k.Peers)),
-	})}
+	}), events: eventrelay.New(s, eventrelay.Options{Self: k.ReplicaID, Deliver: deliver, Dropped: opts.OnEventDropped})}
 	if cfg.Auth.RateScope == config.RateScopeCluster {
 		r.limits = ratelimit.New(s, &ratelimit.Options{
 			Replicas: func() int { return len(r.members.Members()) },
@@ -82,7 +96,8 @@ func Open(ctx context.Context, cfg *config.Config, o *Options) (*Redis, error) {
 }
 
 // Join makes this replica a member of the cluster until Close: it reads
-// the live set and refreshes its own key from now on. Only a replica
+// the live set and refreshes its own key from now on, and relays call
+// events with the other members. Only a replica
 // that serves HTTP joins, since its peers reach it there; a command run
 // beside it with the same configuration (toolgate tools, call) does not,
 // and so does not take its place. A nil *Redis joins nothing.
@@ -90,7 +105,19 @@ func (r *Redis) Join(ctx context.Context) {
 	if r == nil {
 		return
 	}
-	r.join.Do(func() { r.members.Start(ctx) })
+	r.join.Do(func() {
+		r.members.Start(ctx)
+		r.events.Start()
+	})
+}
+
+// Events is the relay of call events between the replicas, or nil for a
+// nil *Redis.
+func (r *Redis) Events() *eventrelay.Relay {
+	if r == nil {
+		return nil
+	}
+	return r.events
 }
 
 // Members returns the IDs of the live replicas, sorted, this one
@@ -118,6 +145,7 @@ func (r *Redis) Close() {
 	if r.limits != nil {
 		r.limits.Close()
 	}
+	r.events.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	r.members.Close(ctx)

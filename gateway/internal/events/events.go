@@ -8,6 +8,7 @@
 package events
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -109,10 +110,15 @@ func Message(s string) string {
 }
 
 // labelled returns e with its thread and session hashed into Thread and
-// Session and the raw IDs gone, as it may be shown.
+// Session and the raw IDs gone, as it may be shown. An event of another
+// replica came labelled, and has no raw IDs: it stays as it is.
 func (e Event) labelled() Event {
-	e.Thread, e.Session = threadctx.Label(e.thread), threadctx.Label(e.session)
-	e.thread, e.session = "", ""
+	if e.thread != "" {
+		e.Thread, e.thread = threadctx.Label(e.thread), ""
+	}
+	if e.session != "" {
+		e.Session, e.session = threadctx.Label(e.session), ""
+	}
 	return e
 }
 
@@ -196,6 +202,27 @@ type Options struct {
 	// toolgate_events_dropped_total). It runs with the bus locked and
 	// must not call the bus.
 	OnDrop func()
+	// Replica, in a cluster, is this replica's ID: call IDs then name it
+	// ("c-<replica>-<n>"), so that they are unique across replicas.
+	Replica string
+	// Remote, in a cluster with Redis, carries events to and from the
+	// other replicas; nil for one replica.
+	Remote Remote
+}
+
+// Remote carries call events to and from the other replicas of a cluster
+// (the gateway adapts internal/cluster/eventrelay to it): the events of
+// the other replicas come back through [Bus.Deliver].
+type Remote interface {
+	// Wanted reports whether another replica has watchers.
+	Wanted() bool
+	// Send hands e, labelled, to the other replicas, without waiting.
+	Send(e Event)
+	// Watch tells the other replicas that this one has a new watcher,
+	// and returns once they relay (or after a bounded wait).
+	Watch(ctx context.Context)
+	// Unwatch tells it that a watcher left.
+	Unwatch()
 }
 
 // Bus fans call events out to subscribers without ever blocking the
@@ -205,6 +232,8 @@ type Options struct {
 type Bus struct {
 	buf    int
 	onDrop func()
+	idBase string        // "c-", or "c-<replica>-" in a cluster
+	remote Remote        // nil but in a cluster with Redis
 	ids    atomic.Uint64 // numbers call IDs
 	n      atomic.Int32  // len(subs), read on every call without mu
 
@@ -219,8 +248,12 @@ type Bus struct {
 
 // NewBus returns a bus configured by o; nil means the defaults.
 func NewBus(o *Options) *Bus {
-	b := &Bus{buf: defaultBuffer, onDrop: func() {}, subs: map[*Subscription]struct{}{}}
+	b := &Bus{buf: defaultBuffer, onDrop: func() {}, idBase: "c-", subs: map[*Subscription]struct{}{}}
 	if o != nil {
+		if o.Replica != "" {
+			b.idBase = "c-" + o.Replica + "-"
+		}
+		b.remote = o.Remote
 		if o.Buffer > 0 {
 			b.buf = o.Buffer
 		}
@@ -259,12 +292,32 @@ func (b *Bus) Recent(f *Filter) []Event {
 	return out
 }
 
-// NextID returns a new call ID, "c-<n>".
-func (b *Bus) NextID() string { return "c-" + strconv.FormatUint(b.ids.Add(1), 10) }
+// NextID returns a new call ID, "c-<n>", or "c-<replica>-<n>" in a
+// cluster.
+func (b *Bus) NextID() string { return b.idBase + strconv.FormatUint(b.ids.Add(1), 10) }
 
-// Active reports whether anyone listens, so that calls build no event
-// when nobody does.
-func (b *Bus) Active() bool { return b.n.Load() > 0 }
+// Active reports whether anyone listens, here or on another replica, so
+// that calls build no event when nobody does.
+func (b *Bus) Active() bool {
+	return b.n.Load() > 0 || (b.remote != nil && b.remote.Wanted())
+}
+
+// Watch tells the other replicas of a cluster that s, a new subscription,
+// watches, and returns once they relay their events (at most a second
+// later); it does nothing for one replica. Unwatch undoes it.
+func (b *Bus) Watch(ctx context.Context) {
+	if b.remote != nil {
+		b.remote.Watch(ctx)
+	}
+}
+
+// Unwatch tells the other replicas that a subscription [Bus.Watch]
+// announced ended.
+func (b *Bus) Unwatch() {
+	if b.remote != nil {
+		b.remote.Unwatch()
+	}
+}
 
 // Subscribers is the number of open subscriptions.
 func (b *Bus) Subscribers() int { return int(b.n.Load()) }
@@ -303,10 +356,28 @@ func (b *Bus) remove(s *Subscription) {
 	}
 }
 
-// Publish hands e to every subscriber whose filter matches. A subscriber
-// whose buffer is full is dropped, not waited for.
+// Publish hands e to every subscriber whose filter matches, and to the
+// other replicas when one watches. A subscriber whose buffer is full is
+// dropped, not waited for.
 func (b *Bus) Publish(e Event) {
 	e = e.labelled()
+	b.fanOut(e)
+	if b.remote != nil && b.remote.Wanted() {
+		b.remote.Send(e)
+	}
+}
+
+// Deliver hands e, an event of another replica, to the subscribers here,
+// and keeps it among the recent calls when it is a call's last.
+func (b *Bus) Deliver(e Event) {
+	if e.State == StateCompleted || e.State == StateError {
+		b.Remember(e)
+	}
+	b.fanOut(e)
+}
+
+// fanOut hands e, labelled, to every subscriber whose filter matches.
+func (b *Bus) fanOut(e Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {

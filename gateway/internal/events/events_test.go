@@ -2,6 +2,7 @@ package events
 
 import (
 	"bufio"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -213,5 +214,56 @@ func TestServeEvents(t *testing.T) {
 		if strings.HasPrefix(line, "data: ") && (strings.Contains(line, strings.Repeat("x", maxMessage+1)) || !strings.Contains(line, "…")) {
 			t.Errorf("the message is not capped at %d bytes", maxMessage)
 		}
+	}
+}
+
+// remote is the other replicas as a bus sees them: wanted says whether
+// one watches, sent is what was handed to them.
+type remote struct {
+	wanted  bool
+	sent    []Event
+	watches int
+}
+
+func (r *remote) Wanted() bool              { return r.wanted }
+func (r *remote) Send(e Event)              { r.sent = append(r.sent, e) }
+func (r *remote) Watch(ctx context.Context) { r.watches++ }
+func (r *remote) Unwatch()                  { r.watches-- }
+
+// In a cluster, call IDs name the replica; events go to the other
+// replicas only while one watches, labelled; theirs reach the
+// subscribers here as they came, and their last events are remembered.
+func TestClusterEvents(t *testing.T) {
+	rem := &remote{}
+	b := NewBus(&Options{Replica: "r2", Remote: rem})
+	defer b.Close()
+	if id := b.NextID(); id != "c-r2-1" {
+		t.Errorf("NextID() = %q, want c-r2-1", id)
+	}
+	if b.Active() {
+		t.Fatal("Active() with nobody watching anywhere")
+	}
+	b.Publish(New(StatePending, "c-r2-1", echo, "thread-x", "alice", ""))
+	if len(rem.sent) != 0 {
+		t.Fatalf("sent %d events while no other replica watches", len(rem.sent))
+	}
+	rem.wanted = true
+	if !b.Active() {
+		t.Fatal("Active() is false while another replica watches")
+	}
+	b.Publish(New(StatePending, "c-r2-2", echo, "thread-x", "alice", ""))
+	if len(rem.sent) != 1 || rem.sent[0].Thread == "" || rem.sent[0].thread != "" {
+		t.Fatalf("sent %+v, want one event with its thread hashed and the raw one gone", rem.sent)
+	}
+
+	sub, _ := b.Subscribe(Filter{})
+	defer b.Unsubscribe(sub)
+	theirs := Event{State: StateCompleted, ID: "c-r1-7", Tool: "echo", Thread: "abc123", Principal: "bob"}
+	b.Deliver(theirs)
+	if got := <-sub.C(); got.ID != "c-r1-7" || got.Thread != "abc123" {
+		t.Errorf("delivered %+v, want c-r1-7 with its thread label kept", got)
+	}
+	if recent := b.Recent(&Filter{}); len(recent) != 1 || recent[0].Thread != "abc123" {
+		t.Errorf("Recent() = %+v, want the other replica's call with its label", recent)
 	}
 }

@@ -35,6 +35,9 @@ func (s *Server) ServeEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.Bus.Unsubscribe(sub)
+	// In a cluster, the other replicas relay their calls from now on.
+	s.Bus.Watch(r.Context())
+	defer s.Bus.Unwatch()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
