@@ -47,16 +47,17 @@ type Cluster struct {
 	Redis string `yaml:"redis"`
 	// DrainDelay is how long, after SIGTERM, the replica reports not ready
 	// while still accepting requests, so the balancer notices before the
-	// listener closes. From 0 to 5m. Default 5s.
-	DrainDelay Duration `yaml:"drain_delay"`
+	// listener closes. From 0 to 5m; 0 closes the listener at once, as
+	// a lone toolgate does. Default 5s.
+	DrainDelay *Duration `yaml:"drain_delay"`
 }
 
-// Drain is DrainDelay, or its default when unset.
+// Drain is DrainDelay, or its default when unset (an explicit 0 stays 0).
 func (c *Cluster) Drain() time.Duration {
-	if c.DrainDelay == 0 {
+	if c.DrainDelay == nil {
 		return defaultDrainDelay
 	}
-	return time.Duration(c.DrainDelay)
+	return time.Duration(*c.DrainDelay)
 }
 
 // RateScope says where a principal's rate limit is counted.
@@ -120,7 +121,7 @@ func (c *checker) cluster(cfg *Config) {
 			c.fail("cluster.redis", "", "must be a redis:// or rediss:// URL, like redis://127.0.0.1:6379/0")
 		}
 	}
-	if d := time.Duration(k.DrainDelay); d < 0 || d > maxDrainDelay {
+	if d := k.Drain(); d < 0 || d > maxDrainDelay {
 		c.fail("cluster.drain_delay", fmt.Sprint(d), "must be between 0s and %s", maxDrainDelay)
 	}
 }

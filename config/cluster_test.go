@@ -35,6 +35,24 @@ func TestParseCluster(t *testing.T) {
 	}
 }
 
+// drain_delay: absent is the default, 5s; an explicit 0 is 0, the
+// listener closing at once.
+func TestClusterDrainDelay(t *testing.T) {
+	for in, want := range map[string]time.Duration{"": 5 * time.Second, "  drain_delay: 0s": 0, "  drain_delay: 2s": 2 * time.Second} {
+		lines := []string{"cluster:", "  replica_id: r1", "  secret: " + clusterSecret}
+		if in != "" {
+			lines = append(lines, in)
+		}
+		cfg, err := Parse("t.yaml", yamlLines(lines...), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if got := cfg.Cluster.Drain(); got != want {
+			t.Errorf("%q: Drain() = %v, want %v", in, got, want)
+		}
+	}
+}
+
 func TestParseClusterErrors(t *testing.T) {
 	env := map[string]string{"SHORT": "too-short", "SECRET": clusterSecret}
 	tests := []struct {
