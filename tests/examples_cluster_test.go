@@ -200,11 +200,11 @@ func TestKubernetesExample(t *testing.T) {
 	if num(port, "containerPort") != 8080 {
 		t.Errorf("container port http = %v, want 8080 (server.listen)", port)
 	}
-	for _, probe := range []string{"readinessProbe", "livenessProbe"} {
-		// TODO(issue 26, cluster-drain): the readiness endpoint that turns
-		// 503 on SIGTERM.
-		if str(c, probe, "httpGet", "path") != "/healthz" || str(c, probe, "httpGet", "port") != "http" {
-			t.Errorf("%s = %v, want GET /healthz on port http", probe, dig(c, probe))
+	// Readiness turns 503 at SIGTERM, so the Service stops sending new
+	// work while the pod drains; liveness stays 200 until it exits.
+	for probe, path := range map[string]string{"readinessProbe": "/healthz/ready", "livenessProbe": "/healthz"} {
+		if str(c, probe, "httpGet", "path") != path || str(c, probe, "httpGet", "port") != "http" {
+			t.Errorf("%s = %v, want GET %s on port http", probe, dig(c, probe), path)
 		}
 	}
 	env := list(c, "env")
