@@ -201,7 +201,8 @@ func startCluster(t *testing.T, yaml string, peered bool) *cluster {
 }
 
 // startClusterWith is startCluster with extra lines, indented, added to
-// each peered replica's cluster section (cluster.redis, say).
+// each peered replica's cluster section (cluster.redis, say). Unless
+// they set drain_delay, it is 100ms: the tests stop replicas by the dozen.
 func startClusterWith(t *testing.T, yaml string, peered bool, extra string) *cluster {
 	t.Helper()
 	c := &cluster{}
@@ -215,8 +216,10 @@ func startClusterWith(t *testing.T, yaml string, peered bool, extra string) *clu
 			for j, pid := range replicaIDs {
 				peers = append(peers, fmt.Sprintf("%s: %q", pid, c.addrs[j]))
 			}
-			// A short drain: the tests stop replicas by the dozen.
-			cfg += fmt.Sprintf("cluster:\n  replica_id: %s\n  secret: %q\n  peers: {%s}\n  drain_delay: 100ms\n", id, clusterSecret, strings.Join(peers, ", ")) + extra
+			cfg += fmt.Sprintf("cluster:\n  replica_id: %s\n  secret: %q\n  peers: {%s}\n", id, clusterSecret, strings.Join(peers, ", ")) + extra
+			if !strings.Contains(extra, "drain_delay:") {
+				cfg += "  drain_delay: 100ms\n"
+			}
 		}
 		c.configs = append(c.configs, cfg)
 		c.replicas = append(c.replicas, startServeAt(t, cfg, c.addrs[i], listenTimeout))

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -292,5 +295,104 @@ func TestSecondSignalDuringDrainDelay(t *testing.T) {
 	}
 	if !strings.Contains(p.stderr.String(), "toolgate: second signal") {
 		t.Errorf("stderr does not say that a second signal stopped toolgate")
+	}
+}
+
+// TestDrainBehindHAProxy is issue 26's requirement 4: three replicas
+// behind HAProxy with retries off (testdata/lb/haproxy-noretry.cfg) and a
+// loop of 2026-07-28 calls through it; one replica gets SIGTERM with a
+// 2.5 s call in flight. Its readiness turns 503 while its listener still
+// accepts, the balancer takes it out of rotation within the drain delay,
+// the call completes, and not one call of the loop fails, though the
+// balancer retries none.
+func TestDrainBehindHAProxy(t *testing.T) {
+	needProgram(t, "haproxy", "haproxy")
+	c := startClusterWith(t, "server: {shutdown_grace: 10s}\nguards: {loop: {action: \"off\"}}\nbuiltin: [calc, sleep]\n", true, "  drain_delay: 2s\n")
+	t.Cleanup(func() { stopAll(t, c.replicas) })
+	lb := startHAProxy(t, "testdata/lb/haproxy-noretry.cfg", c.addrs)
+
+	var calls, failed atomic.Int64
+	var firstErr atomic.Value
+	stop := make(chan struct{})
+	var loop sync.WaitGroup
+	for w := range 4 {
+		loop.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				calls.Add(1)
+				body, err := post2026(t.Context(), lb.URL, "calc", fmt.Sprintf(`{"expression":"%d+%d"}`, w, i))
+				if err == nil && !strings.Contains(body, fmt.Sprint(w+i)) {
+					err = fmt.Errorf("result %s", body)
+				}
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		})
+	}
+	// The loop reaches every replica before the drain.
+	for i, r := range c.replicas {
+		pollUntil(t, pollTimeout, fmt.Sprintf("the loop's calls on r%d", i+1), func() (bool, string) {
+			n := metricSum(scrape(t, r.URL), "toolgate_tool_calls_total")
+			return n > 0, fmt.Sprintf("%v calls", n)
+		})
+	}
+
+	r1 := c.replicas[0]
+	// r1's events of the sleep tool say when the call runs.
+	evCtx, evCancel := context.WithTimeout(t.Context(), callTimeout)
+	defer evCancel()
+	evReq, _ := http.NewRequestWithContext(evCtx, http.MethodGet, r1.URL+"/events?tool=sleep", nil)
+	evResp, err := newHTTPClient().Do(evReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer evResp.Body.Close()
+	events := bufio.NewScanner(evResp.Body)
+	for events.Scan() && events.Text() != ": subscribed" {
+	}
+	inFlight := make(chan error, 1)
+	go func() {
+		body, err := post2026(t.Context(), r1.URL, "sleep", `{"ms":2500}`)
+		if err == nil && !strings.Contains(body, "slept 2500 ms") {
+			err = fmt.Errorf("result %s", body)
+		}
+		inFlight <- err
+	}()
+	for events.Scan() && !strings.Contains(events.Text(), `"state":"running"`) {
+	}
+	if events.Err() != nil {
+		t.Fatalf("waiting for the sleep call to run on r1: %v", events.Err())
+	}
+	evCancel()
+	r1.Signal(t, syscall.SIGTERM)
+	pollUntil(t, pollTimeout, "r1's readiness to turn 503", func() (bool, string) {
+		code, _, err := readiness(t.Context(), r1.URL)
+		if err != nil {
+			t.Fatalf("r1's readiness after SIGTERM: %v; want 503 while its listener still accepts", err)
+		}
+		return code == http.StatusServiceUnavailable, fmt.Sprintf("readiness = %d", code)
+	})
+	if code := r1.Wait(t, 2*time.Second+10*time.Second+exitMargin); code != 0 {
+		t.Errorf("r1 exited with code %d after SIGTERM, want 0", code)
+	}
+	if err := <-inFlight; err != nil {
+		t.Errorf("the 2.5 s call in flight on r1: %v; want it completed", err)
+	}
+	// The loop goes on a while on the other two.
+	after := calls.Load()
+	pollUntil(t, pollTimeout, "the loop to go on without r1", func() (bool, string) {
+		return calls.Load() > after+20, fmt.Sprintf("%d calls since r1 exited", calls.Load()-after)
+	})
+	close(stop)
+	loop.Wait()
+	t.Logf("%d calls through the balancer, %d failed", calls.Load(), failed.Load())
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d of %d calls failed through a balancer with retries off, want 0; the first: %v", n, calls.Load(), firstErr.Load())
 	}
 }
