@@ -1,16 +1,19 @@
 package tests
 
-// A replica crashes under load (issue 26, requirement 3): session clients
-// and 2026-07-28 stateless loops run through HAProxy with the shipped
-// config while one replica is killed with SIGKILL. Calls that were not in
-// flight on it are not lost (the balancer's retry-on conn-failure); each
-// session on it ends with exactly one error, after which its client
-// initializes again and carries on elsewhere; the other sessions see
-// nothing; started again, the replica takes new sessions.
+// A replica crashes under load (issue 26, requirement 3): session clients,
+// 2026-07-28 stateless loops and 2026-07-28 thread handle loops run
+// through HAProxy with the shipped config while one replica is killed with
+// SIGKILL. Calls that were not in flight on it are not lost (the
+// balancer's retry-on conn-failure); each session on it ends with exactly
+// one error, after which its client initializes again and carries on
+// elsewhere; each handle whose thread lived on it gets exactly one notice
+// naming it, and a new handle that works; the other sessions and handles
+// see nothing; started again, the replica takes new sessions.
 
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,12 +21,14 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Bounds of the crash test.
 const (
 	crashSessions  = 6  // 2025 session clients
 	crashLoops     = 2  // 2026-07-28 stateless call loops
+	crashHandles   = 3  // 2026-07-28 thread handle loops, one per replica
 	crashWarmCalls = 10 // calls each loop makes before the kill
 	crashAfter     = 20 // calls each loop makes after the kill, before the restart
 )
@@ -105,6 +110,114 @@ func runSessionClient(t *testing.T, base string, n int, log *sessionLog, stop <-
 	}
 }
 
+// handleLog is what one thread handle loop lived through.
+type handleLog struct {
+	first   string      // the replica its first handle's thread was on
+	notices []string    // the replicas the lost-thread notices named
+	errors  []timedCall // the calls that failed
+	// okAfterNotice counts the gets that worked after its last notice.
+	okAfterNotice int
+	calls         atomic.Int64 // gets that worked, for the test to watch
+	gave          atomic.Bool  // it gave up: it has no handle
+}
+
+// handleOwner is the replica a thread handle (th_<replica>.<sealed>)
+// names.
+func handleOwner(h string) string {
+	rest, _ := strings.CutPrefix(h, "th_")
+	owner, _, _ := strings.Cut(rest, ".")
+	return owner
+}
+
+// lostNotice matches the notice of a call whose handle's thread is gone
+// with its replica, and captures that replica.
+var lostNotice = regexp.MustCompile(`the thread your handle named lived on toolgate replica ([a-z0-9-]+), which cannot be reached`)
+
+// runHandleLoop keeps a value in the scratchpad of a thread handle whose
+// thread lives on replica want (it puts until the balancer sends a put
+// there), then gets it with the handle through base until stop is closed.
+// A get that says the thread was lost with its replica is noted, and the
+// loop carries on with the new handle that result gives, putting the
+// value again.
+func runHandleLoop(t *testing.T, base, want string, log *handleLog, stop <-chan struct{}, ready func()) {
+	ctx := t.Context()
+	octx, cancel := context.WithTimeout(ctx, flowTimeout)
+	c, err := open2026(octx, base)
+	if err == nil {
+		_, err = c.ListTools(octx, mcp.ListToolsRequest{}) // so that handles go as Mcp-Param-Toolgate-Thread
+	}
+	cancel()
+	if err != nil {
+		log.errors = append(log.errors, timedCall{err: fmt.Errorf("negotiating: %w", err)})
+		log.gave.Store(true)
+		ready()
+		return
+	}
+	defer c.Close()
+	// call makes a call; a result that is an error is one, unless it is
+	// the lost-thread notice's (a get in a new thread finds no note).
+	call := func(args map[string]any) (*mcp.CallToolResult, error) {
+		ctx, cancel := context.WithTimeout(ctx, flowTimeout)
+		defer cancel()
+		start := time.Now()
+		res, err := c.CallTool(ctx, callRequest("scratchpad", args, ""))
+		if err == nil && res.IsError && !lostNotice.MatchString(resultText(res)) {
+			err = fmt.Errorf("isError: %s", resultText(res))
+		}
+		if err != nil {
+			err = fmt.Errorf("%v with a handle on %q: %w", args["op"], handleOwner(fmt.Sprint(args["thread"])), err)
+			log.errors = append(log.errors, timedCall{start: start, end: time.Now(), err: err})
+		}
+		return res, err
+	}
+	value := "kept by the handle loop on " + want
+	var handle string
+	for range 30 {
+		res, err := call(map[string]any{"op": "put", "key": "k", "value": value})
+		if err != nil {
+			continue
+		}
+		if handle = handleOf(res); handleOwner(handle) == want {
+			break
+		}
+	}
+	if log.first = handleOwner(handle); log.first != want {
+		log.errors = append(log.errors, timedCall{err: fmt.Errorf("no put in 30 made a thread on %s (the last on %q)", want, log.first)})
+		log.gave.Store(true)
+		ready()
+		return
+	}
+	ready()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		res, err := call(map[string]any{"op": "get", "key": "k", "thread": handle})
+		if err != nil {
+			continue
+		}
+		text := resultText(res)
+		if m := lostNotice.FindStringSubmatch(text); m != nil {
+			log.notices = append(log.notices, m[1])
+			log.okAfterNotice = 0
+			if handle = handleOf(res); handle == "" {
+				log.errors = append(log.errors, timedCall{err: fmt.Errorf("the lost-thread notice came with no new handle")})
+				return
+			}
+			_, _ = call(map[string]any{"op": "put", "key": "k", "value": value, "thread": handle})
+			continue
+		}
+		if text != value {
+			log.errors = append(log.errors, timedCall{err: fmt.Errorf("get with a handle on %s = %q, want %q", handleOwner(handle), text, value)})
+			continue
+		}
+		log.okAfterNotice++
+		log.calls.Add(1)
+	}
+}
+
 // runStatelessLoop calls calc through base, as a 2026-07-28 client, until
 // stop is closed, and records every call. count counts them; a loop that
 // cannot negotiate records that and sets it to -1.
@@ -153,6 +266,12 @@ func TestClusterReplicaCrash(t *testing.T) {
 		opened.Add(1)
 		wg.Go(func() { runSessionClient(t, lb.URL, i, sessions[i], stop, opened.Done) })
 	}
+	handleLoops := make([]*handleLog, crashHandles)
+	for i := range handleLoops {
+		handleLoops[i] = &handleLog{}
+		opened.Add(1)
+		wg.Go(func() { runHandleLoop(t, lb.URL, replicaIDs[i%len(replicaIDs)], handleLoops[i], stop, opened.Done) })
+	}
 	loops := make([][]timedCall, crashLoops)
 	counts := make([]atomic.Int64, crashLoops)
 	for i := range loops {
@@ -199,7 +318,20 @@ func TestClusterReplicaCrash(t *testing.T) {
 				got = append(got, c)
 				done = done && (c >= n || s.gave.Load())
 			}
-			return done, fmt.Sprintf("calls so far, loops then sessions: %v", got)
+			for _, h := range handleLoops {
+				c := h.calls.Load()
+				got = append(got, c)
+				done = done && (c >= n || h.gave.Load())
+			}
+			var hs []string
+			for _, h := range handleLoops {
+				var last error
+				if len(h.errors) > 0 {
+					last = h.errors[len(h.errors)-1].err
+				}
+				hs = append(hs, fmt.Sprintf("%s: %d errors (last %v), notices %v", h.first, len(h.errors), last, h.notices))
+			}
+			return done, fmt.Sprintf("calls so far, loops, sessions, then handles: %v; handles: %s", got, strings.Join(hs, "; "))
 		})
 	}
 	atLeast("every client's calls before the kill", crashWarmCalls)
@@ -277,6 +409,35 @@ func TestClusterReplicaCrash(t *testing.T) {
 			}
 		case len(s.errors) != 0:
 			t.Errorf("session client %d (on %s) had errors, want none: %v", i, s.first, s.errors)
+		}
+	}
+
+	// Handles: those whose thread was on the victim get one notice naming
+	// it, then work with the new handle; the others see nothing. Only a
+	// call in flight on the victim as it died may fail (a transport error:
+	// a call is never retried).
+	for i, h := range handleLoops {
+		var inFlight, others []error
+		for _, call := range h.errors {
+			if !call.start.IsZero() && !call.start.After(killEnd) && !call.end.Before(killStart) {
+				inFlight = append(inFlight, call.err)
+			} else {
+				others = append(others, call.err)
+			}
+		}
+		if len(others) > 0 || len(inFlight) > 2 {
+			t.Errorf("handle loop %d (its thread on %s): failed calls %v not in flight at the kill, %v in flight; want none, and at most 2 in flight", i, h.first, others, inFlight)
+		}
+		switch {
+		case h.first == victimID:
+			if len(h.notices) != 1 || h.notices[0] != victimID {
+				t.Errorf("handle loop %d (its thread on the killed %s): notices naming %v, want one naming %s", i, victimID, h.notices, victimID)
+			}
+			if h.okAfterNotice == 0 {
+				t.Errorf("handle loop %d (its thread on the killed %s) made no get that worked with its new handle", i, victimID)
+			}
+		case len(h.notices) != 0:
+			t.Errorf("handle loop %d (on %s): notices %v; want none", i, h.first, h.notices)
 		}
 	}
 	t.Logf("killed %s: %d stateless calls, %d failed in flight, %d lost; %d of %d sessions on it", victimID, total, failed, lost, onVictim, crashSessions)
