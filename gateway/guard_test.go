@@ -26,7 +26,13 @@ import (
 // "rep" (any arguments) and "other" that count their runs.
 func loopGateway(t *testing.T, lg config.LoopGuard) (g *Gateway, runs *atomic.Int64) {
 	t.Helper()
-	g, _ = newGateway(t, func(c *config.Config) { c.Guards.Loop = lg })
+	return loopGatewayWith(t, func(c *config.Config) { c.Guards.Loop = lg })
+}
+
+// loopGatewayWith is loopGateway with the configuration mutate makes.
+func loopGatewayWith(t *testing.T, mutate func(*config.Config)) (g *Gateway, runs *atomic.Int64) {
+	t.Helper()
+	g, _ = newGateway(t, mutate)
 	runs = new(atomic.Int64)
 	for _, name := range []string{"rep", "other"} {
 		err := g.RegisterStateless(registry.Tool{Name: name}, func(context.Context, map[string]any) (executors.Result, error) {

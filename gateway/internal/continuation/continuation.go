@@ -163,6 +163,9 @@ type Continuation struct {
 	registered bool       // in m.waiting (counted against the bounds)
 	timer      *time.Timer
 	over       bool // the call returned, expired or was abandoned: nothing more is asked
+	// sealed is the answer of a call that asked a sealed question
+	// (AskSealed): its outcome is not seen.
+	sealed *mcp.MultiRoundTripResult
 }
 
 // ask is one request of the call to the client.
@@ -244,8 +247,14 @@ func (c *Continuation) Await(ctx context.Context) (res any, in *mcp.MultiRoundTr
 		select {
 		case <-c.done:
 			c.m.forget(c)
+			if in := c.sealedOutcome(); in != nil {
+				return nil, in, nil
+			}
 			return c.out.Res, nil, c.out.Err
 		case <-c.wake:
+			if in := c.sealedOutcome(); in != nil {
+				return nil, in, nil
+			}
 			if in := c.inputRequired(); in != nil {
 				return nil, in, nil
 			}

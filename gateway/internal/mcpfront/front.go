@@ -79,8 +79,12 @@ type Request struct {
 	// (accept, decline or cancel) and, for accept, the form's content. It
 	// is nil unless the client declared the elicitation capability: a
 	// session in its initialize request, a 2026-07-28 client in the
-	// call's _meta (it is then asked through an input_required result:
-	// modern.go).
+	// call's _meta. A 2026-07-28 client is asked through an input_required
+	// result whose requestState seals the question, and the call ends:
+	// its retry runs the call again from the start, on any replica, and
+	// Elicit then returns the answer (modern.go, sealedElicit). So it is
+	// for toolgate's own questions before a call does anything, as the
+	// loop guard's.
 	Elicit func(ctx context.Context, message string, requestedSchema map[string]any) (action string, content map[string]any, err error)
 	// Peer is the client the call came from, to whom an upstream's
 	// requests and log messages during the call are relayed (a

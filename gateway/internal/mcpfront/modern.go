@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -98,16 +99,28 @@ func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *R
 	bind := func() continuation.Binding { // only for a call that may wait: the common call hashes nothing
 		return continuation.Binding{Method: string(mcp.MethodToolsCall), Name: p.Name, Args: canonjson.RawSum(p.Arguments)}
 	}
+	var answer json.RawMessage // to toolgate's own question, sealed in the requestState
 	if p.RequestState != "" || len(p.InputResponses) > 0 {
-		c, err := f.mrtr.ResumeWith(who, bind(), p.MultiRoundTripParams)
-		if err != nil {
+		var sealed bool
+		var err error
+		if answer, sealed, err = f.mrtr.OpenSealed(who, bind(), p.MultiRoundTripParams); err != nil {
 			return nil, err
 		}
-		return toolOutcome(c.Await(ctx))
+		if !sealed {
+			c, err := f.mrtr.ResumeWith(who, bind(), p.MultiRoundTripParams)
+			if err != nil {
+				return nil, err
+			}
+			return toolOutcome(c.Await(ctx))
+		}
+		// A sealed question answered: the call runs afresh, here.
 	}
 	caps := x.info.ClientCapabilities
 	mp := modernPeer{peer: peer{f: f, ctx: ctx}, caps: caps, call: f.requests.Add(1)}
 	r.Peer = mp
+	if answer != nil {
+		r.Elicit = sealedElicit(nil, answer)
+	}
 	run := func(ctx context.Context) (*mcp.CallToolResult, error) {
 		out, err := f.run(ctx, call, r, p.Name)
 		if err != nil {
@@ -123,7 +136,7 @@ func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *R
 		asking.c = c
 		r.Peer = asking
 		if caps.Elicitation != nil {
-			r.Elicit = continuationElicit(c)
+			r.Elicit = sealedElicit(c, answer)
 		}
 		res, err := run(ctx)
 		return continuation.Outcome{Res: res, Err: err}
@@ -133,6 +146,10 @@ func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *R
 	}
 	return toolOutcome(c.Await(ctx))
 }
+
+// Waiting returns how many 2026-07-28 calls wait for their clients'
+// retries (continuations); a sealed question is none.
+func (f *Front) Waiting() int { return f.mrtr.Len() }
 
 // modernPrompt gets a 2026-07-28 prompts/get as modernCall runs a
 // tools/call: get forwards it to the prompt's source with the peer the
@@ -219,15 +236,21 @@ func (f *Front) retryRefused(w http.ResponseWriter, x *exchange, m *message) boo
 	return false
 }
 
-// continuationElicit returns the function that asks the user of c's
-// client through elicitation/create, as [Request.Elicit] does for a 2025
-// session.
-func continuationElicit(c *continuation.Continuation) func(context.Context, string, map[string]any) (string, map[string]any, error) {
+// sealedElicit returns the [Request.Elicit] of a 2026-07-28 call, which
+// asks toolgate's own questions (the loop guard's): the first time it is
+// given answer (the retry's, when the call's requestState sealed the
+// question), it returns that; otherwise it asks c's client the question
+// sealed (continuation.AskSealed), which ends the call. Without c the
+// client cannot be asked, and the asker gets an error.
+func sealedElicit(c *continuation.Continuation, answer json.RawMessage) func(context.Context, string, map[string]any) (string, map[string]any, error) {
+	var answered atomic.Bool
 	return func(ctx context.Context, message string, schema map[string]any) (string, map[string]any, error) {
-		raw, err := c.Ask(ctx, mcp.NewElicitationInputRequest(mcp.ElicitationParams{Message: message, RequestedSchema: schema}))
-		if err != nil {
-			return "", nil, err
+		if answer != nil && answered.CompareAndSwap(false, true) {
+			return elicitationAnswer(answer)
 		}
-		return elicitationAnswer(raw)
+		if c == nil {
+			return "", nil, fmt.Errorf("the client did not declare the elicitation capability: it cannot be asked")
+		}
+		return "", nil, c.AskSealed(mcp.NewElicitationInputRequest(mcp.ElicitationParams{Message: message, RequestedSchema: schema}))
 	}
 }
