@@ -14,17 +14,20 @@ package tests
 // is the file PATH of the repository, which must match it byte for byte.
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-yaml"
 )
@@ -388,20 +391,7 @@ func TestReadmeRESTExample(t *testing.T) {
 	}))
 	t.Cleanup(backend.Close)
 
-	dir := t.TempDir()
-	copyExample(t, dir, "http://127.0.0.1:9000", backend.URL, "rest.yaml", "petstore.yaml")
-	cmds := readmeCommands(t, "examples/rest.yaml")
-	if len(cmds) != 2 || len(cmds[0]) < 4 || cmds[0][3] != "add_pet" || len(cmds[1]) < 4 || cmds[1][3] != "petstore__listPets" {
-		t.Fatalf("README REST commands = %q, want call add_pet then call petstore__listPets", cmds)
-	}
-	var outputs []string
-	for _, args := range cmds {
-		r := runIn(t, dir, []string{"PETSTORE_KEY="}, args...)
-		if r.code != 0 || strings.Contains(r.stderr, "ERROR") {
-			t.Fatalf("toolgate %s: %v", strings.Join(args, " "), r)
-		}
-		outputs = append(outputs, r.stdout)
-	}
+	outputs := runRESTExample(t, backend.URL)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -416,16 +406,96 @@ func TestReadmeRESTExample(t *testing.T) {
 	if tags, ok := got[0].body["tags"].([]any); !ok || !slices.Equal(tags, []any{"good", "loud"}) {
 		t.Errorf("add_pet sent the body %v, want tags as the JSON array [good loud]", got[0].body)
 	}
+	checkListed(t, outputs[1])
+}
+
+// runRESTExample runs the README's REST commands as pasted, in a
+// directory laid out like the repository whose examples call baseURL
+// instead of http://127.0.0.1:9000, and returns what each printed.
+func runRESTExample(t *testing.T, baseURL string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	copyExample(t, dir, "http://127.0.0.1:9000", baseURL, "rest.yaml", "petstore.yaml")
+	cmds := readmeCommands(t, "examples/rest.yaml")
+	if len(cmds) != 2 || len(cmds[0]) < 4 || cmds[0][3] != "add_pet" || len(cmds[1]) < 4 || cmds[1][3] != "petstore__listPets" {
+		t.Fatalf("README REST commands = %q, want call add_pet then call petstore__listPets", cmds)
+	}
+	var outputs []string
+	for _, args := range cmds {
+		r := runIn(t, dir, []string{"PETSTORE_KEY="}, args...)
+		if r.code != 0 || strings.Contains(r.stderr, "ERROR") {
+			t.Fatalf("toolgate %s: %v", strings.Join(args, " "), r)
+		}
+		outputs = append(outputs, r.stdout)
+	}
+	return outputs
+}
+
+// checkListed checks petstore__listPets's output: Rex the dog, with the
+// tags add_pet gave him.
+func checkListed(t *testing.T, out string) {
+	t.Helper()
 	var listed struct {
 		IsError    bool `json:"isError"`
 		Structured struct {
 			Result []map[string]any `json:"result"`
 		} `json:"structuredContent"`
 	}
-	if err := json.Unmarshal([]byte(outputs[1]), &listed); err != nil || listed.IsError ||
-		len(listed.Structured.Result) != 1 || listed.Structured.Result[0]["name"] != "Rex" {
-		t.Errorf("petstore__listPets printed %s (%v), want Rex the dog", outputs[1], err)
+	err := json.Unmarshal([]byte(out), &listed)
+	if err != nil || listed.IsError || len(listed.Structured.Result) != 1 || listed.Structured.Result[0]["name"] != "Rex" ||
+		fmt.Sprint(listed.Structured.Result[0]["tags"]) != "[good loud]" {
+		t.Errorf("petstore__listPets printed %s (%v), want Rex the dog, tagged good and loud", out, err)
 	}
+}
+
+// petstoreListening matches examples/petstore-api's log line saying
+// where it listens.
+var petstoreListening = regexp.MustCompile(`listening on (http://[0-9.:]+)/v1`)
+
+// TestReadmeRESTExampleDemoAPI runs the README's REST commands against
+// the demo API they name, examples/petstore-api, built and started on a
+// free port: the example works with the program the README tells a
+// newcomer to run, API key included.
+func TestReadmeRESTExampleDemoAPI(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "petstore-api")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./examples/petstore-api")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/petstore-api: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-listen", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := petstoreListening.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		close(addr)
+	}()
+	var base string
+	select {
+	case a, ok := <-addr:
+		if !ok {
+			t.Fatal("examples/petstore-api exited without saying where it listens")
+		}
+		base = a
+	case <-time.After(listenTimeout):
+		t.Fatalf("examples/petstore-api did not say where it listens within %v", listenTimeout)
+	}
+	checkListed(t, runRESTExample(t, base)[1])
 }
 
 // TestReadmeUpstreamExample runs the README's upstream call as pasted,

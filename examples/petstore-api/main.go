@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"flag"
 	"log"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -44,8 +45,13 @@ func main() {
 	mux.HandleFunc("POST /v1/pets", s.add)
 	mux.HandleFunc("GET /v1/pets/{petId}", s.get)
 	mux.HandleFunc("DELETE /v1/pets/{petId}", s.remove)
-	log.Printf("pet store listening on http://%s/v1 (X-Api-Key: %s)", *listen, *key)
-	log.Fatal(http.ListenAndServe(*listen, requireKey(*key, mux)))
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The address listened on, port 0 resolved: a test starts it so.
+	log.Printf("pet store listening on http://%s/v1 (X-Api-Key: %s)", ln.Addr(), *key)
+	log.Fatal(http.Serve(ln, requireKey(*key, mux)))
 }
 
 // requireKey refuses requests without the API key with 401.
