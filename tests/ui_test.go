@@ -208,6 +208,10 @@ auth:
 	wantOK(t, mustCall(t, dev, "calc", map[string]any{"expression": "3+3"}, ""), "6")            // c-5
 	wantError(t, mustCall(t, ops, "calc", map[string]any{"expression": "2/0"}, ""), "execution") // c-6
 	b.waitFor("ops's last call", finishedRows(3)+` && document.querySelector("#call-c-6.is-error")`)
+	// The totals and charts count ops's calls only, as the rows do.
+	b.waitFor("ops's totals", `document.getElementById("total-calls").textContent === "3" && `+
+		`document.getElementById("total-errors").textContent === "2" && `+
+		`document.querySelector('#tools tr[data-tool="calc"]').dataset.calls === "3"`)
 	page = b.html()
 	if got, want := callRows(page), []string{"c-6 error", "c-4 completed", "c-2 error"}; strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Errorf("call rows (newest first) = %v, want ops's %v; page:\n%s", got, want, page)
