@@ -350,3 +350,18 @@ func TestBrowserStartsChromiumAgain(t *testing.T) {
 		<-b.readerDone
 	}
 }
+
+// screenshot sets the page's viewport to width × height CSS pixels (at
+// one device pixel each) and returns a PNG of it.
+func (b *browser) screenshot(width, height int) []byte {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.t.Context(), callTimeout)
+	defer cancel()
+	b.must(b.call(ctx, b.session, "Emulation.setDeviceMetricsOverride",
+		map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}, nil))
+	var shot struct {
+		Data []byte `json:"data"` // base64 in JSON, decoded by encoding/json
+	}
+	b.must(b.call(ctx, b.session, "Page.captureScreenshot", map[string]any{"format": "png"}, &shot))
+	return shot.Data
+}

@@ -36,9 +36,17 @@ func runCLI(t *testing.T, args ...string) cliResult {
 // callTimeout.
 func runProgram(t *testing.T, bin string, env []string, args ...string) cliResult {
 	t.Helper()
+	return runProgramIn(t, "", bin, env, args...)
+}
+
+// runProgramIn is runProgram in the working directory dir ("" for the
+// test's own).
+func runProgramIn(t *testing.T, dir, bin string, env []string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -69,6 +69,7 @@ var allowed = map[string][]string{
 	"internal/cluster/eventrelay":    {},
 	"bench":                          {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/rest/openapi/corpus", "builtin"},
 	"tests":                          {},
+	"examples/petstore-api":          {},
 
 	// Test helpers, imported by tests only.
 	"internal/loopguard/loopguardtest": {},

@@ -28,7 +28,7 @@
 // way is given the action warn or off for itself (guards.loop.tools).
 //
 // Why the call after the threshold: guards.loop.threshold has always been
-// documented as how many identical calls a thread may make (the README,
+// documented as how many identical calls a thread may make (docs/configuration.md,
 // config.LoopGuard, config.example.yaml), and its minimum, 1, means
 // something only so: acting on the threshold-th call would refuse every
 // first call at threshold 1. The agent used to act on the threshold-th
