@@ -67,6 +67,7 @@ var allowed = map[string][]string{
 	"internal/cluster/ratelimit":     {},
 	"internal/cluster/members":       {},
 	"internal/cluster/eventrelay":    {},
+	"bench/cluster":                  {},
 	"bench":                          {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/rest/openapi/corpus", "builtin"},
 	"tests":                          {},
 	"examples/petstore-api":          {},
