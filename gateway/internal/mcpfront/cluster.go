@@ -99,9 +99,7 @@ func (f *Front) forwardThread(w http.ResponseWriter, r *http.Request, m *message
 	if owner == "" || f.o.Replica.Owns(owner) {
 		return false
 	}
-	return f.o.Peers.Forward(w, r, m.raw, owner, func(w http.ResponseWriter, r *http.Request) {
-		f.serveModernHere(w, r, m, info)
-	})
+	return f.o.Peers.Forward(w, r, m.raw, owner, f.hereInstead(m, info))
 }
 
 // handleHeader is the header a 2026-07-28 client sends a thread handle in
@@ -134,7 +132,15 @@ func (f *Front) forwardHandle(w http.ResponseWriter, r *http.Request, m *message
 	if !ok || f.o.Replica.Owns(owner) {
 		return false
 	}
-	return f.o.Peers.Forward(w, r, m.raw, owner, func(w http.ResponseWriter, r *http.Request) {
-		f.serveModernHere(w, r, m, info)
-	})
+	return f.o.Peers.Forward(w, r, m.raw, owner, f.hereInstead(m, info))
+}
+
+// hereInstead serves m here when its owner cannot be reached: the
+// fallback a forward of a 2026-07-28 call takes. It copies m, so that the
+// caller's message stays on its stack when nothing is forwarded: a
+// closure taking m itself would move every message to the heap, an
+// allocation on every call of a lone toolgate too.
+func (f *Front) hereInstead(m *message, info *server.RequestProtocolInfo) func(http.ResponseWriter, *http.Request) {
+	mc := *m
+	return func(w http.ResponseWriter, r *http.Request) { f.serveModernHere(w, r, &mc, info) }
 }
