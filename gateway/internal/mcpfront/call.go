@@ -82,6 +82,11 @@ func (f *Front) handle(x *exchange, m *message) answer {
 			return *refused
 		}
 	}
+	if m.method == string(mcp.MethodResourcesRead) && m.id != nil {
+		if refused := f.admitRead(x, m); refused != nil {
+			return *refused
+		}
+	}
 	resp := f.mcp.HandleMessage(x.ctx, m.raw)
 	if resp == nil || m.id == nil {
 		return answer{}
