@@ -61,6 +61,7 @@ type conn struct {
 	peersMu sync.Mutex
 	peers   map[string]inflight      // request ID → the peer it is made for (relay.go)
 	waits   map[*peerRef]*clientWait // calls waiting for their clients' answers (relay.go)
+	asking  askCounts                // each call's requests in flight to its client (askcap.go)
 
 	catalogChanged chan struct{} // 1-buffered: the upstream's resources or prompts changed
 
