@@ -138,20 +138,5 @@ func TestSurfaceScoped(t *testing.T) {
 // scopedClient is an initialized client of the front at url, as who.
 func scopedClient(t *testing.T, url, who string) *client.Client {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP(url+"/mcp", transport.WithHTTPHeaders(map[string]string{"X-Test-Principal": who}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := c.Initialize(t.Context(), init); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return surfaceClientWith(t, url, []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(map[string]string{"X-Test-Principal": who})})
 }
