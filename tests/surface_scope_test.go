@@ -9,6 +9,8 @@ package tests
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -163,6 +165,22 @@ upstreams:
 		}
 	})
 
+	t.Run("events show them to their principal", func(t *testing.T) {
+		state := func(token string) string {
+			r := getWith(t, srv.URL+"/ui/state", token)
+			if r.Status != http.StatusOK {
+				t.Fatalf("GET /ui/state = %d %s", r.Status, r.Body)
+			}
+			return string(r.Body)
+		}
+		if body := state(aliceToken); !strings.Contains(body, `"tool":"ev__resources.read"`) || !strings.Contains(body, `"tool":"ev__prompts.get"`) {
+			t.Errorf("alice's /ui/state = %s; want her reads and prompt gets among her recent calls", body)
+		}
+		if body := state(bobToken); strings.Contains(body, `"tool":"ev__resources.read"`) {
+			t.Errorf("bob's /ui/state = %s; want none of alice's reads", body)
+		}
+	})
+
 	t.Run("metrics count them like tool calls", func(t *testing.T) {
 		text := scrapeWith(t, srv.URL, adminToken)
 		var lines []string
@@ -176,4 +194,26 @@ upstreams:
 			t.Errorf("toolgate_tool_calls_total for ev__resources.read = %q; want ok and rate_limited samples", lines)
 		}
 	})
+}
+
+// getWith sends a GET of url with token as the bearer token.
+func getWith(t *testing.T, url, token string) httpReply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := newHTTPClient().Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading %s: %v", url, err)
+	}
+	return httpReply{Status: resp.StatusCode, Body: body}
 }
