@@ -48,10 +48,8 @@ func (g *Gateway) permit(next Handler) Handler {
 			return errorResult(retry.Errorf(retry.Permission,
 				"tool %q is not permitted for principal %q; ask the operator to allow it (auth allow/deny)", c.Tool.Name, id.Name)), nil
 		}
-		if wait := id.Policy.Take(); wait > 0 {
-			err := retry.Errorf(retry.RateLimited, "principal %q is over its rate limit (auth rate); call again in %s", id.Name, wait.Round(time.Millisecond))
-			err.RetryAfter = wait
-			return errorResult(err), nil
+		if res := overRate(id); res != nil {
+			return res, nil
 		}
 		if principal.From(ctx) != id {
 			ctx = principal.With(ctx, id)
@@ -73,4 +71,20 @@ func (g *Gateway) adminOnly(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// overRate takes one call from id's rate limit and returns the result of
+// a call over it: class rate_limited, with the wait in _meta. nil when
+// the call may run (or id has no policy).
+func overRate(id *principal.Identity) *Result {
+	if id == nil || id.Policy == nil {
+		return nil
+	}
+	wait := id.Policy.Take()
+	if wait <= 0 {
+		return nil
+	}
+	err := retry.Errorf(retry.RateLimited, "principal %q is over its rate limit (auth rate); call again in %s", id.Name, wait.Round(time.Millisecond))
+	err.RetryAfter = wait
+	return errorResult(err)
 }

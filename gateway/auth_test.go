@@ -479,3 +479,29 @@ func TestAuthPermitBeforeValidate(t *testing.T) {
 		t.Errorf("alice calling echo, denied, with bad arguments: %q (class %q); want only that echo is not permitted", text, errorClass(res))
 	}
 }
+
+// TestAuthBatchRepairsOnlyVisibleTools checks that toolgate_batch's name
+// repair and its unknown-tool message go only over the tools the
+// principal may use: a name that repairs to a tool it may not use is
+// unknown, with no suggestion of that tool and no count of the tools
+// registered (issue 31, item 7).
+func TestAuthBatchRepairsOnlyVisibleTools(t *testing.T) {
+	g := authGateway(t, nil)
+	res, err := g.Call(WithPrincipal(t.Context(), "alice"), BatchToolName,
+		json.RawMessage(`{"calls":[{"tool":"COUNTER","arguments":{}},{"tool":"countr","arguments":{}}]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := resultText(t, res)
+	if strings.Contains(text, `"counter"`) || strings.Contains(text, `\"counter\"`) || strings.Contains(text, "available tools") || !strings.Contains(text, "not_found") {
+		t.Errorf("alice's batch of COUNTER and countr (counter denied to her) = %s; want both unknown, counter never named, no tool count", text)
+	}
+	// bob may use counter: the repair is his.
+	res, err = g.Call(WithPrincipal(t.Context(), "bob"), BatchToolName, json.RawMessage(`{"calls":[{"tool":"COUNTER","arguments":{}}]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := resultText(t, res); !strings.Contains(text, `"tool":"counter","status":"ok"`) {
+		t.Errorf("bob's batch of COUNTER = %s; want counter run", text)
+	}
+}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -185,6 +186,14 @@ func (b batchExec) Execute(ctx context.Context, ec executors.Call) (executors.Re
 func (g *Gateway) batchCall(ctx context.Context, outer *Call, name string, args json.RawMessage) batchOutcome {
 	start := time.Now()
 	r, err := g.lookup(name)
+	if err == nil && r.tool.Name != name && !outer.ident.Permits(r.tool.Name) {
+		// Repaired to a tool the principal may not use: as unknown to it
+		// as any name (issue 31, item 7).
+		err = &registry.NotFoundError{Name: name, Available: -1}
+	}
+	if nf, ok := errors.AsType[*registry.NotFoundError](err); ok && outer.ident != nil && outer.ident.Policy != nil {
+		err = nf.Visible(outer.ident.Permits) // suggestions and counts over its own tools only
+	}
 	if err != nil {
 		return outcome(name, start, errorResult(retry.Wrap(retry.NotFound, "", err)))
 	}

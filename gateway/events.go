@@ -143,7 +143,7 @@ func errorMessage(res *Result, err error) string {
 }
 
 // uiSources are the tools by source, for /ui/state, that id (nil without
-// authentication) may see.
+// authentication) may see; the backends they call only for admins.
 func (g *Gateway) uiSources(id *principal.Identity) []events.Source {
 	ups := g.upstreamStatus()
 	var sources []events.Source
@@ -165,7 +165,12 @@ func (g *Gateway) uiSources(id *principal.Identity) []events.Source {
 		}
 		ut := events.Tool{Name: t.Name, Kind: string(t.Kind)}
 		if b := g.res.plan(t).Backend; b != nil {
-			ut.Backend, ut.Circuit = b.Name(), b.State().String()
+			ut.Circuit = b.State().String()
+			if id == nil || id.Admin {
+				// host:port, which only admins are shown (issue 31,
+				// item 7).
+				ut.Backend = b.Name()
+			}
 		}
 		sources[i].Tools = append(sources[i].Tools, ut)
 	}

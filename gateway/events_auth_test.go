@@ -3,12 +3,14 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway/internal/events"
 )
 
@@ -230,5 +232,35 @@ func TestEventsAdminSeesAll(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"alice", "bob"}, who); diff != "" {
 		t.Errorf("ops's /events (-want +got):\n%s", diff)
+	}
+}
+
+// TestUIStateBackendsForAdminsOnly: /ui/state names the backend (host and
+// port) a tool's calls go to only to admins; another principal sees its
+// tools and their breakers' state, not where they lead (issue 31, item 7).
+func TestUIStateBackendsForAdminsOnly(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{}`)) }))
+	t.Cleanup(api.Close)
+	parsed, err := config.Parse("t.yaml", yamlLines("rest:", "  - name: weather", "    url: "+api.URL+"/x"), nil)
+	if err != nil {
+		t.Fatalf("config.Parse = %v", err)
+	}
+	g := authGateway(t, func(c *config.Config) {
+		c.Rest = parsed.Rest
+		c.Auth.Tokens[0].Allow = append(c.Auth.Tokens[0].Allow, "weather")
+	})
+	srv := serveHTTP(t, g)
+	host := strings.TrimPrefix(api.URL, "http://")
+	for _, tc := range []struct {
+		who, token string
+		backend    bool
+	}{{"alice", aliceToken, false}, {"ops", opsToken, true}} {
+		code, _, body := get(t, srv.URL+"/ui/state", tc.token, nil)
+		if code != http.StatusOK || !strings.Contains(body, `"weather"`) {
+			t.Fatalf("%s's GET /ui/state = %d %s; want the weather tool listed", tc.who, code, body)
+		}
+		if got := strings.Contains(body, host); got != tc.backend {
+			t.Errorf("%s's /ui/state names the backend %s: %v, want %v; body %s", tc.who, host, got, tc.backend, body)
+		}
 	}
 }

@@ -94,7 +94,10 @@ type Gateway struct {
 	oneShot    atomic.Uint64 // numbers one-call threads
 	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
 	hookSet    []*hooks.Hook // the configured hooks, in the file's order; set by New (hooks.go)
-	openapi    openapiState  // the OpenAPI sources' skipped operations and sources not loaded (rest.go)
+	// surfaceTools are the tools requests about upstreams' catalogs are
+	// recorded as, by name (surfacecall.go).
+	surfaceTools sync.Map
+	openapi      openapiState // the OpenAPI sources' skipped operations and sources not loaded (rest.go)
 	// catalogs are the OpenAPI sources served with catalog: search, by
 	// their tools' registry source ("openapi:<name>"); set before the
 	// tools are registered, never changed after New (catalogtool.go).

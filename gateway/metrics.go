@@ -30,6 +30,7 @@ type metrics struct {
 	retries      *prometheus.CounterVec
 	upstreamUp   *prometheus.GaugeVec
 	restarts     *prometheus.CounterVec
+	relists      *prometheus.CounterVec
 	queueWait    prometheus.Histogram
 	circuit      *prometheus.GaugeVec
 	exhausted    *prometheus.CounterVec
@@ -108,9 +109,13 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter) *met
 			Name: "toolgate_upstream_restarts_total",
 			Help: "Reconnections of upstream MCP servers after a failure.",
 		}, []string{"upstream"}),
+		relists: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_upstream_list_changed_total",
+			Help: "list_changed notifications of upstream MCP servers (tools, resources, prompts): outcome listed made toolgate list again, coalesced was folded into a listing already pending (listings are paced: at most one every 2 s per kind).",
+		}, []string{"upstream", "outcome"}),
 	}
 	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.sessions, m.unknownTools, m.nameRepairs, m.httpRequests, m.retries,
-		m.upstreamUp, m.restarts, m.queueWait, m.circuit, m.exhausted,
+		m.upstreamUp, m.restarts, m.relists, m.queueWait, m.circuit, m.exhausted,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "toolgate_queue_length",
 			Help: "Tool calls waiting for a free slot: of max_parallel (at most defaults.max_queue), or of their session's max_parallel_per_session (at most defaults.max_queue more).",
@@ -178,6 +183,16 @@ func (m *metrics) upstreamState(upstream string, up bool) {
 
 func (m *metrics) upstreamRestart(upstream string) {
 	m.restarts.WithLabelValues(upstream).Inc()
+}
+
+// upstreamRelist counts a list_changed of upstream: listed again, or
+// coalesced into a pending listing.
+func (m *metrics) upstreamRelist(upstream string, listed bool) {
+	outcome := "coalesced"
+	if listed {
+		outcome = "listed"
+	}
+	m.relists.WithLabelValues(upstream, outcome).Inc()
 }
 
 var instancesDesc = prometheus.NewDesc("toolgate_thread_instances",

@@ -26,11 +26,12 @@ func (g *Gateway) upstreamCatalog(upstream string, c *mcpup.Catalog) {
 		Templates:   c.Templates,
 		Subscribe:   c.Subscribe,
 		Completions: c.Completions,
+		Namespace:   c.Namespace,
 		Forward: func(ctx context.Context, peer mcppeer.Peer, method string, params any) (json.RawMessage, error) {
 			if peer != nil {
 				ctx = mcpup.WithPeer(ctx, peer)
 			}
-			return g.up.Forward(ctx, upstream, method, params)
+			return g.forwardSurface(ctx, upstream, method, params)
 		},
 	}
 	for _, p := range c.Prompts {

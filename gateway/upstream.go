@@ -70,6 +70,7 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 		OnRestart: g.metrics.upstreamRestart,
 		OnCatalog: g.upstreamCatalog,
 		OnNotify:  g.upstreamNotify,
+		OnRelist:  g.metrics.upstreamRelist,
 		// As many calls to one upstream may run at once as to all.
 		MaxParallel: cfg.Defaults.MaxParallel,
 	})

@@ -32,6 +32,20 @@ type NotFoundError struct {
 	Available int
 }
 
+// Visible returns e as told to a caller who may see only the tools for
+// which visible reports true: suggesting only those, an ambiguity only
+// among them, and no count of the tools registered (issue 31, item 7).
+func (e *NotFoundError) Visible(visible func(name string) bool) *NotFoundError {
+	v := &NotFoundError{Name: e.Name, Available: -1}
+	for _, s := range e.Suggestions {
+		if visible(s) {
+			v.Suggestions = append(v.Suggestions, s)
+		}
+	}
+	v.Ambiguous = e.Ambiguous && len(v.Suggestions) > 1
+	return v
+}
+
 // maxListed is how many candidates an ambiguous NotFoundError's message
 // lists; its Suggestions hold them all.
 const maxListed = 10

@@ -94,6 +94,7 @@ var thirdParty = map[string][]string{
 	"github.com/openai/openai-go":           {"agent"},
 	"github.com/coreos/go-oidc":             {"internal/auth"},
 	"golang.org/x/time/rate":                {"internal/auth"},
+	"golang.org/x/sync/singleflight":        {"internal/auth"},
 	"github.com/redis/go-redis":             {"internal/cluster/store", "internal/cluster/ratelimit", "internal/cluster/members", "internal/cluster/eventrelay"},
 }
 

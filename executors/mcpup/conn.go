@@ -61,6 +61,7 @@ type conn struct {
 	peersMu sync.Mutex
 	peers   map[string]inflight      // request ID → the peer it is made for (relay.go)
 	waits   map[*peerRef]*clientWait // calls waiting for their clients' answers (relay.go)
+	asking  askCounts                // each call's requests in flight to its client (askcap.go)
 
 	catalogChanged chan struct{} // 1-buffered: the upstream's resources or prompts changed
 
@@ -165,11 +166,13 @@ func (c *conn) onNotification(n mcp.JSONRPCNotification) {
 		select {
 		case c.listChanged <- struct{}{}:
 		default: // a re-listing is already pending
+			c.coalesced()
 		}
 	case string(mcp.MethodNotificationResourcesListChanged), string(mcp.MethodNotificationPromptsListChanged):
 		select {
 		case c.catalogChanged <- struct{}{}:
 		default:
+			c.coalesced()
 		}
 	case string(mcp.MethodNotificationResourceUpdated):
 		if c.u.m.onNotify != nil {
@@ -180,6 +183,14 @@ func (c *conn) onNotification(n mcp.JSONRPCNotification) {
 	case "notifications/message":
 		c.u.logMessage(c.thread, n.Params.AdditionalFields)
 		c.forwardLog(n.Params.AdditionalFields)
+	}
+}
+
+// coalesced counts a list_changed folded into a listing already pending
+// ([Options.OnRelist]); thread instances' are not counted.
+func (c *conn) coalesced() {
+	if c.thread == "" && c.u.m.onRelist != nil {
+		c.u.m.onRelist(c.u.cfg.Name, false)
 	}
 }
 

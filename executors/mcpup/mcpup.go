@@ -176,6 +176,13 @@ type Options struct {
 	// flight on a connection that cannot tell them apart is only logged.
 	// It runs on the connection's read goroutine and must not block.
 	OnNotify func(upstream, method string, params map[string]any, to mcppeer.Peer)
+	// OnRelist, when not nil, is told of each notifications/tools/
+	// list_changed, resources/list_changed and prompts/list_changed a
+	// shared upstream sends: listed is true for one that makes toolgate
+	// list again, false for one folded into a listing already pending.
+	// Listings are paced: at most one every 2 s per kind, longer after
+	// an expensive one. It must not block.
+	OnRelist func(upstream string, listed bool)
 	// MaxParallel is how many tool calls may run at once (the gateway's
 	// max_parallel): each HTTP upstream keeps as many idle connections,
 	// and a few more, so that as many calls at once reuse theirs rather
@@ -199,6 +206,7 @@ type Manager struct {
 	onRestart func(string)
 	onCatalog func(string, *Catalog)
 	onNotify  func(string, string, map[string]any, mcppeer.Peer)
+	onRelist  func(string, bool)
 	ups       []*upstream
 	ctx       context.Context // root of every goroutine m owns; cancelled by Close
 	cancel    context.CancelFunc
@@ -271,6 +279,7 @@ func New(ups []Upstream, opts *Options) (*Manager, error) {
 		onRestart: o.OnRestart,
 		onCatalog: o.OnCatalog,
 		onNotify:  o.OnNotify,
+		onRelist:  o.OnRelist,
 		ctx:       ctx,
 		cancel:    cancel,
 		threads:   make(map[*threadInstance]struct{}),

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,7 +81,7 @@ func TestImportTools(t *testing.T) {
 	}
 	// Every page was listed, the long name was skipped, and the stdio-only
 	// garbage tool is there.
-	wantNames := []string{"fs__add_tool", "fs__big", "fs__cancel_stats", "fs__crash", "fs__echo", "fs__fail", "fs__garbage", "fs__getenv", "fs__image", "fs__log", "fs__pid", "fs__raw", "fs__slow"}
+	wantNames := []string{"fs__add_tool", "fs__big", "fs__cancel_stats", "fs__churn", "fs__crash", "fs__echo", "fs__fail", "fs__garbage", "fs__getenv", "fs__image", "fs__log", "fs__pid", "fs__raw", "fs__slow"}
 	gotNames := slices.Sorted(func(yield func(string) bool) {
 		for n := range byName {
 			if !yield(n) {
@@ -347,6 +348,36 @@ func TestListChanged(t *testing.T) {
 				t.Errorf("fs__extra returned %q", got)
 			}
 		})
+	}
+}
+
+// TestListChangedPaced: an upstream sending notifications/tools/
+// list_changed over and over (every 20ms here) is listed again at most
+// once per relistGap, the notifications in between coalesced, and each
+// listing and coalesced notification counted (issue 31, item 9: a
+// 20k-tool upstream announcing a change every second burned 25.3 s of CPU
+// in 21 s).
+func TestListChangedPaced(t *testing.T) {
+	var mu sync.Mutex
+	counts := map[string]int{}
+	m, _, _ := startUp(t, stdioUpstream(), &Options{OnRelist: func(upstream string, listed bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		counts[fmt.Sprintf("%s %v", upstream, listed)]++
+	}})
+	// 30 notifications over 600ms, well within one relistGap.
+	got := text(t, mustCall(t, m, "t", "fs__churn", `{"count":30,"gap_ms":20}`))
+	n, err := strconv.Atoi(got)
+	if err != nil {
+		t.Fatalf("fs__churn = %q", got)
+	}
+	if n > 2 {
+		t.Errorf("30 list_changed within %v made %d tools/list requests, want at most 2", relistGap, n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if counts["fs false"] < 25 {
+		t.Errorf("OnRelist counted %d coalesced notifications of 30 (%v), want the rest of those not listed", counts["fs false"], counts)
 	}
 }
 

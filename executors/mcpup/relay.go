@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"strconv"
@@ -222,6 +223,12 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 		return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND,
 			req.Method+": no MCP client of toolgate is waiting on this upstream (no call is in flight, or the call came from no MCP session, like toolgate call's); toolgate relays it only to the client whose call the upstream is serving", nil), nil
 	}
+	release, ok := c.asking.admit(target.ref)
+	if !ok {
+		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, fmt.Sprintf(
+			"%s: the call already has %d requests waiting for its client's answers; send another once one is answered", req.Method, maxClientRequests), nil), nil
+	}
+	defer release()
 	if overStdio && target.ref != nil {
 		defer c.awaitClient(target.ref)()
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -245,4 +247,65 @@ func TestRelayKeepsTheClientsCode(t *testing.T) {
 			t.Errorf("a peer's %q: the upstream gets %+v, %v; want code %d", tc.err, resp, err, tc.want)
 		}
 	}
+}
+
+// gatePeer is a client that holds every request until open is closed,
+// counting those it holds.
+type gatePeer struct {
+	open chan struct{}
+	held atomic.Int64
+}
+
+func (p *gatePeer) Session() string { return "s1" }
+
+func (p *gatePeer) Request(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+	p.held.Add(1)
+	select {
+	case <-p.open:
+		return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"ok"},"model":"m"}`), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *gatePeer) Notify(string, map[string]any) {}
+
+// One call's requests to its client (sampling here) are relayed at most
+// maxClientRequests at a time; the upstream's requests past that are
+// refused at once, with an error saying why (issue 31, item 9: 200
+// sampling requests of one call were all relayed at once).
+func TestRelayCapsRequestsPerCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newTestConn(bareUpstream(t))
+		p := &gatePeer{open: make(chan struct{})}
+		call, cancel := context.WithCancel(WithPeer(t.Context(), p))
+		defer cancel()
+		defer c.trackPeer(call, "toolgate-1")()
+		const n = 3 * maxClientRequests
+		var refused atomic.Int64
+		var wg sync.WaitGroup
+		for i := range n {
+			req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(i)), Method: string(mcp.MethodSamplingCreateMessage),
+				Params: map[string]any{"messages": []any{}, "maxTokens": 10}}
+			wg.Go(func() {
+				resp, err := c.onRequest(call, req)
+				if err != nil {
+					t.Errorf("onRequest: %v", err)
+					return
+				}
+				if resp.Error != nil {
+					refused.Add(1)
+				}
+			})
+		}
+		synctest.Wait()
+		if got := p.held.Load(); got != maxClientRequests {
+			t.Errorf("%d sampling requests of one call: %d reached the client at once, want %d", n, got, maxClientRequests)
+		}
+		if got := refused.Load(); got != n-maxClientRequests {
+			t.Errorf("%d refused while the client held %d, want %d", got, maxClientRequests, n-maxClientRequests)
+		}
+		close(p.open)
+		wg.Wait()
+	})
 }

@@ -56,6 +56,9 @@ type runner struct {
 	catalog func(ctx context.Context, c *conn) error
 	state   func(up bool) // reports a state change (only when report)
 	restart func()        // called before every attempt but the first
+	// onRelist, when not nil, is told of each list_changed the
+	// connection gets: listed again, or coalesced (pace.go).
+	onRelist func(listed bool)
 
 	// mu guards cur, up, reported and everUp. It is never held across a
 	// callback or I/O.
@@ -143,12 +146,10 @@ func (r *runner) serve(ctx context.Context, c *conn) (done, ok bool) {
 	}
 	r.markUp(c)
 	defer r.markDown(c)
-	if r.list != nil {
-		if err := r.list(ctx, c); err != nil && !c.isDead() && ctx.Err() == nil {
-			r.logger.Warn("listing upstream tools failed", r.attrs("error", err)...)
-		}
-	}
-	r.listCatalog(ctx, c)
+	// Listings again on list_changed are paced (pace.go).
+	var tools, catalog pace
+	tools.run(func() { r.listTools(ctx, c) })
+	catalog.run(func() { r.listCatalog(ctx, c) })
 	r.setState(true)
 	for {
 		select {
@@ -157,15 +158,31 @@ func (r *runner) serve(ctx context.Context, c *conn) (done, ok bool) {
 		case <-c.dead:
 			return false, true
 		case <-c.catalogChanged:
-			r.listCatalog(ctx, c)
+			if !r.paced(ctx, c, &catalog, c.catalogChanged) {
+				return ctx.Err() != nil, true
+			}
+			r.relisted(true)
+			catalog.run(func() { r.listCatalog(ctx, c) })
 		case <-c.listChanged:
 			if r.list == nil {
 				continue
 			}
-			if err := r.list(ctx, c); err != nil && !c.isDead() && ctx.Err() == nil {
-				r.logger.Warn("listing upstream tools failed", r.attrs("error", err)...)
+			if !r.paced(ctx, c, &tools, c.listChanged) {
+				return ctx.Err() != nil, true
 			}
+			r.relisted(true)
+			tools.run(func() { r.listTools(ctx, c) })
 		}
+	}
+}
+
+// listTools imports c's tools, when r imports tools.
+func (r *runner) listTools(ctx context.Context, c *conn) {
+	if r.list == nil {
+		return
+	}
+	if err := r.list(ctx, c); err != nil && !c.isDead() && ctx.Err() == nil {
+		r.logger.Warn("listing upstream tools failed", r.attrs("error", err)...)
 	}
 }
 

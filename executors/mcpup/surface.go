@@ -28,6 +28,9 @@ type Catalog struct {
 	// Subscribe says the upstream serves resources/subscribe; Completions,
 	// completion/complete; Logging, logging/setLevel.
 	Subscribe, Completions, Logging bool
+	// Namespace is the prefix of the upstream's tool and prompt names
+	// ([Upstream.NamePrefix]).
+	Namespace string
 }
 
 // Prompt is one prompt of an upstream: Name is its served name (the
@@ -48,7 +51,7 @@ func (u *upstream) listCatalog(ctx context.Context, c *conn) error {
 	ctx, cancel := context.WithTimeout(ctx, u.startupTimeout)
 	defer cancel()
 	caps := c.client.GetServerCapabilities()
-	var cat Catalog
+	cat := Catalog{Namespace: u.cfg.NamePrefix()}
 	var errs []error
 	if caps.Resources != nil {
 		var err error

@@ -139,6 +139,10 @@ func TestRunnerBackoffAndRestart(t *testing.T) {
 		c = <-dials
 		c.listChanged <- struct{}{}
 		synctest.Wait()
+		// Listed again once relistGap has passed since the listing on
+		// connect (pace.go).
+		time.Sleep(relistGap)
+		synctest.Wait()
 		cancel()
 		wg.Wait()
 
@@ -148,7 +152,7 @@ func TestRunnerBackoffAndRestart(t *testing.T) {
 			"1.5s restart", "1.5s dial failed",
 			"3.5s restart", "3.5s dial ok", "3.5s listed", "3.5s state true",
 			"13.5s state false",
-			"17.5s restart", "17.5s dial ok", "17.5s listed", "17.5s state true", "17.5s listed",
+			"17.5s restart", "17.5s dial ok", "17.5s listed", "17.5s state true", "19.5s listed",
 		}
 		mu.Lock()
 		defer mu.Unlock()

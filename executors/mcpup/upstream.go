@@ -91,6 +91,9 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 		state:   func(up bool) { u.reportState(up) },
 		restart: func() { u.reportRestart() },
 	}
+	if m.onRelist != nil {
+		u.runner.onRelist = func(listed bool) { m.onRelist(cfg.Name, listed) }
+	}
 	return u
 }
 

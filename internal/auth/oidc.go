@@ -32,7 +32,7 @@ type verifier struct {
 	issuer, audience, principalClaim string
 	permissions                      []config.OAuthPermission
 	allow, deny                      []string
-	client                           *http.Client
+	client                           *http.Client // fetchClient's: capped, same-origin redirects only
 	metadataURL                      string
 	metadata                         []byte
 
@@ -56,7 +56,7 @@ func (e *unreachableError) Error() string { return "oauth issuer unreachable: " 
 
 func newVerifier(o *config.OAuth, client *http.Client) *verifier {
 	v := &verifier{issuer: o.Issuer, audience: o.Audience, principalClaim: o.PrincipalClaim,
-		permissions: o.Permissions, allow: o.Allow, deny: o.Deny, client: client,
+		permissions: o.Permissions, allow: o.Allow, deny: o.Deny, client: fetchClient(client),
 		metadataURL: metadataURL(o.Audience), now: time.Now}
 	md := map[string]any{
 		"resource":                 o.Audience,
@@ -109,13 +109,9 @@ func (v *verifier) idTokenVerifier(ctx context.Context) (*oidc.IDTokenVerifier, 
 		return nil, &unreachableError{err: v.lastErr, retry: rediscoverAfter}
 	}
 	// The keys through jwksCache: at most one fetch per refetchEvery,
-	// whatever key IDs clients make up.
-	base := v.client.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
+	// whatever key IDs clients make up, a failure remembered as long.
 	kc := *v.client
-	kc.Transport = &jwksCache{base: base, url: jwks, now: v.now}
+	kc.Transport = &jwksCache{base: v.client.Transport, url: jwks, now: v.now}
 	keys := oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), &kc), jwks)
 	v.idt = oidc.NewVerifier(v.issuer, keys, &oidc.Config{
 		ClientID:             v.audience,

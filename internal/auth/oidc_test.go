@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -22,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,8 +101,10 @@ type issuer struct {
 	algs      []string // id_token_signing_alg_values_supported; nil: left out
 	down      bool     // discovery and JWKS answer 503
 	jwksDown  bool     // the JWKS answers 503
+	jwksMoved string   // the JWKS redirects there; "" serves it
 	discovers int
 	jwksGets  int
+	movedGets int // fetches of /jwks-moved, which serves the JWKS too
 }
 
 func newIssuer(t *testing.T, keys ...signingKey) *issuer {
@@ -129,16 +133,24 @@ func newIssuer(t *testing.T, keys ...signingKey) *issuer {
 		}
 		_ = json.NewEncoder(w).Encode(doc)
 	})
-	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, _ *http.Request) {
+	jwks := func(w http.ResponseWriter, r *http.Request) {
 		is.mu.Lock()
 		defer is.mu.Unlock()
 		is.jwksGets++
+		if r.URL.Path == "/jwks-moved" {
+			is.movedGets++
+		} else if is.jwksMoved != "" {
+			http.Redirect(w, r, is.jwksMoved, http.StatusFound)
+			return
+		}
 		if is.down || is.jwksDown {
 			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 			return
 		}
 		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: is.keys})
-	})
+	}
+	mux.HandleFunc("GET /jwks", jwks)
+	mux.HandleFunc("GET /jwks-moved", jwks)
 	is.srv = httptest.NewServer(mux) // 127.0.0.1
 	t.Cleanup(is.srv.Close)
 	return is
@@ -578,7 +590,12 @@ func TestOAuthJWKSDown(t *testing.T) {
 	if w.Header().Get("Retry-After") == "" {
 		t.Error("no Retry-After")
 	}
+	// The failure is remembered for refetchEvery (issue 31, item 8).
 	is.set(func(is *issuer) { is.jwksDown = false })
+	if w := serve(t, a, &recorder{}, "Bearer "+tok); w.Code != http.StatusServiceUnavailable {
+		t.Errorf("within refetchEvery of the failed fetch: status %d, want 503", w.Code)
+	}
+	clk.Add(refetchEvery)
 	if w := serveSettled(t, a, http.StatusOK, &recorder{}, "Bearer "+tok); w.Code != http.StatusOK {
 		t.Errorf("after the JWKS came back: status %d", w.Code)
 	}
@@ -800,5 +817,127 @@ func TestOAuthMadeUpKeysDoNotHammerTheIssuer(t *testing.T) {
 	defer is.mu.Unlock()
 	if n := is.jwksGets - before; n != 1 {
 		t.Errorf("50 made-up key IDs after refetchEvery fetched the JWKS %d times, want 1", n)
+	}
+}
+
+// TestOAuthJWKSFailureRemembered: while the JWKS fails, tokens naming
+// keys toolgate does not hold make it fetch the JWKS at most once per
+// refetchEvery, as successes do, and concurrent ones share one fetch
+// (issue 31, item 8: 25 bad tokens made 22 fetches).
+func TestOAuthJWKSFailureRemembered(t *testing.T) {
+	rk, _ := testKeys(t)
+	k1 := signingKey{"k1", jose.RS256, rk[0]}
+	is := newIssuer(t, k1)
+	a, clk := oauthAuth(t, is, config.OAuth{Allow: []string{"*"}})
+	if w := serve(t, a, &recorder{}, "Bearer "+k1.sign(t, is.claims("alice", nil))); w.Code != http.StatusOK {
+		t.Fatalf("status %d", w.Code)
+	}
+	is.set(func(is *issuer) { is.jwksDown = true })
+	clk.Add(refetchEvery)
+	is.mu.Lock()
+	before := is.jwksGets
+	is.mu.Unlock()
+	var wg sync.WaitGroup
+	for i := range 25 {
+		bogus := signingKey{fmt.Sprintf("made-up-%d", i), jose.RS256, rk[1]}
+		tok := "Bearer " + bogus.sign(t, is.claims("mallory", nil))
+		wg.Go(func() {
+			if w := serve(t, a, &recorder{}, tok); w.Code == http.StatusOK {
+				t.Errorf("a token of a made-up key was accepted")
+			}
+		})
+	}
+	wg.Wait()
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if n := is.jwksGets - before; n != 1 {
+		t.Errorf("25 tokens of unknown keys while the JWKS fails fetched it %d times, want 1", n)
+	}
+}
+
+// TestOAuthJWKSRedirect: a JWKS that redirects to another origin is not
+// followed there (its keys would escape the cache and its cap), and one
+// that redirects within its origin is cached like any (issue 31, item 8:
+// a redirecting JWKS was fetched 42 times).
+func TestOAuthJWKSRedirect(t *testing.T) {
+	rk, _ := testKeys(t)
+	k1 := signingKey{"k1", jose.RS256, rk[0]}
+	var elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		elsewhere.Add(1)
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{k1.public()}})
+	}))
+	t.Cleanup(other.Close)
+	for _, tc := range []struct {
+		name   string
+		target func(is *issuer) string
+		want   int
+	}{
+		{"cross-origin", func(*issuer) string { return other.URL + "/keys" }, http.StatusServiceUnavailable},
+		{"same origin", func(is *issuer) string { return is.srv.URL + "/jwks-moved" }, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := newIssuer(t, k1)
+			is.set(func(is *issuer) { is.jwksMoved = tc.target(is) })
+			a, _ := oauthAuth(t, is, config.OAuth{Allow: []string{"*"}})
+			elsewhere.Store(0)
+			for i := range 10 {
+				k := k1
+				if i > 0 {
+					k = signingKey{fmt.Sprintf("made-up-%d", i), jose.RS256, rk[1]}
+				}
+				w := serve(t, a, &recorder{}, "Bearer "+k.sign(t, is.claims("alice", nil)))
+				if i == 0 && w.Code != tc.want {
+					t.Errorf("a token of the redirected JWKS's key: status %d, want %d", w.Code, tc.want)
+				}
+			}
+			if n := elsewhere.Load(); n != 0 {
+				t.Errorf("the other origin was asked for keys %d times, want 0", n)
+			}
+			is.mu.Lock()
+			defer is.mu.Unlock()
+			if tc.want == http.StatusOK && is.movedGets != 1 {
+				t.Errorf("10 tokens fetched the moved JWKS %d times, want 1 (cached)", is.movedGets)
+			}
+		})
+	}
+}
+
+// TestOAuthDiscoveryCapped: a discovery document larger than
+// maxFetchBytes is refused, whether its Content-Length says so or it just
+// keeps coming, without reading it all (issue 31, item 8: a 200 MB
+// document took RSS to 441.8 MB).
+func TestOAuthDiscoveryCapped(t *testing.T) {
+	const huge = 64 << 20
+	for _, declared := range []bool{true, false} {
+		t.Run(fmt.Sprintf("declared %v", declared), func(t *testing.T) {
+			var written atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if declared {
+					w.Header().Set("Content-Length", fmt.Sprint(huge))
+				}
+				chunk := bytes.Repeat([]byte(" "), 64<<10)
+				for written.Load() < huge {
+					n, err := w.Write(chunk)
+					written.Add(int64(n))
+					if err != nil || r.Context().Err() != nil {
+						return
+					}
+				}
+			}))
+			t.Cleanup(srv.Close)
+			a := New(&config.Auth{OAuth: &config.OAuth{Issuer: srv.URL, Audience: audience, PrincipalClaim: "sub", Allow: []string{"*"}}},
+				&Options{Client: srv.Client()})
+			rk, _ := testKeys(t)
+			k1 := signingKey{"k1", jose.RS256, rk[0]}
+			w := serve(t, a, &recorder{}, "Bearer "+k1.sign(t, map[string]any{"iss": srv.URL, "aud": audience, "sub": "x", "exp": time.Now().Add(time.Minute).Unix()}))
+			if w.Code != http.StatusServiceUnavailable {
+				t.Errorf("status %d, want 503 (the issuer's document refused)", w.Code)
+			}
+			srv.CloseClientConnections()
+			if n := written.Load(); n >= huge/2 {
+				t.Errorf("the issuer wrote %d bytes of its %d-byte document before toolgate gave up, want far fewer", n, huge)
+			}
+		})
 	}
 }

@@ -477,11 +477,21 @@ func (w *webhook) failed(ctx context.Context, c *Call, phase string, err error) 
 	if ctx.Err() != nil {
 		return w.errorResult(retry.Errorf(retry.Cancelled, "the call to %q was cancelled while a webhook (hooks[%d]) was asked about %s", c.Tool.Name, w.index, about))
 	}
-	w.logger.Warn("hook webhook failed", "hook", w.index, "tool", c.Tool.Name, "phase", phase, "call_id", c.ID, "error", err.Error(), "allowed", w.allowOnError)
+	w.logger.Warn("hook webhook failed", "hook", w.index, "webhook", w.post.String(), "tool", c.Tool.Name, "phase", phase, "call_id", c.ID, "error", err.Error(), "allowed", w.allowOnError)
 	if w.allowOnError {
 		return nil
 	}
-	return w.errorResult(retry.Errorf(retry.Permission, "%s because its webhook (hooks[%d]) failed: %v", refused, w.index, err))
+	return w.errorResult(retry.Errorf(retry.Permission, "%s because its webhook (hooks[%d]) failed: %s (call %s; the log says more)", refused, w.index, w.shownReason(err), c.ID))
+}
+
+// shownReason is what the model is told of the webhook's failure err:
+// what went wrong, never where the webhook is. Its URL, and the host a
+// transport error names, are for the log (issue 31, item 7).
+func (w *webhook) shownReason(err error) string {
+	if re, ok := errors.AsType[*retry.Error](err); ok && re.Class != retry.Internal {
+		return "the webhook could not be reached (" + string(re.Class) + ")"
+	}
+	return strings.ReplaceAll(err.Error(), w.post.String(), "the webhook")
 }
 
 // redactResult returns res with every match of res's patterns replaced by

@@ -82,6 +82,11 @@ func (f *Front) handle(x *exchange, m *message) answer {
 			return *refused
 		}
 	}
+	if m.method == string(mcp.MethodResourcesRead) && m.id != nil {
+		if refused := f.admitRead(x, m); refused != nil {
+			return *refused
+		}
+	}
 	resp := f.mcp.HandleMessage(x.ctx, m.raw)
 	if resp == nil || m.id == nil {
 		return answer{}
@@ -188,14 +193,7 @@ func visibleOnly(err error, id *principal.Identity) error {
 	if !ok || id == nil || id.Policy == nil {
 		return err
 	}
-	v := &registry.NotFoundError{Name: nf.Name, Available: -1}
-	for _, s := range nf.Suggestions {
-		if id.Permits(s) {
-			v.Suggestions = append(v.Suggestions, s)
-		}
-	}
-	v.Ambiguous = nf.Ambiguous && len(v.Suggestions) > 1
-	return v
+	return nf.Visible(id.Permits)
 }
 
 // run runs one call of a tool, recovering a panic of its own goroutine

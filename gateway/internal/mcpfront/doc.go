@@ -12,8 +12,8 @@
 // messages, requests to the client — goes out on that request's own
 // response (stream.go, ask.go); a session's other notifications on its GET
 // stream. JSON-RPC batches (batch.go), the 2026-07-28 multi-round-trip
-// requests (modern.go), the sources' resources and prompts (surface.go) and
-// the stdio pump (stdio.go) are here too.
+// requests (modern.go), the sources' resources and prompts (surface.go;
+// who may see them, scope.go) and the stdio pump (stdio.go) are here too.
 //
 // mcp-go's MCPServer is what it is good at: the dispatcher of every method
 // but tools/call and tools/list (HandleMessage), the type library, the legacy SSE and
@@ -56,6 +56,10 @@
 //     handler, else to the first template matching it (TestSurface).
 //  9. Its after-hooks of logging/setLevel and resources/subscribe run
 //     before the answer is sent (TestSurfaceSubscribeAndLevel).
+//  10. WithPromptFilter filters prompts/list before paging, and answers a
+//     prompts/get of a prompt it leaves out as of an unknown one; the
+//     after-hooks of resources/list and templates/list see the request's
+//     context, principal included (TestSurfaceScoped).
 //
 // It talks to the gateway through [Backend] and [Tool], and knows nothing
 // else of it. mcpfront must not import gateway, chi or prometheus; only

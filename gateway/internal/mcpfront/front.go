@@ -161,9 +161,12 @@ type Front struct {
 
 	// tools are the tools served, by name (call.go): replaced whole by
 	// SetTools, read without a lock.
-	tools   atomic.Pointer[map[string]*frontTool]
-	list    atomic.Pointer[toolList] // the same tools sorted by name, for tools/list (list.go)
-	toolsMu sync.Mutex               // serialises SetTools
+	tools atomic.Pointer[map[string]*frontTool]
+	list  atomic.Pointer[toolList] // the same tools sorted by name, for tools/list (list.go)
+	// bySource are the same tools' names by source, for who may see a
+	// source's catalog (scope.go).
+	bySource atomic.Pointer[map[string][]string]
+	toolsMu  sync.Mutex // serialises SetTools
 
 	// root ends with Close; it bounds work no request owns (SSE batches,
 	// streams).
@@ -200,6 +203,7 @@ func New(b Backend, o Options) *Front {
 	}
 	f.tools.Store(&map[string]*frontTool{})
 	f.list.Store(&toolList{})
+	f.bySource.Store(&map[string][]string{})
 	f.subs = subscriptions.New(f.passSubscription, unsubscribeTimeout, subscriptions.Limits{PerSession: maxSubscriptionsPerSession, PerPrincipal: maxSubscriptionsPerPrincipal, URILen: maxSubscribeURI})
 	f.root, f.rootCancel = context.WithCancel(context.Background())
 	f.streams, f.endStreams = context.WithCancel(f.root)
@@ -256,9 +260,10 @@ func (f *Front) SetTools(add []Tool, remove []string) {
 		ft.listed, _ = json.Marshal(ft.wire) // a definition decoded from JSON or built by the gateway: cannot fail
 		tools[t.Def.Name] = ft
 	}
-	list := sortedTools(tools)
+	list, by := sortedTools(tools), sourceTools(tools)
 	f.tools.Store(&tools)
 	f.list.Store(&list)
+	f.bySource.Store(&by)
 	f.toolsMu.Unlock()
 	if len(add) > 0 || len(remove) > 0 {
 		f.mcp.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)

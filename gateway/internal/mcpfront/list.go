@@ -22,9 +22,10 @@ func frontServes(m *message) bool {
 }
 
 // frontChecks reports whether m is a request the front checks before
-// mcp-go's dispatcher serves it: a resources/subscribe (admitSubscribe).
+// mcp-go's dispatcher serves it: a resources/subscribe (admitSubscribe)
+// or resources/read (admitRead).
 func frontChecks(m *message) bool {
-	return m.id != nil && m.method == string(mcp.MethodResourcesSubscribe)
+	return m.id != nil && (m.method == string(mcp.MethodResourcesSubscribe) || m.method == string(mcp.MethodResourcesRead))
 }
 
 // toolList is the tools sorted by name, as tools/list pages through them.

@@ -64,6 +64,13 @@ type Catalog struct {
 	// own requests during it are relayed. An error with an RPCCode() int
 	// method is the source's JSON-RPC error.
 	Forward func(ctx context.Context, peer mcppeer.Peer, method string, params any) (json.RawMessage, error)
+	// Namespace is the prefix of the source's tool names ("ev__"): a
+	// source that serves no tools is visible to the principals whose
+	// policy permits it (scope.go). "" hides such a source from every
+	// principal with a policy.
+	Namespace string
+
+	source string // the name SetCatalog was given, as the source's tools name it (registry.Tool.Source)
 }
 
 // CatalogPrompt is one prompt of a source: Name is how the front serves
@@ -79,6 +86,7 @@ type surface struct {
 	resources map[string]*Catalog        // URI → the source serving it
 	resList   []mcp.Resource             // sorted by name, then URI: the order resources/list pages through
 	tmplList  []mcp.ResourceTemplate     // sorted by name, then URI template
+	tmplOwner map[string]*Catalog        // URI template → the source serving it
 	templates []ownedTemplate            // in the order sources win
 	prompts   map[string]ownedPrompt     // served name → its source
 	raw       map[string]json.RawMessage // kind → what was registered, to skip unchanged kinds
@@ -127,11 +135,12 @@ func (f *Front) SetCatalog(source string, c *Catalog) {
 	if c == nil {
 		delete(f.cats.bySrc, source)
 	} else {
+		c.source = source
 		f.cats.bySrc[source] = c
 	}
 	old := f.surface()
 	b := &surfaceBuild{f: f, owner: map[string]string{},
-		s: &surface{resources: map[string]*Catalog{}, prompts: map[string]ownedPrompt{}, raw: map[string]json.RawMessage{}}}
+		s: &surface{resources: map[string]*Catalog{}, tmplOwner: map[string]*Catalog{}, prompts: map[string]ownedPrompt{}, raw: map[string]json.RawMessage{}}}
 	for _, src := range slices.Sorted(maps.Keys(f.cats.bySrc)) {
 		b.add(src, f.cats.bySrc[src])
 	}
@@ -204,6 +213,7 @@ func (b *surfaceBuild) add(src string, cat *Catalog) {
 			f.logger.Warn("skipping a resource template the front cannot read", "source", src, "error", err)
 		} else if !b.taken("resource template", t.URITemplate.Raw(), src) {
 			s.templates = append(s.templates, ownedTemplate{tmpl: t, cat: cat})
+			s.tmplOwner[t.URITemplate.Raw()] = cat
 			b.templates = append(b.templates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(f.readHandler(cat))})
 		}
 	}
@@ -250,7 +260,7 @@ func (f *Front) readHandler(cat *Catalog) server.ResourceHandlerFunc {
 		if req.Params.Meta != nil {
 			params["_meta"] = req.Params.Meta
 		}
-		raw, err := cat.Forward(ctx, f.peerOf(ctx), string(mcp.MethodResourcesRead), params)
+		raw, err := f.forward(ctx, cat, f.peerOf(ctx), string(mcp.MethodResourcesRead), params)
 		if err != nil {
 			return nil, err
 		}
@@ -270,7 +280,7 @@ func (f *Front) promptHandler(orig string, cat *Catalog) server.PromptHandlerFun
 			if req.Params.Arguments != nil {
 				params["arguments"] = req.Params.Arguments
 			}
-			raw, err := cat.Forward(ctx, peer, string(mcp.MethodPromptsGet), params)
+			raw, err := f.forward(ctx, cat, peer, string(mcp.MethodPromptsGet), params)
 			if err != nil {
 				return nil, err
 			}
@@ -293,7 +303,7 @@ type completions struct{ f *Front }
 
 func (c completions) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
 	p, ok := c.f.surface().prompts[name]
-	if !ok || !p.cat.Completions {
+	if !ok || !p.cat.Completions || !c.f.entitled(c.f.identity(ctx), p.cat) {
 		return &mcp.Completion{Values: []string{}}, nil
 	}
 	return c.f.complete(ctx, p.cat, map[string]any{"type": "ref/prompt", "name": p.orig}, arg, cc)
@@ -301,7 +311,7 @@ func (c completions) CompletePromptArgument(ctx context.Context, name string, ar
 
 func (c completions) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
 	for _, t := range c.f.surface().templates {
-		if t.tmpl.URITemplate.Raw() == uri && t.cat.Completions {
+		if t.tmpl.URITemplate.Raw() == uri && t.cat.Completions && c.f.entitled(c.f.identity(ctx), t.cat) {
 			return c.f.complete(ctx, t.cat, map[string]any{"type": "ref/resource", "uri": uri}, arg, cc)
 		}
 	}
@@ -313,7 +323,7 @@ func (f *Front) complete(ctx context.Context, cat *Catalog, ref map[string]any, 
 	if len(cc.Arguments) > 0 {
 		params["context"] = cc
 	}
-	raw, err := cat.Forward(ctx, f.peerOf(ctx), string(mcp.MethodCompletionComplete), params)
+	raw, err := f.forward(ctx, cat, f.peerOf(ctx), string(mcp.MethodCompletionComplete), params)
 	if err != nil {
 		return nil, err
 	}
@@ -440,11 +450,16 @@ func (f *Front) surfaceHooks(hooks *server.Hooks) {
 	// need not keep unique: a page boundary between two of one name would
 	// skip one, and their order would vary. These hooks page them again by
 	// name and URI (mcp-go sends what an after-hook leaves in the result).
-	hooks.AddAfterListResources(func(_ context.Context, _ any, req *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
-		res.Resources, res.NextCursor = page(f.surface().resList, req.Params.Cursor, func(r mcp.Resource) string { return r.Name + "\x00" + r.URI })
+	// Each principal pages through what it may see (scope.go).
+	hooks.AddAfterListResources(func(ctx context.Context, _ any, req *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
+		s, visible := f.surface(), f.visibleTo(f.identity(ctx))
+		list := keep(s.resList, func(r mcp.Resource) bool { return visible(s.resources[r.URI]) })
+		res.Resources, res.NextCursor = page(list, req.Params.Cursor, func(r mcp.Resource) string { return r.Name + "\x00" + r.URI })
 	})
-	hooks.AddAfterListResourceTemplates(func(_ context.Context, _ any, req *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
-		res.ResourceTemplates, res.NextCursor = page(f.surface().tmplList, req.Params.Cursor, func(t mcp.ResourceTemplate) string { return t.Name + "\x00" + t.URITemplate.Raw() })
+	hooks.AddAfterListResourceTemplates(func(ctx context.Context, _ any, req *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
+		s, visible := f.surface(), f.visibleTo(f.identity(ctx))
+		list := keep(s.tmplList, func(t mcp.ResourceTemplate) bool { return visible(s.tmplOwner[t.URITemplate.Raw()]) })
+		res.ResourceTemplates, res.NextCursor = page(list, req.Params.Cursor, func(t mcp.ResourceTemplate) string { return t.Name + "\x00" + t.URITemplate.Raw() })
 	})
 }
 
@@ -478,6 +493,7 @@ func (f *Front) surfaceOptions() []server.ServerOption {
 		server.WithResourceCapabilities(true, true),
 		server.WithPaginationLimit(PageSize),
 		server.WithPromptCapabilities(true),
+		server.WithPromptFilter(f.visiblePrompts),
 		server.WithLogging(),
 		server.WithCompletions(),
 		server.WithPromptCompletionProvider(completions{f}),
@@ -486,8 +502,9 @@ func (f *Front) surfaceOptions() []server.ServerOption {
 }
 
 // admitSubscribe checks a resources/subscribe of session x.s before
-// mcp-go answers it (subscriptions.Set.Admit: a URI a source serves, not
-// too long, within the session's and the principal's bounds), and returns
+// mcp-go answers it (the principal's rate; subscriptions.Set.Admit: a URI
+// a source the principal may see serves, not too long, within the
+// session's and the principal's bounds), and returns
 // the -32602 answering it when it is refused. An admitted URI is held for
 // the session at once, so concurrent subscribes cannot pass the bounds
 // together.
@@ -498,7 +515,10 @@ func (f *Front) admitSubscribe(x *exchange, m *message) *answer {
 	if json.Unmarshal(m.params, &p) != nil || p.URI == "" {
 		return nil // mcp-go answers what is not a subscribe it can read
 	}
-	if err := f.subs.Admit(x.s.id, principal.NameOf(x.ident), p.URI, f.surface().owner(p.URI) != nil); err != nil {
+	if refused := overRate(x.ident, m.id); refused != nil {
+		return refused
+	}
+	if err := f.subs.Admit(x.s.id, principal.NameOf(x.ident), p.URI, f.readable(x.ident, p.URI)); err != nil {
 		a := errorAnswer(m.id, mcp.INVALID_PARAMS, err.Error(), nil)
 		return &a
 	}

@@ -73,6 +73,13 @@ func newSurfaceClient(t *testing.T, url string, listen bool, opts ...client.Clie
 	if listen {
 		trOpts = append(trOpts, transport.WithContinuousListening())
 	}
+	return surfaceClientWith(t, url, trOpts, opts...)
+}
+
+// surfaceClientWith connects an mcp-go client over streamable HTTP with
+// trOpts.
+func surfaceClientWith(t *testing.T, url string, trOpts []transport.StreamableHTTPCOption, opts ...client.ClientOption) *client.Client {
+	t.Helper()
 	tr, err := transport.NewStreamableHTTP(url+"/mcp", trOpts...)
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,6 +47,8 @@ var LongName = strings.Repeat("x", 62)
 // stats counts cancellations: notifications/cancelled messages received and
 // slow handlers that saw their ctx end.
 type stats struct {
+	listed atomic.Int64 // tools/list requests answered (pages)
+
 	mu       sync.Mutex
 	notes    int
 	handlers int
@@ -120,9 +123,12 @@ func main() {
 	}
 
 	st := newStats()
+	hooks := &server.Hooks{}
+	hooks.AddAfterListTools(func(context.Context, any, *mcp.ListToolsRequest, *mcp.ListToolsResult) { st.listed.Add(1) })
 	srv := server.NewMCPServer("fakeupstream", "1.0.0",
 		server.WithToolCapabilities(true),
 		server.WithPaginationLimit(*page),
+		server.WithHooks(hooks),
 	)
 	addTools(srv, st, *mode == "stdio")
 
@@ -248,6 +254,23 @@ func addTools(srv *server.MCPServer, st *stats, stdio bool) {
 			name := req.GetString("name", "")
 			srv.AddTool(rawTool(name, mcp.WithRawInputSchema(anyArgs)), echo)
 			return text("added " + name), nil
+		})
+
+	srv.AddTool(rawTool("churn", mcp.WithDescription("Sends count notifications/tools/list_changed, gap_ms apart, as a hostile upstream would; returns how many tools/list requests it answered meanwhile."),
+		mcp.WithNumber("count", mcp.Required()), mcp.WithNumber("gap_ms", mcp.Required())),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			before := st.listed.Load()
+			tick := time.NewTicker(time.Duration(req.GetInt("gap_ms", 10)) * time.Millisecond)
+			defer tick.Stop()
+			for range req.GetInt("count", 1) {
+				srv.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+				select {
+				case <-tick.C:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return text(strconv.FormatInt(st.listed.Load()-before, 10)), nil
 		})
 
 	srv.AddTool(rawTool("crash", mcp.WithDescription("Exits: mode exit (mid-call) or after (after replying)."), mcp.WithString("mode")),
