@@ -14,7 +14,6 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
 	"github.com/toolgate/toolgate/gateway/internal/events"
@@ -61,8 +60,9 @@ type Gateway struct {
 	dispatcher  *executors.Dispatcher
 	stateful    *executors.Stateful
 	rest        *rest.Executor
-	up          *mcpup.Manager // nil without upstreams
-	upOnce      sync.Once
+	ups         upstreamSet                  // the upstream MCP servers (upstreams.go)
+	srcs        sourceSet                    // the rest and openapi sources as configured (sources.go)
+	lastReload  atomic.Pointer[reloadStatus] // the last reload's outcome, for /readyz (apply.go); nil before one
 	pool        *threadctx.Pool
 	metrics     *metrics
 	limiter     *limiter
@@ -205,6 +205,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 			return nil, err
 		}
 	}
+	g.recordSources(cfg)
 	if cfg.BatchTool {
 		if err := g.addBatchTool(); err != nil {
 			g.Close()
@@ -396,9 +397,7 @@ func (g *Gateway) drain(ctx context.Context) error {
 func (g *Gateway) KillUpstreams() {
 	g.calls.startDraining()
 	g.calls.cancelAll(errShutdown)
-	if g.up != nil {
-		g.up.Kill()
-	}
+	g.ups.kill()
 }
 
 // Close stops the gateway at once: calls in flight are cancelled, sessions
@@ -412,9 +411,7 @@ func (g *Gateway) Close() error {
 		g.events.Close()
 		g.front.Close()
 		g.unsubscribe()
-		if g.up != nil {
-			_ = g.up.Close() // kills and reaps every upstream process
-		}
+		g.ups.close() // kills and reaps every upstream process
 		g.pool.Close()
 		g.rest.Close()
 		g.redis.Close()

@@ -102,6 +102,13 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 	if cs := g.res.circuits(); cs != nil {
 		body["circuits"] = cs
 	}
+	if st := g.lastReload.Load(); st != nil {
+		body["reload"] = st
+		if st.Result != "ok" && code == http.StatusOK {
+			// The configuration before the failed reload serves on.
+			body["status"] = "degraded"
+		}
+	}
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(body)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/internal/mcppeer"
+	"github.com/toolgate/toolgate/retry"
 )
 
 // The MCP surface beyond tools: what upstreams offer besides tools
@@ -30,7 +31,11 @@ func (g *Gateway) upstreamCatalog(upstream string, c *mcpup.Catalog) {
 			if peer != nil {
 				ctx = mcpup.WithPeer(ctx, peer)
 			}
-			return g.up.Forward(ctx, upstream, method, params)
+			m := g.ups.get(upstream)
+			if m == nil {
+				return nil, retry.Errorf(retry.NotFound, "no upstream is named %q", upstream)
+			}
+			return m.Forward(ctx, upstream, method, params)
 		},
 	}
 	for _, p := range c.Prompts {
@@ -69,7 +74,5 @@ func withPeer(ctx context.Context, req *mcpfront.Request) context.Context {
 // SetLogLevel passes the most verbose level a session set to every
 // upstream that logs.
 func (b frontBackend) SetLogLevel(ctx context.Context, level string) {
-	if b.g.up != nil {
-		b.g.up.SetLogLevel(ctx, level)
-	}
+	b.g.ups.setLogLevel(ctx, level)
 }
