@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/auth"
 )
 
 // Applied is what [Gateway.Apply] changed, each source named as its tools'
-// registry source ("rest:weather", "openapi:petstore", "upstream:fs").
+// registry source ("rest:weather", "openapi:petstore", "upstream:fs"), and
+// "auth" in Changed when the static tokens or admins changed.
 type Applied struct {
 	Added, Changed, Removed []string
 	// Restart lists the settings that differ from those the gateway runs
@@ -28,8 +31,11 @@ type Applied struct {
 // removed; the others, and every session, thread and call in flight, are
 // left as they are (an unchanged upstream keeps its process and
 // sessions). An OpenAPI source whose settings are unchanged is reloaded
-// when its document changed. Clients get notifications/tools/list_changed
-// for each source changed.
+// when its document changed. The static tokens of the auth section and
+// its admins are replaced too: a token removed is refused from the next
+// request on, and a principal's sessions see and may call only what its
+// new permissions allow. Clients get notifications/tools/list_changed for
+// each source changed and when the tokens did.
 //
 // Everything cfg asks for is built before anything changes: a problem
 // (each at file:line:col) leaves the gateway as it was. Settings that
@@ -51,7 +57,9 @@ func (g *Gateway) Apply(cfg *config.Config) (*Applied, error) {
 // applyPlan is an Apply's difference, built and ready to serve.
 type applyPlan struct {
 	applied                     *Applied
-	dropREST, dropOpenAPI, drop []string // names removed: rest tools, OpenAPI sources, upstreams
+	auth                        *auth.Authenticator // for the new tokens, or nil when they did not change
+	authCfg                     config.Auth         // the auth section auth was built from
+	dropREST, dropOpenAPI, drop []string            // names removed: rest tools, OpenAPI sources, upstreams
 	rest                        []restPut
 	openapi                     []openapiPut
 	ups                         []*liveUpstream
@@ -71,6 +79,7 @@ type openapiPut struct {
 // changing nothing; or returns every problem. Callers hold srcs.mu.
 func (g *Gateway) planApply(cfg *config.Config) (*applyPlan, error) {
 	p := &applyPlan{applied: &Applied{Restart: restartNeeded(g.cfg, cfg)}}
+	g.planAuth(cfg, p)
 	errs := append(nameErrors(cfg), upstreamNameErrors(cfg)...)
 	if len(errs) > 0 {
 		return nil, joinProblems(errs...)
@@ -96,6 +105,35 @@ func (a *Applied) note(source string, existed bool) {
 	} else {
 		a.Added = append(a.Added, source)
 	}
+}
+
+// liveAuth are the keys of the auth section a reload applies: the static
+// tokens, with their permissions and rates, and who is an admin. The rest
+// (OAuth, session and instance caps, switching authentication on or off)
+// needs a restart.
+var liveAuth = []string{"auth.tokens", "auth.admins"}
+
+// planAuth builds the authenticator of cfg's tokens when they changed and
+// the rest of the auth section did not, and takes them off the settings
+// that need a restart. Per-principal rate buckets start full again.
+func (g *Gateway) planAuth(cfg *config.Config, p *applyPlan) {
+	if g.auth == nil || !cfg.Auth.Enabled() {
+		return // switching authentication on or off needs a restart
+	}
+	rest := func(a config.Auth) config.Auth { a.Tokens, a.Admins = nil, nil; return a }
+	if !sameSection(rest(g.cfg.Auth), rest(cfg.Auth)) {
+		return
+	}
+	if p.applied.Restart = slices.DeleteFunc(p.applied.Restart, func(k string) bool { return slices.Contains(liveAuth, k) }); len(p.applied.Restart) == 0 {
+		p.applied.Restart = nil
+	}
+	cur := g.srcs.auth
+	if sameSection(cur.Tokens, cfg.Auth.Tokens) && sameSection(cur.Admins, cfg.Auth.Admins) {
+		return
+	}
+	p.authCfg = cfg.Auth
+	p.auth = auth.New(&p.authCfg, &auth.Options{Logger: g.logger, Bucket: g.redis.Buckets()})
+	p.applied.Changed = append(p.applied.Changed, "auth")
 }
 
 // planREST builds the rest tools cfg adds or changes.
@@ -208,6 +246,14 @@ func (g *Gateway) planUpstreams(cfg *config.Config, p *applyPlan) error {
 // one source to another. A tool the registry refuses (its name taken by a
 // tool an upstream listed) is reported; the rest is applied.
 func (p *applyPlan) run(g *Gateway) error {
+	if p.auth != nil {
+		// Every request from now on is checked against the new tokens;
+		// each session's next tools/list is filtered by its principal's
+		// new permissions, and every call is checked by them.
+		g.authLive.Store(p.auth)
+		g.srcs.auth = p.authCfg
+		g.front.ToolsChanged()
+	}
 	for _, n := range p.drop {
 		g.dropUpstream(n)
 	}

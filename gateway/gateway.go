@@ -69,8 +69,9 @@ type Gateway struct {
 	res         *resilience
 	events      *events.Bus // call lifecycle events (events.go)
 	front       *mcpfront.Front
-	auth        *auth.Authenticator // nil without authentication (auth.go)
-	redis       *cluster.Redis      // nil without cluster.redis (redis.go)
+	auth        *auth.Authenticator                // nil without authentication (auth.go)
+	authLive    atomic.Pointer[auth.Authenticator] // the tokens a reload applied, replacing auth's; nil before (auth.go)
+	redis       *cluster.Redis                     // nil without cluster.redis (redis.go)
 	unsubscribe func()
 	regMu       sync.Mutex // serialises Register* and Unregister
 
@@ -172,7 +173,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.auth = auth.New(&cfg.Auth, &auth.Options{Logger: g.logger, Bucket: g.redis.Buckets()})
 	principalSessions, authenticate := 0, (func(h http.Handler) http.Handler)(nil)
 	if g.auth != nil {
-		principalSessions, authenticate = cfg.Auth.SessionCap(), g.auth.Middleware
+		principalSessions, authenticate = cfg.Auth.SessionCap(), g.authenticate
 	}
 	s := cfg.Server
 	self, peers := replicaOf(cfg, g.metrics.reg)

@@ -47,7 +47,7 @@ func (g *Gateway) Handler() http.Handler {
 		r.Get(auth.MetadataPath+g.cfg.Server.MCPPath, g.auth.ServeMetadata)
 		authed := func(h http.Handler) http.Handler { return h }
 		if g.auth != nil {
-			authed = g.auth.Middleware
+			authed = g.authenticate
 		}
 		// Everything else shows tool, upstream or backend names, or call
 		// data: the DNS rebinding rule, before anything else answers (mcp-go

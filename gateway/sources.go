@@ -30,6 +30,7 @@ type sourceSet struct {
 	mu      sync.Mutex
 	rest    map[string]config.RESTTool
 	openapi map[string]config.OpenAPISource
+	auth    config.Auth // the tokens and admins in force (apply.go)
 }
 
 // goConfig is the configuration a source added from Go is built in: the
@@ -210,6 +211,7 @@ func (g *Gateway) recordSources(cfg *config.Config) {
 	for _, o := range cfg.OpenAPI {
 		g.srcs.openapi[o.Name] = o
 	}
+	g.srcs.auth = cfg.Auth
 }
 
 // sameSection reports whether a and b configure a source alike.

@@ -287,3 +287,68 @@ func TestRecordReload(t *testing.T) {
 		t.Errorf("/readyz after a failed reload = %s, want degraded with the reload's error", rec.Body)
 	}
 }
+
+// TestApplyTokens: a reload that removes a token refuses its next request
+// at once, and one that narrows a principal's permissions hides the tools
+// it lost from its open session's next tools/list and refuses their
+// calls; the session is told (list_changed).
+func TestApplyTokens(t *testing.T) {
+	g := authGateway(t, nil)
+	srv := serveHTTP(t, g)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	alice := newRawSessionAs(t, srv.URL+"/mcp", aliceToken)
+	bob := newRawSessionAs(t, srv.URL+"/mcp", bobToken)
+	if names := toolNames(t, bob.call("tools/list", `{}`)); !slices.Contains(names, "counter") {
+		t.Fatalf("bob's tools before the reload = %v, want counter among them", names)
+	}
+	tr, err := transport.NewStreamableHTTP(srv.URL+"/mcp", transport.WithContinuousListening(),
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + bobToken}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr)
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 16)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			changed <- struct{}{}
+		}
+	})
+
+	next := *g.cfg
+	next.Auth.Tokens = []config.AuthToken{
+		{Name: "bob", Token: bobToken, Allow: []string{"echo"}},
+		{Name: "ops", Token: opsToken, Allow: []string{"*"}},
+	}
+	applied, err := g.Apply(&next)
+	if err != nil {
+		t.Fatalf("Apply = %v", err)
+	}
+	if d := cmp.Diff(&Applied{Changed: []string{"auth"}}, applied); d != "" {
+		t.Errorf("Apply (-want +got):\n%s", d)
+	}
+	if status, body, _ := alice.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); status != http.StatusUnauthorized {
+		t.Errorf("alice's request after her token was removed: HTTP %d %s, want 401", status, body)
+	}
+	if names := toolNames(t, bob.call("tools/list", `{}`)); slices.Contains(names, "counter") || !slices.Contains(names, "echo") {
+		t.Errorf("bob's tools after the reload = %v, want echo and not counter", names)
+	}
+	if res := decodeCall(t, bob.call("tools/call", `{"name":"counter"}`)); !res.IsError || !strings.HasPrefix(res.Content[0].Text, "permission: ") {
+		t.Errorf("bob's call of counter after the reload = %+v, want a permission error", res)
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no notifications/tools/list_changed after the tokens changed")
+	}
+}
