@@ -48,10 +48,15 @@ func namedBackend(t *testing.T, name string) string {
 }
 
 // listeningClient is an initialised client of url over streamable HTTP
-// with its GET stream open, so that it is told of list changes.
-func listeningClient(ctx context.Context, t *testing.T, url string) *client.Client {
+// with its GET stream open, so that it is told of list changes; token,
+// when not empty, is its bearer token.
+func listeningClient(ctx context.Context, t *testing.T, url, token string) *client.Client {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP(url, transport.WithContinuousListening())
+	opts := []transport.StreamableHTTPCOption{transport.WithContinuousListening()}
+	if token != "" {
+		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	}
+	tr, err := transport.NewStreamableHTTP(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +114,7 @@ func TestApply(t *testing.T) {
 	if err := g.WaitUpstreams(ctx); err != nil {
 		t.Fatalf("WaitUpstreams = %v", err)
 	}
-	c := listeningClient(ctx, t, srv.URL+"/mcp")
+	c := listeningClient(ctx, t, srv.URL+"/mcp", "")
 	changed := make(chan struct{}, 16)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
@@ -209,7 +214,7 @@ func TestSourcesFromGo(t *testing.T) {
 	srv := serveHTTP(t, g)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	c := listeningClient(ctx, t, srv.URL+"/mcp")
+	c := listeningClient(ctx, t, srv.URL+"/mcp", "")
 	changed := make(chan struct{}, 16)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
@@ -302,22 +307,7 @@ func TestApplyTokens(t *testing.T) {
 	if names := toolNames(t, bob.call("tools/list", `{}`)); !slices.Contains(names, "counter") {
 		t.Fatalf("bob's tools before the reload = %v, want counter among them", names)
 	}
-	tr, err := transport.NewStreamableHTTP(srv.URL+"/mcp", transport.WithContinuousListening(),
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + bobToken}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(tr)
-	t.Cleanup(func() { _ = c.Close() })
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
+	c := listeningClient(ctx, t, srv.URL+"/mcp", bobToken)
 	changed := make(chan struct{}, 16)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
