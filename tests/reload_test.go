@@ -262,3 +262,27 @@ func TestReloadCommand(t *testing.T) {
 		t.Error("weather is still listed after a reload that removed it")
 	}
 }
+
+// TestReloadStdio: `toolgate stdio` reloads on SIGHUP (server.watch off):
+// its one session is told, sees the builtin the file switched on, and
+// keeps its scratchpad.
+func TestReloadStdio(t *testing.T) {
+	v1 := "server: {watch: false}\nbuiltin: [calc, scratchpad]\n"
+	s := startSignalStdio(t, v1)
+	s.send(t, stdioInitialize)
+	s.response(t, "1", callTimeout)
+	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"scratchpad","arguments":{"op":"put","key":"note","value":"kept"}}}`)
+	if res := s.response(t, "2", callTimeout).toolResult(t); res.IsError {
+		t.Fatalf("scratchpad put: %q", resultText(res))
+	}
+	replaceFile(t, s.config, "server: {watch: false}\nbuiltin: [calc, scratchpad, clock_now]\n")
+	s.signal(t, syscall.SIGHUP)
+	s.notification(t, string(mcp.MethodNotificationToolsListChanged), callTimeout)
+	s.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	if r := s.response(t, "3", callTimeout); !strings.Contains(string(r.Result), `"clock_now"`) {
+		t.Errorf("tools/list after SIGHUP = %s, want clock_now", r.Result)
+	}
+	s.send(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"scratchpad","arguments":{"op":"get","key":"note"}}}`)
+	wantOK(t, s.response(t, "4", callTimeout).toolResult(t), "kept")
+}
