@@ -11,12 +11,14 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/internal/auth"
 )
 
 // Applied is what [Gateway.Apply] changed, each source named as its tools'
 // registry source ("rest:weather", "openapi:petstore", "upstream:fs"), and
-// "auth" in Changed when the static tokens or admins changed.
+// "auth" in Changed when the static tokens or admins changed, "hooks" when
+// the hooks did.
 type Applied struct {
 	Added, Changed, Removed []string
 	// Restart lists the settings that differ from those the gateway runs
@@ -35,7 +37,8 @@ type Applied struct {
 // its admins are replaced too: a token removed is refused from the next
 // request on, and a principal's sessions see and may call only what its
 // new permissions allow. Clients get notifications/tools/list_changed for
-// each source changed and when the tokens did.
+// each source changed and when the tokens did. Hooks are replaced too:
+// calls that have started keep the hooks they started with.
 //
 // Everything cfg asks for is built before anything changes: a problem
 // (each at file:line:col) leaves the gateway as it was. Settings that
@@ -59,7 +62,10 @@ type applyPlan struct {
 	applied                     *Applied
 	auth                        *auth.Authenticator // for the new tokens, or nil when they did not change
 	authCfg                     config.Auth         // the auth section auth was built from
-	dropREST, dropOpenAPI, drop []string            // names removed: rest tools, OpenAPI sources, upstreams
+	hooks                       []*hooks.Hook       // the new hooks, when hooksChanged
+	hooksChanged                bool
+	hookCfg                     []config.Hook
+	dropREST, dropOpenAPI, drop []string // names removed: rest tools, OpenAPI sources, upstreams
 	rest                        []restPut
 	openapi                     []openapiPut
 	ups                         []*liveUpstream
@@ -86,6 +92,9 @@ func (g *Gateway) planApply(cfg *config.Config) (*applyPlan, error) {
 	}
 	errs = append(errs, g.planREST(cfg, p)...)
 	errs = append(errs, g.planOpenAPI(cfg, p)...)
+	if err := g.planHooks(cfg, p); err != nil {
+		errs = append(errs, err)
+	}
 	if err := g.planUpstreams(cfg, p); err != nil {
 		errs = append(errs, err)
 	}
@@ -134,6 +143,21 @@ func (g *Gateway) planAuth(cfg *config.Config, p *applyPlan) {
 	p.authCfg = cfg.Auth
 	p.auth = auth.New(&p.authCfg, &auth.Options{Logger: g.logger, Bucket: g.redis.Buckets()})
 	p.applied.Changed = append(p.applied.Changed, "auth")
+}
+
+// planHooks builds cfg's hooks when they changed. Calls that have started
+// keep the hooks they started with.
+func (g *Gateway) planHooks(cfg *config.Config, p *applyPlan) error {
+	if sameSection(g.srcs.hooks, cfg.Hooks) {
+		return nil
+	}
+	set, err := g.newHooks(cfg)
+	if err != nil {
+		return err
+	}
+	p.hooks, p.hooksChanged, p.hookCfg = set, true, cfg.Hooks
+	p.applied.Changed = append(p.applied.Changed, "hooks")
+	return nil
 }
 
 // planREST builds the rest tools cfg adds or changes.
@@ -266,6 +290,10 @@ func (p *applyPlan) run(g *Gateway) error {
 	for _, u := range p.ups {
 		g.putUpstream(u)
 	}
+	if p.hooksChanged {
+		g.setHooks(p.hooks)
+		g.srcs.hooks = p.hookCfg
+	}
 	var errs []error
 	for _, r := range p.rest {
 		if err := g.putREST(r.t, r.bs); err != nil {
@@ -282,7 +310,7 @@ func (p *applyPlan) run(g *Gateway) error {
 
 // liveSections are the configuration's sections a reload applies; every
 // other setting takes effect on restart.
-var liveSections = map[string]bool{"builtin": true, "rest": true, "openapi": true, "upstreams": true}
+var liveSections = map[string]bool{"builtin": true, "rest": true, "openapi": true, "upstreams": true, "hooks": true}
 
 // restartNeeded lists the settings that differ between old and cfg and
 // that only a restart applies: each top-level section, or for a section

@@ -94,7 +94,7 @@ type Gateway struct {
 	unready    atomic.Bool   // set by Unready: the replica is leaving (drain.go)
 	oneShot    atomic.Uint64 // numbers one-call threads
 	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
-	hookSet    []*hooks.Hook // the configured hooks, in the file's order; set by New (hooks.go)
+	hookSet    []*hooks.Hook // the configured hooks, in the file's order; set by New, then guarded by useMu (hooks.go)
 	openapi    openapiState  // the OpenAPI sources' skipped operations and sources not loaded (rest.go)
 	// catalogs are the OpenAPI sources served with catalog: search, by
 	// their tools' registry source ("openapi:<name>"); set before the

@@ -30,7 +30,8 @@ type sourceSet struct {
 	mu      sync.Mutex
 	rest    map[string]config.RESTTool
 	openapi map[string]config.OpenAPISource
-	auth    config.Auth // the tokens and admins in force (apply.go)
+	auth    config.Auth   // the tokens and admins in force (apply.go)
+	hooks   []config.Hook // the hooks in force (apply.go)
 }
 
 // goConfig is the configuration a source added from Go is built in: the
@@ -212,6 +213,7 @@ func (g *Gateway) recordSources(cfg *config.Config) {
 		g.srcs.openapi[o.Name] = o
 	}
 	g.srcs.auth = cfg.Auth
+	g.srcs.hooks = cfg.Hooks
 }
 
 // sameSection reports whether a and b configure a source alike.

@@ -205,6 +205,24 @@ func TestApply(t *testing.T) {
 	if applied, err := g.Apply(moved); err != nil || !slices.Contains(applied.Restart, "server.listen") {
 		t.Errorf("Apply(listen changed) = %+v, %v; want server.listen in Restart", applied, err)
 	}
+
+	// Hooks: the next call goes through the new ones.
+	hooked := parseYAML(t,
+		"upstreams:",
+		"  - {name: b, transport: streamable-http, url: '"+upB+"'}",
+		"rest:",
+		"  - {name: weather, url: '"+two+"/w'}",
+		"  - {name: forecast, url: '"+two+"/f'}",
+		"hooks:",
+		"  - {type: redact, patterns: ['s3cret'], tools: [echo]}",
+	)
+	if applied, err := g.Apply(hooked); err != nil || !slices.Equal(applied.Changed, []string{"hooks"}) {
+		t.Errorf("Apply(hooks added) = %+v, %v; want hooks changed", applied, err)
+	}
+	res, err = g.Call(ctx, "echo", json.RawMessage(`{"text":"a s3cret"}`), nil)
+	if err != nil || resultText(t, res) != "a [redacted]" {
+		t.Errorf("echo after the hooks were reloaded = %v, %v; want it redacted", res, err)
+	}
 }
 
 // TestSourcesFromGo: the embedding API adds and removes REST tools and
