@@ -86,6 +86,10 @@ type Server struct {
 	// SSE and stdio; past it a new session gets 503 with Retry-After, and
 	// open ones keep working. Default 10000.
 	MaxSessions int `yaml:"max_sessions"`
+	// Watch reloads the configuration when its file, or an OpenAPI
+	// document it names by path, changes (SIGHUP reloads it in any case).
+	// Taken at start; changing it needs a restart. Default true.
+	Watch bool `yaml:"watch"`
 	// AllowedOrigins lists the browser origins (scheme://host[:port]) allowed
 	// to call the MCP endpoints cross-origin: their CORS preflights are
 	// answered and the responses to them are readable. Other origins'

@@ -71,6 +71,7 @@ func want(mutate func(*Config)) *Config {
 			Listen:         "127.0.0.1:8080",
 			MCPPath:        "/mcp",
 			SSE:            true,
+			Watch:          true,
 			MaxBodyBytes:   4194304,
 			ReadTimeout:    Duration(30 * time.Second),
 			ShutdownGrace:  Duration(20 * time.Second),
@@ -135,6 +136,7 @@ func TestParseValues(t *testing.T) {
 				"  shutdown_grace: 1m30s",
 				"  session_idle_ttl: 2h",
 				"  max_sessions: 3",
+				"  watch: false",
 				"  allowed_origins: [https://app.example.com, 'http://localhost:5173']",
 				"defaults:",
 				"  timeout: 500ms",
@@ -283,7 +285,7 @@ func TestParseErrors(t *testing.T) {
 			"unknown key",
 			yamlLines("server:", "  listen: 127.0.0.1:1", "  listn: x"),
 			nil,
-			[]string{"t.yaml:3:3: server.listn: unknown key; valid keys: listen, mcp_path, sse, max_body_bytes, read_timeout, shutdown_grace, session_idle_ttl, max_sessions, allowed_origins"},
+			[]string{"t.yaml:3:3: server.listn: unknown key; valid keys: listen, mcp_path, sse, max_body_bytes, read_timeout, shutdown_grace, session_idle_ttl, max_sessions, watch, allowed_origins"},
 		},
 		{
 			"unknown top-level key",
@@ -594,7 +596,7 @@ func TestParseErrors(t *testing.T) {
 			nil,
 			[]string{
 				`t.yaml:2:11: log.format: must be text or json; got "xml"`,
-				`t.yaml:4:3: server.listn: unknown key; valid keys: listen, mcp_path, sse, max_body_bytes, read_timeout, shutdown_grace, session_idle_ttl, max_sessions, allowed_origins`,
+				`t.yaml:4:3: server.listn: unknown key; valid keys: listen, mcp_path, sse, max_body_bytes, read_timeout, shutdown_grace, session_idle_ttl, max_sessions, watch, allowed_origins`,
 				`t.yaml:5:8: server.sse: expected true or false, got integer 1`,
 				`t.yaml:6:11: builtin[0]: unknown builtin; valid names: calc, clock_now, scratchpad, sleep; got "nope"`,
 			},

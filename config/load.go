@@ -48,6 +48,7 @@ func defaults() Config {
 			Listen:         "127.0.0.1:8080",
 			MCPPath:        "/mcp",
 			SSE:            true,
+			Watch:          true,
 			MaxBodyBytes:   4 << 20,
 			ReadTimeout:    Duration(30 * time.Second),
 			ShutdownGrace:  Duration(20 * time.Second),

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -27,7 +28,26 @@ func (g *Gateway) embedderIdentity(ctx context.Context) *principal.Identity {
 	if id == nil || id.Policy != nil || g.auth == nil {
 		return id
 	}
-	return g.auth.Identity(id.Name)
+	return g.authn().Identity(id.Name)
+}
+
+// authn is the authenticator in force: the one New built, until a reload
+// replaces it with one for the new tokens (apply.go). Nil without
+// authentication; a reload cannot switch authentication on or off.
+func (g *Gateway) authn() *auth.Authenticator {
+	if a := g.authLive.Load(); a != nil {
+		return a
+	}
+	return g.auth
+}
+
+// authenticate is the authentication middleware of every authenticated
+// route: each request is checked by the authenticator in force when it
+// arrives, so that a token a reload removed is refused at once.
+func (g *Gateway) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.authn().Middleware(next).ServeHTTP(w, r)
+	})
 }
 
 // permit applies the principal's permissions and rate limit (auth): a tool

@@ -14,7 +14,6 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
 	"github.com/toolgate/toolgate/gateway/internal/events"
@@ -61,16 +60,18 @@ type Gateway struct {
 	dispatcher  *executors.Dispatcher
 	stateful    *executors.Stateful
 	rest        *rest.Executor
-	up          *mcpup.Manager // nil without upstreams
-	upOnce      sync.Once
+	ups         upstreamSet                  // the upstream MCP servers (upstreams.go)
+	srcs        sourceSet                    // the rest and openapi sources as configured (sources.go)
+	lastReload  atomic.Pointer[reloadStatus] // the last reload's outcome, for /readyz (apply.go); nil before one
 	pool        *threadctx.Pool
 	metrics     *metrics
 	limiter     *limiter
 	res         *resilience
 	events      *events.Bus // call lifecycle events (events.go)
 	front       *mcpfront.Front
-	auth        *auth.Authenticator // nil without authentication (auth.go)
-	redis       *cluster.Redis      // nil without cluster.redis (redis.go)
+	auth        *auth.Authenticator                // nil without authentication (auth.go)
+	authLive    atomic.Pointer[auth.Authenticator] // the tokens a reload applied, replacing auth's; nil before (auth.go)
+	redis       *cluster.Redis                     // nil without cluster.redis (redis.go)
 	unsubscribe func()
 	regMu       sync.Mutex // serialises Register* and Unregister
 
@@ -93,7 +94,7 @@ type Gateway struct {
 	unready    atomic.Bool   // set by Unready: the replica is leaving (drain.go)
 	oneShot    atomic.Uint64 // numbers one-call threads
 	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
-	hookSet    []*hooks.Hook // the configured hooks, in the file's order; set by New (hooks.go)
+	hookSet    []*hooks.Hook // the configured hooks, in the file's order; set by New, then guarded by useMu (hooks.go)
 	// surfaceTools are the tools requests about upstreams' catalogs are
 	// recorded as, by name (surfacecall.go).
 	surfaceTools sync.Map
@@ -175,7 +176,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.auth = auth.New(&cfg.Auth, &auth.Options{Logger: g.logger, Bucket: g.redis.Buckets()})
 	principalSessions, authenticate := 0, (func(h http.Handler) http.Handler)(nil)
 	if g.auth != nil {
-		principalSessions, authenticate = cfg.Auth.SessionCap(), g.auth.Middleware
+		principalSessions, authenticate = cfg.Auth.SessionCap(), g.authenticate
 	}
 	s := cfg.Server
 	self, peers := replicaOf(cfg, g.metrics.reg)
@@ -208,6 +209,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 			return nil, err
 		}
 	}
+	g.recordSources(cfg)
 	if cfg.BatchTool {
 		if err := g.addBatchTool(); err != nil {
 			g.Close()
@@ -399,9 +401,7 @@ func (g *Gateway) drain(ctx context.Context) error {
 func (g *Gateway) KillUpstreams() {
 	g.calls.startDraining()
 	g.calls.cancelAll(errShutdown)
-	if g.up != nil {
-		g.up.Kill()
-	}
+	g.ups.kill()
 }
 
 // Close stops the gateway at once: calls in flight are cancelled, sessions
@@ -415,9 +415,7 @@ func (g *Gateway) Close() error {
 		g.events.Close()
 		g.front.Close()
 		g.unsubscribe()
-		if g.up != nil {
-			_ = g.up.Close() // kills and reaps every upstream process
-		}
+		g.ups.close() // kills and reaps every upstream process
 		g.pool.Close()
 		g.rest.Close()
 		g.redis.Close()

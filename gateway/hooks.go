@@ -15,12 +15,25 @@ import (
 // before); the first to answer ends the call there. Then the call runs,
 // and each after function (webhook after, redact, truncate) gets the
 // result in turn.
-func (g *Gateway) hooks(next Handler) Handler {
-	if len(g.hookSet) == 0 {
+// The chain is built again when a reload changes the hooks (apply.go):
+// a call keeps the hooks of the chain it started in.
+func (g *Gateway) hooks(next Handler) Handler { return hooksWith(g.hookSet, next) }
+
+// servedHooks returns the hooks served now, for a step built per request
+// (surfacecall.go): a reload replaces them under useMu.
+func (g *Gateway) servedHooks() []*hooks.Hook {
+	g.useMu.Lock()
+	defer g.useMu.Unlock()
+	return g.hookSet
+}
+
+// hooksWith is the hooks step of set.
+func hooksWith(set []*hooks.Hook, next Handler) Handler {
+	if len(set) == 0 {
 		return next
 	}
 	return func(ctx context.Context, c *Call) (*Result, error) {
-		matched := hooks.Match(g.hookSet, c.Tool.Name, c.Principal)
+		matched := hooks.Match(set, c.Tool.Name, c.Principal)
 		if len(matched) == 0 {
 			return next(ctx, c)
 		}
@@ -44,12 +57,20 @@ func hookCall(c *Call) *hooks.Call {
 	return &hooks.Call{Tool: c.Tool, Principal: c.Principal, Thread: c.Thread, ID: c.ID, Args: c.Args, Raw: c.Raw}
 }
 
-// buildHooks builds the configured hooks into g.hookSet. Every problem is
-// reported at once, each at its place in the file (see [configErrors]):
-// globs (registry.Filter), regular expressions and JSON pointers by
-// package hooks, and the webhook URL by the REST executor, which sends
-// the requests.
+// buildHooks builds the configured hooks into g.hookSet.
 func (g *Gateway) buildHooks(cfg *config.Config) error {
+	set, err := g.newHooks(cfg)
+	g.hookSet = set
+	return err
+}
+
+// newHooks builds the hooks of cfg. Every problem is reported at once,
+// each at its place in the file (see [configErrors]): globs
+// (registry.Filter), regular expressions and JSON pointers by package
+// hooks, and the webhook URL by the REST executor, which sends the
+// requests.
+func (g *Gateway) newHooks(cfg *config.Config) ([]*hooks.Hook, error) {
+	var set []*hooks.Hook
 	var errs []error
 	secrets := restSecrets(cfg.Secrets())
 	env := &hooks.Env{
@@ -64,11 +85,19 @@ func (g *Gateway) buildHooks(cfg *config.Config) error {
 			errs = append(errs, configErrors(cfg, fmt.Sprintf("hooks[%d]", i), err)...)
 			continue
 		}
-		g.hookSet = append(g.hookSet, h)
+		set = append(set, h)
 	}
 	if len(errs) > 0 {
-		g.hookSet = nil
-		return joinProblems(errs...)
+		return nil, joinProblems(errs...)
 	}
-	return nil
+	return set, nil
+}
+
+// setHooks serves set from the next call on, building the chain again
+// (its steps decide at build time what is configured).
+func (g *Gateway) setHooks(set []*hooks.Hook) {
+	g.useMu.Lock()
+	defer g.useMu.Unlock()
+	g.hookSet = set
+	g.chain.Store(new(g.buildChain(g.use)))
 }

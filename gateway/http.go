@@ -47,7 +47,7 @@ func (g *Gateway) Handler() http.Handler {
 		r.Get(auth.MetadataPath+g.cfg.Server.MCPPath, g.auth.ServeMetadata)
 		authed := func(h http.Handler) http.Handler { return h }
 		if g.auth != nil {
-			authed = g.auth.Middleware
+			authed = g.authenticate
 		}
 		// Everything else shows tool, upstream or backend names, or call
 		// data: the DNS rebinding rule, before anything else answers (mcp-go
@@ -101,6 +101,13 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 	}
 	if cs := g.res.circuits(); cs != nil {
 		body["circuits"] = cs
+	}
+	if st := g.lastReload.Load(); st != nil {
+		body["reload"] = st
+		if st.Result != "ok" && code == http.StatusOK {
+			// The configuration before the failed reload serves on.
+			body["status"] = "degraded"
+		}
 	}
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(body)

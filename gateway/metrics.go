@@ -34,6 +34,7 @@ type metrics struct {
 	queueWait    prometheus.Histogram
 	circuit      *prometheus.GaugeVec
 	exhausted    *prometheus.CounterVec
+	reloads      *prometheus.CounterVec
 
 	perTool  sync.Map // *registry.Tool → *toolMetrics, to skip label hashing on the hot path
 	httpByTC sync.Map // toolCode → prometheus.Counter, the children of httpRequests, likewise
@@ -113,9 +114,13 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter) *met
 			Name: "toolgate_upstream_list_changed_total",
 			Help: "list_changed notifications of upstream MCP servers (tools, resources, prompts): outcome listed made toolgate list again, coalesced was folded into a listing already pending (listings are paced: at most one every 2 s per kind).",
 		}, []string{"upstream", "outcome"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_config_reloads_total",
+			Help: "Configuration reloads (SIGHUP or a changed file), by result: ok (applied) or error (invalid; the configuration before it still serves).",
+		}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.sessions, m.unknownTools, m.nameRepairs, m.httpRequests, m.retries,
-		m.upstreamUp, m.restarts, m.relists, m.queueWait, m.circuit, m.exhausted,
+		m.upstreamUp, m.restarts, m.relists, m.queueWait, m.circuit, m.exhausted, m.reloads,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "toolgate_queue_length",
 			Help: "Tool calls waiting for a free slot: of max_parallel (at most defaults.max_queue), or of their session's max_parallel_per_session (at most defaults.max_queue more).",
@@ -126,6 +131,9 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter) *met
 	)
 	for _, k := range []registry.RepairKind{registry.RepairCase, registry.RepairNamespace} {
 		m.nameRepairs.WithLabelValues(string(k)) // exported at 0
+	}
+	for _, r := range []string{"ok", "error"} {
+		m.reloads.WithLabelValues(r) // exported at 0
 	}
 	return m
 }
@@ -179,6 +187,12 @@ func (m *metrics) upstreamState(upstream string, up bool) {
 		v = 1
 	}
 	m.upstreamUp.WithLabelValues(upstream).Set(v)
+}
+
+// forgetUpstream drops the series of an upstream that was removed.
+func (m *metrics) forgetUpstream(upstream string) {
+	m.upstreamUp.DeleteLabelValues(upstream)
+	m.restarts.DeleteLabelValues(upstream)
 }
 
 func (m *metrics) upstreamRestart(upstream string) {

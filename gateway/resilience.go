@@ -17,10 +17,13 @@ import (
 // an upstream MCP server ("upstream:fs"); in-process tools have none.
 type resilience struct {
 	backends *retry.Backends
-	def      retry.Policy            // defaults.retry
-	policies map[string]retry.Policy // tool source → its own retry policy, when the config gives one; read-only after New
-	restHost map[string]string       // REST tool source → its backend; written while building, before calls
-	plans    sync.Map                // *registry.Tool → retry.Plan
+	def      retry.Policy // defaults.retry
+	// policies maps a tool source to its own retry policy, when the config
+	// gives one; restHost a REST tool source to its backend. Both change
+	// when a source is added or removed while serving (sources.go).
+	policies sync.Map // string → retry.Policy
+	restHost sync.Map // string → string
+	plans    sync.Map // *registry.Tool → retry.Plan
 }
 
 func newResilience(cfg *config.Config, m *metrics) *resilience {
@@ -42,9 +45,7 @@ func newResilience(cfg *config.Config, m *metrics) *resilience {
 		budget.Ratio = -1 // 0 in the file leaves only the floor
 	}
 	r := &resilience{
-		def:      policyOf(d.Retry),
-		policies: map[string]retry.Policy{},
-		restHost: map[string]string{},
+		def: policyOf(d.Retry),
 	}
 	r.backends = retry.NewBackends(retry.BackendsConfig{
 		Breaker:           breaker,
@@ -55,22 +56,26 @@ func newResilience(cfg *config.Config, m *metrics) *resilience {
 	// A source's retry section overrides defaults.retry for its tools:
 	// sources are named as the tools' registry.Tool.Source.
 	for _, u := range cfg.Upstreams {
-		if u.Retry != nil {
-			r.policies["upstream:"+u.Name] = policyOf(*u.Retry)
-		}
+		r.setPolicy("upstream:"+u.Name, u.Retry)
 		m.circuitState("upstream:"+u.Name, r.backends.Get("upstream:"+u.Name).State())
 	}
 	for _, t := range cfg.Rest {
-		if t.Retry != nil {
-			r.policies["rest:"+t.Name] = policyOf(*t.Retry)
-		}
+		r.setPolicy("rest:"+t.Name, t.Retry)
 	}
 	for _, o := range cfg.OpenAPI {
-		if o.Retry != nil {
-			r.policies["openapi:"+o.Name] = policyOf(*o.Retry)
-		}
+		r.setPolicy("openapi:"+o.Name, o.Retry)
 	}
 	return r
+}
+
+// setPolicy records source's own retry policy, or forgets it when c is
+// nil (its tools retry by defaults.retry).
+func (r *resilience) setPolicy(source string, c *config.Retry) {
+	if c == nil {
+		r.policies.Delete(source)
+		return
+	}
+	r.policies.Store(source, policyOf(*c))
 }
 
 // policyOf converts a configured retry policy.
@@ -108,15 +113,15 @@ func (r *resilience) plan(t *registry.Tool) retry.Plan {
 		return p.(retry.Plan)
 	}
 	p := retry.Plan{Policy: r.def, Idempotent: t.Idempotent, Subject: fmt.Sprintf("tool %q", t.Name)}
-	if own, ok := r.policies[t.Source]; ok {
-		p.Policy = own
+	if own, ok := r.policies.Load(t.Source); ok {
+		p.Policy = own.(retry.Policy)
 	}
 	switch t.Kind {
 	case registry.MCP:
 		p.Backend = r.backends.Get(t.Source)
 	case registry.REST:
-		if host, ok := r.restHost[t.Source]; ok {
-			p.Backend = r.backends.Get(host)
+		if host, ok := r.restHost.Load(t.Source); ok {
+			p.Backend = r.backends.Get(host.(string))
 		}
 	}
 	v, _ := r.plans.LoadOrStore(t, p)

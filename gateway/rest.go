@@ -57,22 +57,7 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 	errs := nameErrors(cfg)
 	var specs []pendingTool
 	for i, t := range cfg.Rest {
-		specs = append(specs, pendingTool{path: fmt.Sprintf("rest[%d]", i), spec: rest.Spec{
-			Name:             t.Name,
-			Description:      t.Description,
-			Source:           "rest:" + t.Name,
-			Method:           t.Method,
-			URL:              t.URL,
-			Query:            t.Query,
-			Headers:          t.Headers,
-			Body:             t.Body,
-			InputSchema:      t.InputSchema,
-			Idempotent:       t.Idempotent,
-			Timeout:          t.Timeout.D(),
-			MaxResponseBytes: t.MaxResponseBytes,
-			AllowedHosts:     t.AllowedHosts,
-			Secrets:          secrets,
-		}})
+		specs = append(specs, restSpec(t, i, secrets))
 	}
 	var metaTools []executors.Bound // the catalogs' meta-tools (catalogtool.go)
 	for i := range cfg.OpenAPI {
@@ -86,6 +71,26 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 		return nil, joinProblems(errs...)
 	}
 	return append(bound, metaTools...), nil
+}
+
+// restSpec is the REST executor's spec of t, cfg.Rest[i].
+func restSpec(t config.RESTTool, i int, secrets []string) pendingTool {
+	return pendingTool{path: fmt.Sprintf("rest[%d]", i), spec: rest.Spec{
+		Name:             t.Name,
+		Description:      t.Description,
+		Source:           "rest:" + t.Name,
+		Method:           t.Method,
+		URL:              t.URL,
+		Query:            t.Query,
+		Headers:          t.Headers,
+		Body:             t.Body,
+		InputSchema:      t.InputSchema,
+		Idempotent:       t.Idempotent,
+		Timeout:          t.Timeout.D(),
+		MaxResponseBytes: t.MaxResponseBytes,
+		AllowedHosts:     t.AllowedHosts,
+		Secrets:          secrets,
+	}}
 }
 
 // openapiTools reads the document of cfg.OpenAPI[i] and returns its tools,
@@ -129,6 +134,7 @@ func (g *Gateway) openapiTools(cfg *config.Config, i int, secrets []string) (kep
 		return nil, nil, problems
 	}
 	src.Spec = doc
+	g.openapi.setSum(o.Name, doc)
 	d, err := openapi.Open(src)
 	if err != nil {
 		// Open has checked src's settings (above); what is left is the
@@ -248,7 +254,7 @@ func (g *Gateway) bindREST(cfg *config.Config, specs []pendingTool) (bound []exe
 		}
 		bound = append(bound, executors.Bound{Tool: t, Exec: exec})
 		backend := restBackend(p.spec.URL)
-		g.res.restHost[p.spec.Source] = backend
+		g.res.restHost.Store(p.spec.Source, backend)
 		g.metrics.circuitState(backend, g.res.backends.Get(backend).State())
 	}
 	return bound, problems
@@ -460,15 +466,46 @@ func (g *Gateway) SkippedOperations() []SkippedOperation {
 func (g *Gateway) SourceProblems() []error {
 	g.openapi.mu.Lock()
 	defer g.openapi.mu.Unlock()
-	return slices.Clone(g.openapi.problems)
+	out := make([]error, 0, len(g.openapi.problems))
+	for _, p := range g.openapi.problems {
+		out = append(out, p.err)
+	}
+	return out
 }
 
 // openapiState is what loading the OpenAPI sources left behind.
 type openapiState struct {
 	mu       sync.Mutex
 	skipped  []SkippedOperation
-	problems []error
+	problems []sourceProblem
 	down     []string // names of the sources not loaded, for /readyz
+	// sums are the SHA-256 of each source's document as last read, so that
+	// a reload tells a changed document from an unchanged one (sources.go).
+	sums map[string][32]byte
+}
+
+// setSum records the document source was loaded from.
+func (s *openapiState) setSum(source string, doc []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sums == nil {
+		s.sums = map[string][32]byte{}
+	}
+	s.sums[source] = sha256Of(doc)
+}
+
+// sum returns the SHA-256 of the document source was last loaded from.
+func (s *openapiState) sum(source string) ([32]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum, ok := s.sums[source]
+	return sum, ok
+}
+
+// sourceProblem is why an OpenAPI source was not loaded.
+type sourceProblem struct {
+	source string
+	err    error
 }
 
 // loaded records the operations of a source that made no tool.
@@ -481,10 +518,21 @@ func (s *openapiState) loaded(skipped []SkippedOperation) {
 func (s *openapiState) failed(source string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.problems = append(s.problems, err)
+	s.problems = append(s.problems, sourceProblem{source, err})
 	if !slices.Contains(s.down, source) {
 		s.down = append(s.down, source)
 	}
+}
+
+// forget drops what loading source left behind, before it is loaded
+// again or removed.
+func (s *openapiState) forget(source string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skipped = slices.DeleteFunc(s.skipped, func(o SkippedOperation) bool { return o.Source == source })
+	s.problems = slices.DeleteFunc(s.problems, func(p sourceProblem) bool { return p.source == source })
+	s.down = slices.DeleteFunc(s.down, func(n string) bool { return n == source })
+	delete(s.sums, source)
 }
 
 // unavailable returns the names of the OpenAPI sources toolgate started

@@ -88,7 +88,13 @@ func (g *Gateway) dropExecs(source string, names ...string) {
 // addUpstreamTools replaces the tools of upstream with tools, as it lists
 // them (again), and forgets the executors of tools it no longer lists.
 func (g *Gateway) addUpstreamTools(upstream string, tools []executors.Bound) error {
-	source := "upstream:" + upstream
+	return g.setSourceTools("upstream:"+upstream, tools)
+}
+
+// setSourceTools replaces the tools of source with tools (none: removes
+// them), all or none, and forgets the executors of the tools it drops.
+// Connected clients are told through notifications/tools/list_changed.
+func (g *Gateway) setSourceTools(source string, tools []executors.Bound) error {
 	defs := make([]registry.Tool, len(tools))
 	listed := make(map[string]bool, len(tools))
 	for i := range tools {

@@ -70,7 +70,5 @@ func withPeer(ctx context.Context, req *mcpfront.Request) context.Context {
 // SetLogLevel passes the most verbose level a session set to every
 // upstream that logs.
 func (b frontBackend) SetLogLevel(ctx context.Context, level string) {
-	if b.g.up != nil {
-		b.g.up.SetLogLevel(ctx, level)
-	}
+	b.g.ups.setLogLevel(ctx, level)
 }

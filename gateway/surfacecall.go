@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/retry"
 )
 
 // A client's requests about an upstream's catalog that reach the upstream
@@ -35,6 +36,16 @@ var surfaceSubjects = map[string]string{
 	"completion/complete": "completion.complete",
 }
 
+// upstreamForward sends a request to upstream's connection, which a
+// reload may have removed.
+func (g *Gateway) upstreamForward(ctx context.Context, upstream, method string, params any) (json.RawMessage, error) {
+	m := g.ups.get(upstream)
+	if m == nil {
+		return nil, retry.Errorf(retry.NotFound, "no upstream is named %q", upstream)
+	}
+	return m.Forward(ctx, upstream, method, params)
+}
+
 // forwardSurface sends a client's request about upstream's catalog to it:
 // through the surface chain when it is one of surfaceSubjects, straight
 // otherwise (the front's own subscribe and unsubscribe). ctx names the
@@ -43,7 +54,7 @@ func (g *Gateway) forwardSurface(ctx context.Context, upstream, method string, p
 	subject, ok := surfaceSubjects[method]
 	args, isMap := params.(map[string]any)
 	if !ok || !isMap {
-		return g.up.Forward(ctx, upstream, method, params)
+		return g.upstreamForward(ctx, upstream, method, params)
 	}
 	id := principal.From(ctx)
 	c := &Call{Name: upstream + registry.Separator + subject, Tool: g.surfaceTool(upstream, subject), Args: args, Principal: principal.NameOf(id), ident: id, decoded: true}
@@ -53,7 +64,7 @@ func (g *Gateway) forwardSurface(ctx context.Context, upstream, method string, p
 	var got *Result // the result as the upstream's, before the after hooks
 	forward := func(ctx context.Context, c *Call) (*Result, error) {
 		var err error
-		if raw, err = g.up.Forward(ctx, upstream, method, c.Args); err != nil {
+		if raw, err = g.upstreamForward(ctx, upstream, method, c.Args); err != nil {
 			return nil, err
 		}
 		if tree, err = decodeTree(raw); err != nil {
@@ -67,7 +78,7 @@ func (g *Gateway) forwardSurface(ctx context.Context, upstream, method string, p
 		got = (*Result)(res)
 		return got, nil
 	}
-	res, err := g.record(g.track(g.surfaceRate(g.hooks(forward))))(ctx, c)
+	res, err := g.record(g.track(g.surfaceRate(hooksWith(g.servedHooks(), forward))))(ctx, c)
 	if err != nil {
 		return nil, err
 	}

@@ -17,51 +17,75 @@ import (
 // Every problem with their settings is reported at once, each as
 // file:line:col: path: message.
 func (g *Gateway) buildUpstreams(cfg *config.Config) error {
-	if len(cfg.Upstreams) == 0 {
-		return nil
+	ups, err := g.newUpstreams(cfg)
+	if err != nil {
+		return err
 	}
+	for _, u := range ups {
+		g.ups.put(u)
+	}
+	return nil
+}
+
+// newUpstreams builds (without starting or recording) a manager for each
+// upstream of cfg, or reports every problem with their settings at once.
+func (g *Gateway) newUpstreams(cfg *config.Config) ([]*liveUpstream, error) {
 	secrets := cfg.Secrets()
-	ups := make([]mcpup.Upstream, 0, len(cfg.Upstreams))
-	threads := map[string]bool{} // upstreams with a process per thread: their tools take thread handles
 	var errs []error
 	for i, u := range cfg.Upstreams {
-		if u.Isolation == mcpup.IsolationThread {
-			threads[u.Name] = true
-		}
-		up := mcpup.Upstream{
-			Name:            u.Name,
-			Prefix:          u.Prefix,
-			Transport:       u.Transport,
-			Command:         u.Command,
-			Args:            u.Args,
-			Env:             u.Env,
-			Cwd:             u.Cwd,
-			InheritEnv:      u.InheritEnv,
-			URL:             u.URL,
-			Headers:         u.Headers,
-			Isolation:       u.Isolation,
-			Include:         u.Include,
-			Exclude:         u.Exclude,
-			Timeout:         u.Timeout.D(),
-			StartupTimeout:  u.StartupTimeout.D(),
-			MaxMessageBytes: u.MaxMessageBytes,
-			Idempotent:      u.Idempotent,
-			Secrets:         secrets,
-		}
-		if err := up.Validate(); err != nil {
+		if err := upstreamOf(u, secrets).Validate(); err != nil {
 			errs = append(errs, configErrors(cfg, fmt.Sprintf("upstreams[%d]", i), err)...)
 		}
-		ups = append(ups, up)
 	}
 	errs = append(errs, upstreamNameErrors(cfg)...)
 	if len(errs) > 0 {
-		return joinProblems(errs...)
+		return nil, joinProblems(errs...)
 	}
-	m, err := mcpup.New(ups, &mcpup.Options{
+	ups := make([]*liveUpstream, 0, len(cfg.Upstreams))
+	for _, u := range cfg.Upstreams {
+		m, err := g.newUpstream(u, secrets)
+		if err != nil {
+			return nil, err
+		}
+		ups = append(ups, &liveUpstream{cfg: u, m: m})
+	}
+	return ups, nil
+}
+
+// upstreamOf is the mcpup form of the configured upstream u.
+func upstreamOf(u config.Upstream, secrets []string) mcpup.Upstream {
+	return mcpup.Upstream{
+		Name:            u.Name,
+		Prefix:          u.Prefix,
+		Transport:       u.Transport,
+		Command:         u.Command,
+		Args:            u.Args,
+		Env:             u.Env,
+		Cwd:             u.Cwd,
+		InheritEnv:      u.InheritEnv,
+		URL:             u.URL,
+		Headers:         u.Headers,
+		Isolation:       u.Isolation,
+		Include:         u.Include,
+		Exclude:         u.Exclude,
+		Timeout:         u.Timeout.D(),
+		StartupTimeout:  u.StartupTimeout.D(),
+		MaxMessageBytes: u.MaxMessageBytes,
+		Idempotent:      u.Idempotent,
+		Secrets:         secrets,
+	}
+}
+
+// newUpstream builds the manager of one upstream, u, whose tools reach the
+// registry as it lists them. secrets are the configuration's, scrubbed
+// from what the upstream says.
+func (g *Gateway) newUpstream(u config.Upstream, secrets []string) (*mcpup.Manager, error) {
+	thread := u.Isolation == mcpup.IsolationThread // its tools take thread handles
+	return mcpup.New([]mcpup.Upstream{upstreamOf(u, secrets)}, &mcpup.Options{
 		Logger: g.logger,
 		Pool:   g.pool,
 		OnTools: func(upstream string, tools []executors.Bound) error {
-			if threads[upstream] {
+			if thread {
 				return g.addThreadUpstreamTools(upstream, g.servableTools(upstream, tools))
 			}
 			return g.addUpstreamTools(upstream, g.servableTools(upstream, tools))
@@ -72,13 +96,8 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 		OnNotify:  g.upstreamNotify,
 		OnRelist:  g.metrics.upstreamRelist,
 		// As many calls to one upstream may run at once as to all.
-		MaxParallel: cfg.Defaults.MaxParallel,
+		MaxParallel: g.cfg.Defaults.MaxParallel,
 	})
-	if err != nil {
-		return err
-	}
-	g.up = m
-	return nil
 }
 
 // servableTools returns the tools of upstream that the registry can take,
@@ -197,24 +216,17 @@ func prefixErrors(cfg *config.Config) []error {
 // An upstream that fails is logged, reported by /readyz and metrics, and
 // retried. Calling it again does nothing. `toolgate validate` does not call
 // it, so validating a configuration starts no process.
-func (g *Gateway) StartUpstreams() {
-	if g.up != nil {
-		g.upOnce.Do(g.up.Start)
-	}
-}
+func (g *Gateway) StartUpstreams() { g.ups.start() }
 
 // WaitUpstreams waits until every upstream MCP server is connected and has
 // listed its tools, or ctx is done; it returns ctx's error then. Without
 // upstreams it returns at once.
 func (g *Gateway) WaitUpstreams(ctx context.Context) error {
-	if g.up == nil {
-		return nil
-	}
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
 		up := true
-		for _, ok := range g.up.Status() {
+		for _, ok := range g.ups.status() {
 			up = up && ok
 		}
 		if up {
@@ -229,12 +241,7 @@ func (g *Gateway) WaitUpstreams(ctx context.Context) error {
 }
 
 // upstreamStatus is the per-upstream state /readyz reports, or nil.
-func (g *Gateway) upstreamStatus() map[string]bool {
-	if g.up == nil {
-		return nil
-	}
-	return g.up.Status()
-}
+func (g *Gateway) upstreamStatus() map[string]bool { return g.ups.status() }
 
 // upstreamState is told each time an upstream goes up or down. Coming up
 // (its supervisor has reconnected it and listed its tools) also closes

@@ -19,7 +19,7 @@ const module = "github.com/toolgate/toolgate"
 var allowed = map[string][]string{
 	"cmd/toolgate":                   {"config", "gateway", "internal/cli", "internal/gcfloor", "registry"},
 	"cmd/toolgate-agent":             {"agent", "internal/cli"},
-	"internal/cli":                   {"builtin", "config", "gateway", "internal/textcut"},
+	"internal/cli":                   {"builtin", "config", "gateway", "internal/reload", "internal/textcut"},
 	"agent":                          {"executors", "gateway", "internal/canonjson", "internal/loopguard", "registry", "retry"},
 	"builtin":                        {"registry", "executors", "retry"},
 	"gateway":                        {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica", "internal/cluster", "internal/cluster/eventrelay", "gateway/internal/catalogtool", "gateway/internal/events", "gateway/internal/gzipjson"},
@@ -48,6 +48,7 @@ var allowed = map[string][]string{
 	"schemas":                        {"internal/textcut"},
 	"threadctx":                      {"internal/principal"},
 	"internal/principal":             {},
+	"internal/reload":                {},
 	"internal/canonjson":             {},
 	"internal/mcppeer":               {},
 	"internal/loopguard":             {"internal/canonjson"},
@@ -95,6 +96,7 @@ var thirdParty = map[string][]string{
 	"github.com/coreos/go-oidc":             {"internal/auth"},
 	"golang.org/x/time/rate":                {"internal/auth"},
 	"golang.org/x/sync/singleflight":        {"internal/auth"},
+	"github.com/fsnotify/fsnotify":          {"internal/reload"},
 	"github.com/redis/go-redis":             {"internal/cluster/store", "internal/cluster/ratelimit", "internal/cluster/members", "internal/cluster/eventrelay"},
 }
 

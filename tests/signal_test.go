@@ -33,6 +33,7 @@ const exitMargin = 3 * time.Second
 // signalStdio is a `toolgate stdio` whose client keeps stdin open until the
 // test ends, as Claude Desktop does.
 type signalStdio struct {
+	config string // the configuration file's path
 	cmd    *exec.Cmd
 	stdin  *os.File // the client's end; closed by the cleanup only
 	lines  chan string
@@ -57,7 +58,8 @@ func startSignalStdio(t *testing.T, yaml string) *signalStdio {
 		t.Fatal(err)
 	}
 	s.stdin = inW
-	s.cmd = exec.Command(toolgateBin, "stdio", "--config", writeConfig(t, yaml), "--log-level", "debug")
+	s.config = writeConfig(t, yaml)
+	s.cmd = exec.Command(toolgateBin, "stdio", "--config", s.config, "--log-level", "debug")
 	s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = inR, outW, &s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("starting toolgate stdio: %v", err)
@@ -121,6 +123,30 @@ func (s *signalStdio) response(t *testing.T, id string, d time.Duration) rpcResp
 			}
 		case <-timer.C:
 			t.Fatalf("no response to id %s within %v", id, d)
+		}
+	}
+}
+
+// notification reads stdout until a notification of method arrives, at
+// most for d.
+func (s *signalStdio) notification(t *testing.T, method string, d time.Duration) {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case line, ok := <-s.lines:
+			if !ok {
+				t.Fatalf("stdout ended before a %s notification", method)
+			}
+			var n struct {
+				Method string `json:"method"`
+			}
+			if json.Unmarshal([]byte(line), &n) == nil && n.Method == method {
+				return
+			}
+		case <-timer.C:
+			t.Fatalf("no %s notification within %v", method, d)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -26,6 +26,7 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	fs, c := cli.NewFlags("serve", stderr)
 	listen := fs.String("listen", "", "listen `address` host:port, overriding server.listen (port 0 picks a free port)")
 	insecure := fs.Bool("insecure-no-auth", false, "listen beyond loopback without authentication (no auth section): any client that reaches the port may call every tool")
+	pidFile := fs.String("pid-file", "", "write the process ID to `file` (removed at exit), for toolgate reload --pid-file")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -35,6 +36,10 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 	}
 	gc := newCloser(ctx, g, again, cfg.Server.ShutdownGrace.D())
 	defer gc.closeInto(&err)
+	if err := cli.WritePID(*pidFile); err != nil {
+		return err
+	}
+	defer cli.RemovePID(*pidFile)
 	addr := cfg.Server.Listen
 	if *listen != "" {
 		addr = *listen
@@ -50,6 +55,7 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	g.StartUpstreams()
+	defer cli.StartReload(ctx, c, cfg, logger, g)()
 	srv := &http.Server{
 		Handler:           g.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -242,6 +248,7 @@ const (
 
 func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	fs, c := cli.NewFlags("stdio", stderr)
+	pidFile := fs.String("pid-file", "", "write the process ID to `file` (removed at exit), for toolgate reload --pid-file")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -251,7 +258,12 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 	}
 	gc := newCloser(ctx, g, again, cfg.Server.ShutdownGrace.D())
 	defer gc.closeInto(&err)
+	if err := cli.WritePID(*pidFile); err != nil {
+		return err
+	}
+	defer cli.RemovePID(*pidFile)
 	g.StartUpstreams()
+	defer cli.StartReload(ctx, c, cfg, logger, g)()
 	logger.Info("serving stdio", "config", cfg.Source, "tools", len(g.Tools()))
 	releaseStartup()
 	defer gcFloor()()
@@ -413,17 +425,37 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	cfg, _, g, err := cli.Build(c, io.Discard)
+	cfg, tools, err := cli.Check(c.Config)
 	if err != nil {
+		return cli.Invalid(err)
+	}
+	fmt.Fprintf(stdout, "%s: valid (%d tools)\n", cfg.Source, tools)
+	return nil
+}
+
+// cmdReload checks the configuration as a reload will, and when it is
+// valid sends SIGHUP to the running toolgate whose process ID --pid or
+// the file --pid-file (as serve and stdio write it) gives. An invalid
+// configuration is reported here, and no signal is sent.
+func cmdReload(args []string, stdout, stderr io.Writer) error {
+	fs, c := cli.NewFlags("reload", stderr)
+	pidFile := fs.String("pid-file", "", "`file` holding the process ID of the toolgate to reload, as serve --pid-file wrote it")
+	pid := fs.Int("pid", 0, "process `ID` of the toolgate to reload")
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	defer g.Close()
-	// serve starts without an OpenAPI source it cannot read (when it is
-	// not the only source); validate reports it.
-	if probs := g.SourceProblems(); len(probs) > 0 {
-		return errors.Join(probs...)
+	target, err := cli.ReadPID(*pidFile, *pid)
+	if err != nil {
+		return cli.ExitError{Code: 2, Msg: err.Error()}
 	}
-	fmt.Fprintf(stdout, "%s: valid (%d tools)\n", cfg.Source, len(g.Tools()))
+	cfg, tools, err := cli.Check(c.Config)
+	if err != nil {
+		return cli.Invalid(err)
+	}
+	if err := syscall.Kill(target, syscall.SIGHUP); err != nil {
+		return cli.ExitError{Code: 1, Msg: fmt.Sprintf("signalling process %d: %v", target, err)}
+	}
+	fmt.Fprintf(stdout, "%s: valid (%d tools); sent SIGHUP to process %d\n", cfg.Source, tools, target)
 	return nil
 }
 

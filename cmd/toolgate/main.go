@@ -22,6 +22,8 @@ usage:
   toolgate serve    [flags]             serve MCP over streamable HTTP (and SSE)
   toolgate stdio    [flags]             serve MCP over stdio (Claude Desktop)
   toolgate validate [flags]             check a configuration file
+  toolgate reload   [flags] --pid-file FILE | --pid PID
+                                        check it, then make a running serve or stdio reload it (SIGHUP)
   toolgate tools    [flags] [--json]    list the tools a configuration yields
                     [--skipped]         or the OpenAPI operations left out, with why
   toolgate call     [flags] NAME [JSON] call one tool through the full pipeline
@@ -53,6 +55,8 @@ func run(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Re
 		return cmdStdio(ctx, again, rest, stdin, stdout, stderr)
 	case "validate":
 		return cmdValidate(rest, stdout, stderr)
+	case "reload":
+		return cmdReload(rest, stdout, stderr)
 	case "tools":
 		return cmdTools(ctx, again, rest, stdout, stderr)
 	case "call":

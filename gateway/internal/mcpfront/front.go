@@ -270,6 +270,13 @@ func (f *Front) SetTools(add []Tool, remove []string) {
 	}
 }
 
+// ToolsChanged tells every client that the list of tools changed
+// (notifications/tools/list_changed) when the tools did not, but what a
+// principal may see of them did: its permissions were reloaded.
+func (f *Front) ToolsChanged() {
+	f.mcp.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+}
+
 // removedOnly returns the names in remove that add does not add again.
 func removedOnly(add []Tool, remove []string) []string {
 	if len(add) == 0 {

@@ -1,0 +1,233 @@
+package gateway
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors"
+)
+
+// Sources added and removed while the gateway serves: the embedding API
+// (issue 29 item 9) and the mechanism a configuration reload applies its
+// difference with ([Gateway.Apply]). A source is a REST tool (registry
+// source "rest:<name>"), an OpenAPI document ("openapi:<name>") or an
+// upstream MCP server ("upstream:<name>"). Adding one whose name is taken
+// replaces it; every change reaches connected clients as
+// notifications/tools/list_changed (and resources/prompts list_changed
+// for an upstream's catalog). Calls in flight keep the executor they
+// started with.
+
+// sourceSet is what the gateway serves of the rest and openapi sections,
+// as configured, to tell a changed source from an unchanged one.
+type sourceSet struct {
+	// mu serialises adding, removing and applying sources, and guards the
+	// maps.
+	mu      sync.Mutex
+	rest    map[string]config.RESTTool
+	openapi map[string]config.OpenAPISource
+	auth    config.Auth   // the tokens and admins in force (apply.go)
+	hooks   []config.Hook // the hooks in force (apply.go)
+}
+
+// goConfig is the configuration a source added from Go is built in: the
+// gateway's defaults, no positions and no secrets from the environment.
+func (g *Gateway) goConfig() *config.Config {
+	return &config.Config{Source: "(Go)", Defaults: g.cfg.Defaults}
+}
+
+// AddREST adds the REST tool t, written as in the configuration's rest
+// section, or replaces the REST tool of the same name (a call of the old
+// one in flight finishes). Its problems are returned at once, each naming
+// its field; an error leaves the gateway unchanged.
+func (g *Gateway) AddREST(t config.RESTTool) error {
+	c := g.goConfig()
+	c.Rest = []config.RESTTool{t}
+	g.srcs.mu.Lock()
+	defer g.srcs.mu.Unlock()
+	bs, err := g.restBound(c, 0)
+	if err != nil {
+		return err
+	}
+	return g.putREST(t, bs)
+}
+
+// RemoveREST removes the REST tool called name, added by [Gateway.AddREST]
+// or the configuration, and reports whether there was one.
+func (g *Gateway) RemoveREST(name string) bool {
+	g.srcs.mu.Lock()
+	defer g.srcs.mu.Unlock()
+	return g.dropREST(name)
+}
+
+// AddUpstream adds the upstream MCP server u, written as in the
+// configuration's upstreams section, or replaces the upstream of the same
+// name: its process and sessions end and the new one starts. It connects
+// at once when [Gateway.StartUpstreams] has been called, else with it; its
+// tools reach clients as it lists them. An error leaves the gateway
+// unchanged.
+func (g *Gateway) AddUpstream(u config.Upstream) error {
+	c := g.goConfig()
+	c.Upstreams = []config.Upstream{u}
+	g.srcs.mu.Lock()
+	defer g.srcs.mu.Unlock()
+	ups, err := g.newUpstreams(c)
+	if err != nil {
+		return err
+	}
+	g.putUpstream(ups[0])
+	return nil
+}
+
+// RemoveUpstream stops the upstream MCP server called name (its process
+// exits, its calls in flight end with class unavailable) and removes its
+// tools, resources and prompts. It reports whether there was one.
+func (g *Gateway) RemoveUpstream(name string) bool {
+	g.srcs.mu.Lock()
+	defer g.srcs.mu.Unlock()
+	return g.dropUpstream(name)
+}
+
+// restBound builds the tool of cfg.Rest[i], or returns its problems.
+func (g *Gateway) restBound(cfg *config.Config, i int) ([]executors.Bound, error) {
+	bs, problems := g.bindREST(cfg, []pendingTool{restSpec(cfg.Rest[i], i, restSecrets(cfg.Secrets()))})
+	return bs, joinProblems(problems...)
+}
+
+// putREST serves bs, the tool of t, in place of any before it. Callers
+// hold srcs.mu.
+func (g *Gateway) putREST(t config.RESTTool, bs []executors.Bound) error {
+	source := "rest:" + t.Name
+	g.res.setPolicy(source, t.Retry)
+	if err := g.setSourceTools(source, bs); err != nil {
+		return err
+	}
+	if g.srcs.rest == nil {
+		g.srcs.rest = map[string]config.RESTTool{}
+	}
+	g.srcs.rest[t.Name] = t
+	return nil
+}
+
+// dropREST removes the REST tool called name. Callers hold srcs.mu.
+func (g *Gateway) dropREST(name string) bool {
+	source := "rest:" + name
+	_, had := g.srcs.rest[name]
+	delete(g.srcs.rest, name)
+	if err := g.setSourceTools(source, nil); err != nil {
+		g.logger.Error("removing a REST tool", "tool", name, "error", err)
+	}
+	g.res.setPolicy(source, nil)
+	g.res.restHost.Delete(source)
+	return had
+}
+
+// putUpstream serves u in place of the upstream of its name, which is
+// closed first (with its tools) so that the two never run together.
+// Callers hold srcs.mu.
+func (g *Gateway) putUpstream(u *liveUpstream) {
+	g.dropUpstream(u.cfg.Name)
+	g.reg.ReserveNamespaces(u.cfg.Name)
+	g.res.setPolicy("upstream:"+u.cfg.Name, u.cfg.Retry)
+	g.ups.put(u)
+}
+
+// dropUpstream closes the upstream called name and removes its tools and
+// catalog. Callers hold srcs.mu.
+func (g *Gateway) dropUpstream(name string) bool {
+	u := g.ups.take(name)
+	if u == nil {
+		return false
+	}
+	_ = u.m.Close() // its supervisor has stopped: it lists no more tools
+	source := "upstream:" + name
+	if err := g.setSourceTools(source, nil); err != nil {
+		g.logger.Error("removing an upstream's tools", "upstream", name, "error", err)
+	}
+	g.front.SetCatalog(source, nil)
+	g.res.setPolicy(source, nil)
+	g.metrics.forgetUpstream(name)
+	return true
+}
+
+// openapiBound builds the tools of cfg.OpenAPI[i], reading its document
+// again, or returns its problems. A source served through a catalog
+// (catalog: search) cannot be built while serving: the catalogs are fixed
+// by New.
+func (g *Gateway) openapiBound(cfg *config.Config, i int) ([]executors.Bound, error) {
+	o := cfg.OpenAPI[i]
+	if cmp.Or(o.Catalog, cfg.Defaults.Catalog) == config.CatalogSearch {
+		return nil, cfg.Locate(config.Problem{Path: fmt.Sprintf("openapi[%d].catalog", i),
+			Msg: "a source served with catalog: search cannot be added or changed while serving; restart toolgate"})
+	}
+	g.openapi.forget(o.Name)
+	kept, _, problems := g.openapiTools(cfg, i, restSecrets(cfg.Secrets()))
+	bs, more := g.bindREST(cfg, kept)
+	return bs, joinProblems(append(problems, more...)...)
+}
+
+// putOpenAPI serves bs, the tools of o, in place of any before them.
+// Callers hold srcs.mu.
+func (g *Gateway) putOpenAPI(o config.OpenAPISource, bs []executors.Bound) error {
+	source := "openapi:" + o.Name
+	g.reg.ReserveNamespaces(o.Name)
+	g.res.setPolicy(source, o.Retry)
+	if err := g.setSourceTools(source, bs); err != nil {
+		return err
+	}
+	if g.srcs.openapi == nil {
+		g.srcs.openapi = map[string]config.OpenAPISource{}
+	}
+	g.srcs.openapi[o.Name] = o
+	return nil
+}
+
+// dropOpenAPI removes the tools of the OpenAPI source called name.
+// Callers hold srcs.mu.
+func (g *Gateway) dropOpenAPI(name string) {
+	source := "openapi:" + name
+	delete(g.srcs.openapi, name)
+	if err := g.setSourceTools(source, nil); err != nil {
+		g.logger.Error("removing an OpenAPI source's tools", "source", name, "error", err)
+	}
+	g.openapi.forget(name)
+	g.res.setPolicy(source, nil)
+	g.res.restHost.Delete(source)
+}
+
+// recordSources notes the rest and openapi sources New served from cfg,
+// for the first [Gateway.Apply] to compare with.
+func (g *Gateway) recordSources(cfg *config.Config) {
+	g.srcs.mu.Lock()
+	defer g.srcs.mu.Unlock()
+	g.srcs.rest = map[string]config.RESTTool{}
+	for _, t := range cfg.Rest {
+		g.srcs.rest[t.Name] = t
+	}
+	g.srcs.openapi = map[string]config.OpenAPISource{}
+	for _, o := range cfg.OpenAPI {
+		g.srcs.openapi[o.Name] = o
+	}
+	g.srcs.auth = cfg.Auth
+	g.srcs.hooks = cfg.Hooks
+}
+
+// sameSection reports whether a and b configure a source alike.
+func sameSection[T any](a, b T) bool { return reflect.DeepEqual(a, b) }
+
+// sha256Of is the checksum by which a reload tells a changed document.
+func sha256Of(b []byte) [32]byte { return sha256.Sum256(b) }
+
+// sortedKeys returns m's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
