@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/oauthclient"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/executors/rest"
@@ -35,6 +36,7 @@ const Version = "0.1.0-dev"
 type options struct {
 	logger  *slog.Logger
 	version string
+	browser oauthclient.Browser
 }
 
 // Option configures [New].
@@ -56,6 +58,7 @@ type Gateway struct {
 	cfg     *config.Config
 	logger  *slog.Logger
 	version string
+	browser oauthclient.Browser // for upstreams' inline authorization; nil in serve
 
 	reg         *registry.Registry
 	dispatcher  *executors.Dispatcher
@@ -127,7 +130,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, reg: registry.New(), execs: map[execKey]executors.Executor{},
+	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, browser: o.browser, reg: registry.New(), execs: map[execKey]executors.Executor{},
 		loops: newLoopGuard(cfg)}
 	g.routes.Store(&map[string]*route{})
 	// Configured sources are namespaces before their tools arrive (an

@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
+	"github.com/toolgate/toolgate/internal/oauthclient"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schemas"
 )
@@ -24,6 +25,10 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 	ups := make([]mcpup.Upstream, 0, len(cfg.Upstreams))
 	threads := map[string]bool{} // upstreams with a process per thread: their tools take thread handles
 	var errs []error
+	store, oauthNames, err := g.tokenStore(cfg)
+	if err != nil {
+		return err
+	}
 	for i, u := range cfg.Upstreams {
 		if u.Isolation == mcpup.IsolationThread {
 			threads[u.Name] = true
@@ -46,7 +51,12 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 			StartupTimeout:  u.StartupTimeout.D(),
 			MaxMessageBytes: u.MaxMessageBytes,
 			Idempotent:      u.Idempotent,
-			Secrets:         secrets,
+			Secrets:         append(oauthSecrets(u), secrets...),
+		}
+		if oc, err := OAuthConfig(cfg, i, store, g.browser); err != nil {
+			errs = append(errs, err)
+		} else {
+			up.OAuth = oc
 		}
 		if err := up.Validate(); err != nil {
 			errs = append(errs, configErrors(cfg, fmt.Sprintf("upstreams[%d]", i), err)...)
@@ -77,7 +87,29 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 		return err
 	}
 	g.up = m
+	if len(oauthNames) > 0 {
+		g.metrics.reg.MustRegister(&needsAuthCollector{g: g, names: oauthNames})
+	}
 	return nil
+}
+
+// tokenStore opens the token store when an upstream has oauth, and
+// returns those upstreams' names.
+func (g *Gateway) tokenStore(cfg *config.Config) (*oauthclient.Store, []string, error) {
+	var names []string
+	for _, u := range cfg.Upstreams {
+		if u.OAuth != nil {
+			names = append(names, u.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil, nil
+	}
+	store, err := OpenTokenStore(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("upstream %s has oauth, whose tokens are stored encrypted: %w", names[0], err)
+	}
+	return store, names, nil
 }
 
 // servableTools returns the tools of upstream that the registry can take,
@@ -203,7 +235,7 @@ func (g *Gateway) StartUpstreams() {
 }
 
 // WaitUpstreams waits until every upstream MCP server is connected and has
-// listed its tools, or ctx is done; it returns ctx's error then. Without
+// listed its tools (or waits for a person to authorize it), or ctx is done; it returns ctx's error then. Without
 // upstreams it returns at once.
 func (g *Gateway) WaitUpstreams(ctx context.Context) error {
 	if g.up == nil {
@@ -213,8 +245,10 @@ func (g *Gateway) WaitUpstreams(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		up := true
-		for _, ok := range g.up.Status() {
-			up = up && ok
+		waiting := g.up.NeedsAuth() // settled: nothing changes without a person
+		for name, ok := range g.up.Status() {
+			_, w := waiting[name]
+			up = up && (ok || w)
 		}
 		if up {
 			return nil
