@@ -333,6 +333,13 @@ func (c *Client) Acquire(ctx context.Context, principal, subject string, used *o
 	s.mu.Unlock()
 	r, err := c.obtain(ctx, principal, subject, prev, ch)
 	if err != nil {
+		if ctx.Err() == nil {
+			// Settled until someone acts: the flow is tried again on the
+			// next connection attempt, and `auth login` shows the error.
+			s.mu.Lock()
+			s.needsAuth = "the last authorization failed: " + err.Error()
+			s.mu.Unlock()
+		}
 		return err
 	}
 	if err := c.storeRecord(r); err != nil {
