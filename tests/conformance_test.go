@@ -220,6 +220,13 @@ func readResults(t *testing.T, dir string) map[string]scenarioResult {
 	results := map[string]scenarioResult{}
 	for _, e := range entries {
 		m := resultDir.FindStringSubmatch(e.Name())
+		if m == nil && e.IsDir() && e.Name() == "auth" {
+			// auth/<scenario>-<time>: one level down, named auth/<scenario>.
+			for name, r := range readResults(t, filepath.Join(dir, e.Name())) {
+				results["auth/"+name] = r
+			}
+			continue
+		}
 		if m == nil {
 			continue
 		}
