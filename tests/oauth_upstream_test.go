@@ -50,6 +50,8 @@ func newOAuthSetup(t *testing.T, seen func(user string)) *oauthSetup {
 token_store:
   path: %q
   key_file: %q
+guards:
+  loop: {action: "off"}  # the same call, many times, is the point here
 `, mcpURL, store, keyFile)
 	return &oauthSetup{as: as, yaml: yaml, store: store, browser: buildTestdata(t, "conformanceclient") + " browse"}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -73,6 +74,23 @@ func authClient(c *cli.Common, args []string, browser oauthclient.Browser, stder
 	return oauthclient.New(*oc), nil
 }
 
+// parseAround parses args whose flags may come before or after the
+// upstream's name (`toolgate auth login fx --config f`, as the messages
+// print it) and returns the names.
+func parseAround(fs *flag.FlagSet, args []string) ([]string, error) {
+	var names []string
+	for {
+		if err := cli.Parse(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return names, nil
+		}
+		names = append(names, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
 func oauthNames(cfg *config.Config) string {
 	var names []string
 	for _, u := range cfg.Upstreams {
@@ -90,10 +108,11 @@ func cmdAuthLogin(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs, c := cli.NewFlags("auth login", stderr)
 	noBrowser := fs.Bool("no-browser", false, "print the authorization URL instead of opening a browser (a headless machine)")
 	principal := fs.String("principal", "", "authorize for this toolgate `principal` (an upstream with per_principal)")
-	if err := cli.Parse(fs, args); err != nil {
+	names, err := parseAround(fs, args)
+	if err != nil {
 		return err
 	}
-	oc, err := authClient(c, fs.Args(), newBrowser(stderr, *noBrowser), stderr)
+	oc, err := authClient(c, names, newBrowser(stderr, *noBrowser), stderr)
 	if err != nil {
 		return err
 	}
@@ -109,10 +128,11 @@ func cmdAuthLogin(ctx context.Context, args []string, stdout, stderr io.Writer) 
 func cmdAuthLogout(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, c := cli.NewFlags("auth logout", stderr)
 	principal := fs.String("principal", "", "forget the tokens of this toolgate `principal`")
-	if err := cli.Parse(fs, args); err != nil {
+	names, err := parseAround(fs, args)
+	if err != nil {
 		return err
 	}
-	oc, err := authClient(c, fs.Args(), nil, stderr)
+	oc, err := authClient(c, names, nil, stderr)
 	if err != nil {
 		return err
 	}
