@@ -53,25 +53,18 @@ type UpstreamOAuth struct {
 	// (http://127.0.0.1:PORT/callback) for authorization servers that
 	// register exact redirect URIs. Default 0: a free port each time.
 	RedirectPort int `yaml:"redirect_port"`
-	// PerPrincipal keeps one token per authenticated principal of
-	// toolgate: each authorizes the upstream once, and its calls use its
-	// own token. Needs the auth section. Default false: one token for the
-	// gateway.
-	PerPrincipal bool `yaml:"per_principal"`
 	// Timeout bounds one request to the authorization server. Default 30s.
 	Timeout Duration `yaml:"timeout"`
 	// TokenExchange configures grant token_exchange.
 	TokenExchange *TokenExchange `yaml:"token_exchange"`
 }
 
-// TokenExchange is an RFC 8693 token exchange: a subject token (with
-// per_principal, the principal's own inbound bearer token) is exchanged
-// for the upstream's access token, at the upstream's authorization
+// TokenExchange is an RFC 8693 token exchange: a subject token is
+// exchanged for the upstream's access token, at the upstream's authorization
 // server, or, with idp_token_endpoint, through an identity assertion
 // grant from the identity provider (SEP-990).
 type TokenExchange struct {
-	// SubjectToken is the token exchanged; write it as ${ENV}. Required
-	// without per_principal.
+	// SubjectToken is the token exchanged; write it as ${ENV}. Required.
 	SubjectToken string `yaml:"subject_token"`
 	// SubjectTokenType is its RFC 8693 type. Default
 	// urn:ietf:params:oauth:token-type:access_token.
@@ -128,7 +121,7 @@ func completeOAuth(cfg *Config, file string) {
 }
 
 // upstreamOAuth checks upstreams[i].oauth.
-func (c *checker) upstreamOAuth(cfg *Config, i int, u Upstream) {
+func (c *checker) upstreamOAuth(i int, u Upstream) {
 	o := u.OAuth
 	p := fmt.Sprintf("upstreams[%d].oauth", i)
 	if u.Transport == "stdio" {
@@ -180,16 +173,13 @@ func (c *checker) upstreamOAuth(cfg *Config, i int, u Upstream) {
 		} else if o.ClientSecret == "" && o.PrivateKeyFile == "" {
 			c.fail(p+".client_secret", "", "or private_key_file is required with grant client_credentials")
 		}
-		if o.PerPrincipal {
-			c.fail(p+".per_principal", "", "cannot be used with grant client_credentials, whose token is the gateway's own; use authorization_code or token_exchange")
-		}
 	case "token_exchange":
 		x := o.TokenExchange
 		switch {
 		case x == nil:
-			c.fail(p+".token_exchange", "", "is required with grant token_exchange: write its subject_token (or set per_principal) and, for SEP-990, idp_token_endpoint")
-		case x.SubjectToken == "" && !o.PerPrincipal:
-			c.fail(p+".token_exchange.subject_token", "", "is required unless per_principal is set (each principal's own token is exchanged then); write it as ${ENV_VAR}")
+			c.fail(p+".token_exchange", "", "is required with grant token_exchange: write its subject_token and, for SEP-990, idp_token_endpoint")
+		case x.SubjectToken == "":
+			c.fail(p+".token_exchange.subject_token", "", "is required with grant token_exchange; write it as ${ENV_VAR}")
 		case x.IdPTokenEndpoint != "" && !absHTTP(x.IdPTokenEndpoint):
 			c.fail(p+".token_exchange.idp_token_endpoint", quoteShort(x.IdPTokenEndpoint), "must be an absolute http or https URL")
 		}
@@ -197,9 +187,6 @@ func (c *checker) upstreamOAuth(cfg *Config, i int, u Upstream) {
 		if o.TokenExchange != nil {
 			c.fail(p+".token_exchange", "", "applies to grant token_exchange only; remove it or set grant: token_exchange")
 		}
-	}
-	if o.PerPrincipal && !cfg.Auth.Enabled() {
-		c.fail(p+".per_principal", "", "needs authenticated principals: configure the auth section (tokens or oauth)")
 	}
 }
 

@@ -49,7 +49,7 @@ func OAuthConfig(cfg *config.Config, i int, store *oauthclient.Store, browser oa
 	c := &oauthclient.Config{
 		Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
 		ClientMetadataURL: o.ClientMetadataURL, AuthMethod: o.TokenEndpointAuth,
-		Scopes: o.Scopes, RedirectPort: o.RedirectPort, PerPrincipal: o.PerPrincipal,
+		Scopes: o.Scopes, RedirectPort: o.RedirectPort,
 		Timeout: o.Timeout.D(), Store: store, Browser: browser,
 		LoginCommand: LoginCommand(cfg.Source, u.Name),
 	}

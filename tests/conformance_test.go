@@ -138,7 +138,7 @@ func waitReady(t *testing.T, srv *server) {
 type scenarioResult struct {
 	ran                      bool
 	passed, failed, warnings int
-	failures       []string // "check-id: message" of each failed check
+	failures                 []string // "check-id: message" of each failed check
 }
 
 func (r scenarioResult) ok() bool { return r.ran && r.failed == 0 }

@@ -30,13 +30,13 @@ type testAS struct {
 	srv *httptest.Server
 
 	mu        sync.Mutex
-	codes     map[string]asCode   // authorization code → what it was issued for
-	access    map[string]string   // valid access token → principal (the login's "user")
-	refresh   map[string]string   // valid refresh token → principal
-	issued    []string            // every token issued, to look for in files and logs
-	revoked   []string            // token_type_hint of each revocation
-	refreshes int                 // refresh_token grants received
-	nextUser  string // the user the next authorization approves
+	codes     map[string]asCode // authorization code → what it was issued for
+	access    map[string]string // valid access token → principal (the login's "user")
+	refresh   map[string]string // valid refresh token → principal
+	issued    []string          // every token issued, to look for in files and logs
+	revoked   []string          // token_type_hint of each revocation
+	refreshes int               // refresh_token grants received
+	nextUser  string            // the user the next authorization approves
 }
 
 type asCode struct{ challenge, redirect, resource, user string }

@@ -107,7 +107,6 @@ func oauthNames(cfg *config.Config) string {
 func cmdAuthLogin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, c := cli.NewFlags("auth login", stderr)
 	noBrowser := fs.Bool("no-browser", false, "print the authorization URL instead of opening a browser (a headless machine)")
-	principal := fs.String("principal", "", "authorize for this toolgate `principal` (an upstream with per_principal)")
 	names, err := parseAround(fs, args)
 	if err != nil {
 		return err
@@ -118,7 +117,7 @@ func cmdAuthLogin(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, loginTimeout)
 	defer cancel()
-	if err := oc.Login(ctx, *principal, ""); err != nil {
+	if err := oc.Login(ctx, "", ""); err != nil {
 		return cli.ExitError{Code: 1, Msg: err.Error()}
 	}
 	fmt.Fprintf(stdout, "upstream %s authorized; its tokens are stored encrypted\n", oc.Upstream())
@@ -127,7 +126,6 @@ func cmdAuthLogin(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 func cmdAuthLogout(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, c := cli.NewFlags("auth logout", stderr)
-	principal := fs.String("principal", "", "forget the tokens of this toolgate `principal`")
 	names, err := parseAround(fs, args)
 	if err != nil {
 		return err
@@ -136,7 +134,7 @@ func cmdAuthLogout(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	revoked, err := oc.Logout(ctx, *principal)
+	revoked, err := oc.Logout(ctx, "")
 	switch {
 	case err != nil:
 		return cli.ExitError{Code: 1, Msg: fmt.Sprintf("the tokens of upstream %s are forgotten, but: %v", oc.Upstream(), err)}
@@ -265,4 +263,3 @@ func browserCommand(env, u string) (string, []string) {
 	}
 	return opener, []string{u}
 }
-

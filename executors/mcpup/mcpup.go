@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/internal/oauthclient"
 	"github.com/toolgate/toolgate/internal/httpheader"
 	"github.com/toolgate/toolgate/internal/mcppeer"
+	"github.com/toolgate/toolgate/internal/oauthclient"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/threadctx"

@@ -36,15 +36,15 @@ type upstream struct {
 	thread          bool
 	startupTimeout  time.Duration
 	redactor        *strings.Replacer
-	httpTransport   *http.Transport // nil for stdio
-	httpClient      *http.Client    // mcp-go's transports', through limit; nil for stdio
-	callClient      *http.Client    // mcpup's own requests' (httpcall.go), straight on httpTransport; nil for stdio
-	limit           *limitTransport // caps what the upstream sends; nil for stdio
+	httpTransport   *http.Transport     // nil for stdio
+	httpClient      *http.Client        // mcp-go's transports', through limit; nil for stdio
+	callClient      *http.Client        // mcpup's own requests' (httpcall.go), straight on httpTransport; nil for stdio
+	limit           *limitTransport     // caps what the upstream sends; nil for stdio
 	oauth           *oauthclient.Client // obtains and refreshes its token; nil without oauth
-	maxMessageBytes int64           // the cap on one message from the upstream
-	tag             string          // marks the errors the line guard makes up (see tooLargeLine)
-	lines           *lineLimiter    // stderr lines, across all its processes
-	logs            *lineLimiter    // log notifications, limited apart so that chatty stderr cannot hide them
+	maxMessageBytes int64               // the cap on one message from the upstream
+	tag             string              // marks the errors the line guard makes up (see tooLargeLine)
+	lines           *lineLimiter        // stderr lines, across all its processes
+	logs            *lineLimiter        // log notifications, limited apart so that chatty stderr cannot hide them
 	runner          *runner
 }
 
