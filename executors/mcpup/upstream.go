@@ -127,6 +127,9 @@ func newRedactor(cfg Upstream) *strings.Replacer {
 
 // redact hides the upstream's secrets in s.
 func (u *upstream) redact(s string) string {
+	if u.oauth != nil {
+		s = u.oauth.Redact(s) // the tokens of the moment, which no static list holds
+	}
 	if u.redactor == nil {
 		return s
 	}

@@ -454,3 +454,27 @@ func (c *Client) chooseScopes(ch Challenge, d *Discovery, prev []string) []strin
 	}
 	return s
 }
+
+// Redact replaces the tokens the client holds (every principal's access
+// and refresh token) in s with "[redacted]": for messages built from what
+// an upstream sends back, which may echo them.
+func (c *Client) Redact(s string) string {
+	c.mu.Lock()
+	states := make([]*state, 0, len(c.states))
+	for _, st := range c.states {
+		states = append(states, st)
+	}
+	c.mu.Unlock()
+	for _, st := range states {
+		st.mu.Lock()
+		if r := st.rec; r != nil && r.Token != nil {
+			for _, v := range []string{r.Token.AccessToken, r.Token.RefreshToken} {
+				if len(v) >= 6 {
+					s = strings.ReplaceAll(s, v, "[redacted]")
+				}
+			}
+		}
+		st.mu.Unlock()
+	}
+	return s
+}

@@ -39,7 +39,7 @@ func newTokenServer(t *testing.T) *tokenServer {
 			_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
 			return
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "at-" + string(rune('0'+n)), "token_type": "Bearer", "expires_in": 3600})
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "access-" + string(rune('0'+n)), "token_type": "Bearer", "expires_in": 3600})
 	}))
 	t.Cleanup(ts.srv.Close)
 	return ts
@@ -79,15 +79,18 @@ func TestRefreshOneInFlight(t *testing.T) {
 	wg.Wait()
 	close(got)
 	for g := range got {
-		if g != "at-1" {
-			t.Errorf("a caller got %q, want at-1", g)
+		if g != "access-1" {
+			t.Errorf("a caller got %q, want access-1", g)
 		}
 	}
 	if n := ts.refreshes.Load(); n != 1 {
 		t.Errorf("%d refresh requests, want 1", n)
 	}
-	if r, _ := store.Get("up", ""); r == nil || r.Token.AccessToken != "at-1" || r.Token.RefreshToken != "rt-" {
+	if r, _ := store.Get("up", ""); r == nil || r.Token.AccessToken != "access-1" || r.Token.RefreshToken != "rt-" {
 		t.Errorf("stored record %+v, want the new access token and the kept refresh token", r)
+	}
+	if got := c.Redact("echo: Bearer access-1 / rt-"); strings.Contains(got, "access-1") {
+		t.Errorf("Redact left the access token: %q", got)
 	}
 
 	ts.refused.Store(true)
