@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -138,6 +139,12 @@ func TestOAuthUpstreamLifecycle(t *testing.T) {
 		t.Errorf("/readyz = %d %s, want degraded with needs_auth fx: %q", code, body, wantCmd)
 	}
 	waitMetric(t, srv.URL, "toolgate_upstream_needs_auth", map[string]string{"upstream": "fx"}, 1)
+	code, body = get(t, srv.URL+"/ui/state")
+	var ui struct{ Sources []uiSource }
+	_ = json.Unmarshal([]byte(body), &ui)
+	if i := slices.IndexFunc(ui.Sources, func(s uiSource) bool { return s.Source == "upstream:fx" }); code != 200 || i < 0 || ui.Sources[i].NeedsAuth != wantCmd {
+		t.Errorf("/ui/state = %d %s, want source upstream:fx with needs_auth %q", code, body, wantCmd)
+	}
 
 	stdout, _, code = o.toolgate(t, "auth", "status", "--config", cfg)
 	if code != 0 || !strings.Contains(stdout, "fx") || !strings.Contains(stdout, "needs_auth") {
@@ -162,6 +169,12 @@ func TestOAuthUpstreamLifecycle(t *testing.T) {
 	if _, revoked, _ := o.as.counts(); code != 0 || !strings.Contains(stdout, "revoked") || len(revoked) != 2 {
 		t.Errorf("auth logout: exit %d, revocations %v\nstdout: %s\nstderr: %s", code, revoked, stdout, stderr)
 	}
+}
+
+// uiSource is a source of /ui/state, as far as needs_auth goes.
+type uiSource struct {
+	Source    string
+	NeedsAuth string `json:"needs_auth"`
 }
 
 // checkStore checks that the token store is private (0600) and holds no
