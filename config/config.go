@@ -39,6 +39,9 @@ type Config struct {
 	// Cluster makes toolgate one replica of several behind a load
 	// balancer. Default none: one replica.
 	Cluster *Cluster `yaml:"cluster"`
+	// TokenStore is where the OAuth tokens of upstreams are kept,
+	// encrypted. Used only when an upstream has oauth.
+	TokenStore TokenStore `yaml:"token_store"`
 
 	// Source is where the configuration came from: a file path, or
 	// "(embedded default)". Set by the loader.

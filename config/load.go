@@ -112,6 +112,7 @@ func Parse(name string, data []byte, opts *Options) (*Config, error) {
 	cfg.Source = name
 	complete(&cfg, name, d.written)
 	completeUpstreams(&cfg, name, d.written)
+	completeOAuth(&cfg, name)
 	completeHooks(&cfg, d.written)
 	completeAuth(&cfg)
 	errs := append(d.errs, validate(&cfg, opts, name, d)...)

@@ -102,6 +102,10 @@ type Upstream struct {
 	// tools retry. Nil means defaults.retry; [Parse] fills in each field
 	// the file leaves out from defaults.retry.
 	Retry *Retry `yaml:"retry"`
+	// OAuth makes toolgate an OAuth 2.1 client of the server (sse and
+	// streamable-http only): see [UpstreamOAuth]. Default none: requests
+	// carry only Headers.
+	OAuth *UpstreamOAuth `yaml:"oauth"`
 }
 
 // completeUpstreams fills in, between decoding and validation, what the
@@ -170,6 +174,9 @@ func (c *checker) upstreams(cfg *Config) {
 		}
 		if u.MaxMessageBytes < minMaxMessageBytes {
 			c.fail(p+".max_message_bytes", strconv.FormatInt(u.MaxMessageBytes, 10), "must be at least 1024 (1 KiB), like 16777216; leave it out for 16 MiB")
+		}
+		if u.OAuth != nil {
+			c.upstreamOAuth(i, u)
 		}
 	}
 }

@@ -174,6 +174,17 @@ func (g *Gateway) uiSources(id *principal.Identity) []events.Source {
 		}
 		sources[i].Tools = append(sources[i].Tools, ut)
 	}
+	for name, cmd := range g.upstreamNeedsAuth() {
+		source := "upstream:" + name
+		i, ok := index[source]
+		switch {
+		case ok:
+			sources[i].NeedsAuth = cmd
+		case id == nil || id.Admin: // no tool of it to permit: only an admin sees it
+			up := false
+			sources = append(sources, events.Source{Source: source, Up: &up, NeedsAuth: cmd, Tools: []events.Tool{}})
+		}
+	}
 	slices.SortFunc(sources, func(a, b events.Source) int { return strings.Compare(a.Source, b.Source) })
 	return sources
 }

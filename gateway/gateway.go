@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/cluster"
 	"github.com/toolgate/toolgate/internal/loopguard"
+	"github.com/toolgate/toolgate/internal/oauthclient"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/threadctx"
 )
@@ -34,6 +35,7 @@ const Version = "0.1.0-dev"
 type options struct {
 	logger  *slog.Logger
 	version string
+	browser oauthclient.Browser
 }
 
 // Option configures [New].
@@ -55,6 +57,7 @@ type Gateway struct {
 	cfg     *config.Config
 	logger  *slog.Logger
 	version string
+	browser oauthclient.Browser // for upstreams' inline authorization; nil in serve
 
 	reg         *registry.Registry
 	dispatcher  *executors.Dispatcher
@@ -131,7 +134,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, reg: registry.New(), execs: map[execKey]executors.Executor{},
+	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, browser: o.browser, reg: registry.New(), execs: map[execKey]executors.Executor{},
 		loops: newLoopGuard(cfg)}
 	g.routes.Store(&map[string]*route{})
 	// Configured sources are namespaces before their tools arrive (an

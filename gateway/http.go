@@ -93,6 +93,12 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 			}
 		}
 	}
+	if waiting := g.upstreamNeedsAuth(); len(waiting) > 0 {
+		body["needs_auth"] = waiting // upstream → the command to run
+		if code == http.StatusOK {
+			body["status"] = "degraded"
+		}
+	}
 	if down := g.openapi.unavailable(); len(down) > 0 {
 		body["openapi_unavailable"] = down // started without them
 		if code == http.StatusOK {

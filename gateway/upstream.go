@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
+	"github.com/toolgate/toolgate/internal/oauthclient"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schemas"
 )
@@ -24,6 +25,7 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 	for _, u := range ups {
 		g.ups.put(u)
 	}
+	g.metrics.reg.MustRegister(&needsAuthCollector{g: g})
 	return nil
 }
 
@@ -32,18 +34,30 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 func (g *Gateway) newUpstreams(cfg *config.Config) ([]*liveUpstream, error) {
 	secrets := cfg.Secrets()
 	var errs []error
+	store, err := g.tokenStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	built := make([]mcpup.Upstream, len(cfg.Upstreams))
 	for i, u := range cfg.Upstreams {
-		if err := upstreamOf(u, secrets).Validate(); err != nil {
+		up := upstreamOf(u, append(oauthSecrets(u), secrets...))
+		if oc, err := OAuthConfig(cfg, i, store, g.browser); err != nil {
+			errs = append(errs, err)
+		} else {
+			up.OAuth = oc
+		}
+		if err := up.Validate(); err != nil {
 			errs = append(errs, configErrors(cfg, fmt.Sprintf("upstreams[%d]", i), err)...)
 		}
+		built[i] = up
 	}
 	errs = append(errs, upstreamNameErrors(cfg)...)
 	if len(errs) > 0 {
 		return nil, joinProblems(errs...)
 	}
 	ups := make([]*liveUpstream, 0, len(cfg.Upstreams))
-	for _, u := range cfg.Upstreams {
-		m, err := g.newUpstream(u, secrets)
+	for i, u := range cfg.Upstreams {
+		m, err := g.newUpstream(u, built[i])
 		if err != nil {
 			return nil, err
 		}
@@ -52,7 +66,8 @@ func (g *Gateway) newUpstreams(cfg *config.Config) ([]*liveUpstream, error) {
 	return ups, nil
 }
 
-// upstreamOf is the mcpup form of the configured upstream u.
+// upstreamOf is the mcpup form of the configured upstream u, but for its
+// OAuth client (newUpstreams adds it).
 func upstreamOf(u config.Upstream, secrets []string) mcpup.Upstream {
 	return mcpup.Upstream{
 		Name:            u.Name,
@@ -76,12 +91,11 @@ func upstreamOf(u config.Upstream, secrets []string) mcpup.Upstream {
 	}
 }
 
-// newUpstream builds the manager of one upstream, u, whose tools reach the
-// registry as it lists them. secrets are the configuration's, scrubbed
-// from what the upstream says.
-func (g *Gateway) newUpstream(u config.Upstream, secrets []string) (*mcpup.Manager, error) {
+// newUpstream builds the manager of one upstream, u (up in mcpup's form),
+// whose tools reach the registry as it lists them.
+func (g *Gateway) newUpstream(u config.Upstream, up mcpup.Upstream) (*mcpup.Manager, error) {
 	thread := u.Isolation == mcpup.IsolationThread // its tools take thread handles
-	return mcpup.New([]mcpup.Upstream{upstreamOf(u, secrets)}, &mcpup.Options{
+	return mcpup.New([]mcpup.Upstream{up}, &mcpup.Options{
 		Logger: g.logger,
 		Pool:   g.pool,
 		OnTools: func(upstream string, tools []executors.Bound) error {
@@ -98,6 +112,22 @@ func (g *Gateway) newUpstream(u config.Upstream, secrets []string) (*mcpup.Manag
 		// As many calls to one upstream may run at once as to all.
 		MaxParallel: g.cfg.Defaults.MaxParallel,
 	})
+}
+
+// tokenStore opens the token store when an upstream of cfg has oauth
+// (nil otherwise).
+func (g *Gateway) tokenStore(cfg *config.Config) (*oauthclient.Store, error) {
+	for _, u := range cfg.Upstreams {
+		if u.OAuth == nil {
+			continue
+		}
+		store, err := OpenTokenStore(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s has oauth, whose tokens are stored encrypted: %w", u.Name, err)
+		}
+		return store, nil
+	}
+	return nil, nil
 }
 
 // servableTools returns the tools of upstream that the registry can take,
@@ -219,15 +249,17 @@ func prefixErrors(cfg *config.Config) []error {
 func (g *Gateway) StartUpstreams() { g.ups.start() }
 
 // WaitUpstreams waits until every upstream MCP server is connected and has
-// listed its tools, or ctx is done; it returns ctx's error then. Without
+// listed its tools (or waits for a person to authorize it), or ctx is done; it returns ctx's error then. Without
 // upstreams it returns at once.
 func (g *Gateway) WaitUpstreams(ctx context.Context) error {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
 		up := true
-		for _, ok := range g.ups.status() {
-			up = up && ok
+		waiting := g.ups.needsAuth() // settled: nothing changes without a person
+		for name, ok := range g.ups.status() {
+			_, w := waiting[name]
+			up = up && (ok || w)
 		}
 		if up {
 			return nil

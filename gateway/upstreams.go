@@ -111,6 +111,28 @@ func (s *upstreamSet) status() map[string]bool {
 	return st
 }
 
+// needsAuth is the upstreams waiting for a person to authorize them
+// ([mcpup.Manager.NeedsAuth]), by name, each with why.
+func (s *upstreamSet) needsAuth() map[string]string {
+	out := map[string]string{}
+	for _, m := range s.all() {
+		maps.Copy(out, m.NeedsAuth())
+	}
+	return out
+}
+
+// withOAuth is the names of the upstreams with oauth, sorted.
+func (s *upstreamSet) withOAuth() []string {
+	var names []string
+	for name, u := range s.configured() {
+		if u.OAuth != nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // kill kills every upstream process ([mcpup.Manager.Kill]).
 func (s *upstreamSet) kill() {
 	for _, m := range s.all() {

@@ -136,9 +136,9 @@ func waitReady(t *testing.T, srv *server) {
 // scenarioResult is how one scenario went: its checks that passed and
 // failed (warnings and informational checks are neither).
 type scenarioResult struct {
-	ran            bool
-	passed, failed int
-	failures       []string // "check-id: message" of each failed check
+	ran                      bool
+	passed, failed, warnings int
+	failures                 []string // "check-id: message" of each failed check
 }
 
 func (r scenarioResult) ok() bool { return r.ran && r.failed == 0 }
@@ -147,7 +147,7 @@ func (r scenarioResult) String() string {
 	if !r.ran {
 		return "not run"
 	}
-	s := fmt.Sprintf("%d checks passed, %d failed", r.passed, r.failed)
+	s := fmt.Sprintf("%d checks passed, %d failed, %d warnings", r.passed, r.failed, r.warnings)
 	if len(r.failures) > 0 {
 		s += " (" + strings.Join(r.failures, "; ") + ")"
 	}
@@ -220,6 +220,13 @@ func readResults(t *testing.T, dir string) map[string]scenarioResult {
 	results := map[string]scenarioResult{}
 	for _, e := range entries {
 		m := resultDir.FindStringSubmatch(e.Name())
+		if m == nil && e.IsDir() && e.Name() == "auth" {
+			// auth/<scenario>-<time>: one level down, named auth/<scenario>.
+			for name, r := range readResults(t, filepath.Join(dir, e.Name())) {
+				results["auth/"+name] = r
+			}
+			continue
+		}
 		if m == nil {
 			continue
 		}
@@ -241,6 +248,9 @@ func readResults(t *testing.T, dir string) map[string]scenarioResult {
 			case "FAILURE":
 				r.failed++
 				r.failures = append(r.failures, c.ID+": "+c.ErrorMessage)
+			case "WARNING":
+				r.warnings++
+				r.failures = append(r.failures, "warning "+c.ID+": "+c.ErrorMessage)
 			}
 		}
 		results[m[1]] = r
@@ -252,10 +262,28 @@ func readResults(t *testing.T, dir string) map[string]scenarioResult {
 // toolgate's upstream side as the client (testdata/conformanceclient runs
 // `toolgate tools` or `toolgate call` against the suite's server, or, for
 // elicitation-sep1034-client-defaults, `toolgate serve` with an mcp-go
-// client in front that accepts the form without filling it in). The
-// others need OAuth, which toolgate's upstream client does not do
-// (docs/mcp-surface.md lists them).
-var clientScenarios = []string{"initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults"}
+// client in front that accepts the form without filling it in). sse-retry
+// calls test_reconnection, the tool whose stream the server closes. The
+// auth/* scenarios call test-tool through an upstream with an oauth
+// section built from the scenario's context, authorizing inline with a
+// scripted browser ($BROWSER) that follows the authorization server's
+// redirect to toolgate's loopback callback. Every one, the draft and
+// extension ones included, must pass.
+var clientScenarios = []string{
+	"initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults",
+	"auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
+	"auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
+	"auth/scope-omitted-when-undefined", "auth/scope-step-up", "auth/scope-retry-limit",
+	"auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
+	"auth/pre-registration", "auth/2025-03-26-oauth-metadata-backcompat",
+	"auth/2025-03-26-oauth-endpoint-fallback", "auth/resource-mismatch", "auth/offline-access-scope",
+	"auth/offline-access-not-supported", "auth/client-credentials-jwt", "auth/client-credentials-basic",
+	"auth/cross-app-access-complete-flow",
+}
+
+// wantAuthScenarios is how many auth/* client scenarios the pinned suite
+// has: a list that lost one would otherwise still pass.
+const wantAuthScenarios = 22
 
 // conformanceClientPending lists the client scenarios toolgate does not
 // pass, with why; the test fails when one passes.
@@ -267,6 +295,19 @@ var conformanceClientPending = map[string]string{}
 func TestConformanceClient(t *testing.T) {
 	node, entry := conformanceCommand(t)
 	runner := buildTestdata(t, "conformanceclient")
+	if listed := suiteClientScenarios(t, node, entry); !slices.Equal(listed, sorted(clientScenarios)) {
+		t.Errorf("the suite's client scenarios are %v; clientScenarios lists %v: follow the pin", listed, sorted(clientScenarios))
+	}
+	auth := 0
+	for _, name := range clientScenarios {
+		if strings.HasPrefix(name, "auth/") {
+			auth++
+		}
+	}
+	if auth != wantAuthScenarios {
+		t.Errorf("clientScenarios has %d auth/* scenarios, want %d", auth, wantAuthScenarios)
+	}
+	ran := 0
 	for _, name := range clientScenarios {
 		ctx, cancel := context.WithTimeout(t.Context(), conformanceTimeout)
 		outDir := t.TempDir()
@@ -285,12 +326,43 @@ func TestConformanceClient(t *testing.T) {
 			t.Errorf("client scenario %s passes now; remove it from conformanceClientPending", name)
 		case pending:
 			t.Logf("client scenario %s: %s (pending: %s)", name, r, reason)
-		case !r.ok():
+		case !r.ok() || r.warnings > 0:
 			t.Errorf("client scenario %s: %s; output:\n%s", name, r, out)
 		default:
+			ran++
 			t.Logf("client scenario %s: %s", name, r)
 		}
 	}
+	if ran != len(clientScenarios)-len(conformanceClientPending) {
+		t.Errorf("%d of %d client scenarios passed", ran, len(clientScenarios))
+	}
+}
+
+// suiteClientScenarios returns the client scenarios `conformance list`
+// names, sorted.
+func suiteClientScenarios(t *testing.T, node, entry string) []string {
+	t.Helper()
+	out, err := exec.Command(node, entry, "list").Output()
+	if err != nil {
+		t.Fatalf("conformance list: %v", err)
+	}
+	_, client, ok := strings.Cut(string(out), "Client scenarios")
+	if !ok {
+		t.Fatalf("conformance list printed no client scenarios:\n%s", out)
+	}
+	var names []string
+	for _, line := range strings.Split(client, "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok {
+			names = append(names, strings.Fields(name)[0])
+		}
+	}
+	return sorted(names)
+}
+
+func sorted(xs []string) []string {
+	ys := slices.Clone(xs)
+	slices.Sort(ys)
+	return ys
 }
 
 // conformanceCommand returns the pinned Node 22 and the suite's program,

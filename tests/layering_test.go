@@ -17,12 +17,12 @@ const module = "github.com/toolgate/toolgate"
 // mcp-go's server only in the MCP front (gateway/internal/mcpfront), its
 // client only in executors/mcpup; gateway itself imports no mcp-go.
 var allowed = map[string][]string{
-	"cmd/toolgate":                   {"config", "gateway", "internal/cli", "internal/gcfloor", "registry"},
+	"cmd/toolgate":                   {"config", "gateway", "internal/cli", "internal/gcfloor", "internal/oauthclient", "registry"},
 	"cmd/toolgate-agent":             {"agent", "internal/cli"},
 	"internal/cli":                   {"builtin", "config", "gateway", "internal/reload", "internal/textcut"},
 	"agent":                          {"executors", "gateway", "internal/canonjson", "internal/loopguard", "registry", "retry"},
 	"builtin":                        {"registry", "executors", "retry"},
-	"gateway":                        {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica", "internal/cluster", "internal/cluster/eventrelay", "gateway/internal/catalogtool", "gateway/internal/events", "gateway/internal/gzipjson"},
+	"gateway":                        {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/oauthclient", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica", "internal/cluster", "internal/cluster/eventrelay", "gateway/internal/catalogtool", "gateway/internal/events", "gateway/internal/gzipjson"},
 	"gateway/internal/mcpfront":      {"executors", "gateway/internal/continuation", "gateway/internal/idle", "gateway/internal/mcpwire", "gateway/internal/origin", "gateway/internal/reqbody", "gateway/internal/sessionlimit", "gateway/internal/subscriptions", "internal/canonjson", "internal/mcppeer", "internal/principal", "registry", "gateway/internal/replica", "gateway/internal/forward", "threadctx"},
 	"gateway/internal/origin":        {"config"},
 	"gateway/internal/reqbody":       {},
@@ -39,7 +39,8 @@ var allowed = map[string][]string{
 	"gateway/internal/hooks":         {"config", "executors", "executors/rest", "gateway/internal/mcpwire", "gateway/internal/resultedit", "internal/textcut", "registry", "retry", "threadctx"},
 	"gateway/internal/replica":       {},
 	"gateway/internal/forward":       {},
-	"executors/mcpup":                {"executors", "internal/httpheader", "internal/mcppeer", "internal/jsonscan", "internal/redact", "registry", "threadctx", "retry"},
+	"executors/mcpup":                {"executors", "internal/httpheader", "internal/mcppeer", "internal/jsonscan", "internal/oauthclient", "internal/redact", "registry", "threadctx", "retry"},
+	"internal/oauthclient":           {},
 	"executors":                      {"registry", "threadctx", "retry"},
 	"executors/rest":                 {"executors", "internal/httpheader", "internal/redact", "registry", "retry"},
 	"executors/rest/openapi":         {"executors/rest", "internal/textcut", "registry"},
@@ -97,6 +98,8 @@ var thirdParty = map[string][]string{
 	"golang.org/x/time/rate":                {"internal/auth"},
 	"golang.org/x/sync/singleflight":        {"internal/auth"},
 	"github.com/fsnotify/fsnotify":          {"internal/reload"},
+	"golang.org/x/oauth2":                   {"internal/oauthclient"},
+	"github.com/go-jose/go-jose":            {"internal/oauthclient", "internal/auth"},
 	"github.com/redis/go-redis":             {"internal/cluster/store", "internal/cluster/ratelimit", "internal/cluster/members", "internal/cluster/eventrelay"},
 }
 

@@ -466,7 +466,7 @@ func cmdTools(ctx context.Context, again <-chan os.Signal, args []string, stdout
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	cfg, _, g, err := cli.Build(c, stderr)
+	cfg, _, g, err := cli.Build(c, stderr, gateway.WithOAuthBrowser(newBrowser(stderr, false)))
 	if err != nil {
 		return err
 	}
@@ -549,7 +549,7 @@ func cmdCall(ctx context.Context, again <-chan os.Signal, args []string, stdout,
 			return cli.ExitError{Code: 2, Msg: "the arguments are not valid JSON; write an object like '{\"expression\": \"1+2\"}'"}
 		}
 	}
-	cfg, _, g, err := cli.Build(c, stderr)
+	cfg, _, g, err := cli.Build(c, stderr, gateway.WithOAuthBrowser(newBrowser(stderr, false)))
 	if err != nil {
 		return err
 	}

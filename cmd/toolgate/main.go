@@ -28,6 +28,7 @@ usage:
                     [--skipped]         or the OpenAPI operations left out, with why
   toolgate call     [flags] NAME [JSON] call one tool through the full pipeline
   toolgate agent    [flags] TASK        let a model do TASK with the tools (--provider, --model)
+  toolgate auth     login|status|logout authorize OAuth upstreams (see toolgate auth)
   toolgate version                      print the version
 
 common flags:
@@ -63,6 +64,8 @@ func run(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Re
 		return cmdCall(ctx, again, rest, stdout, stderr)
 	case "agent":
 		return cmdAgent(rest)
+	case "auth":
+		return cmdAuth(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "toolgate", cli.Version)
 		return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/internal/httpheader"
 	"github.com/toolgate/toolgate/internal/mcppeer"
+	"github.com/toolgate/toolgate/internal/oauthclient"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/threadctx"
@@ -130,6 +131,11 @@ type Upstream struct {
 	// as secrets too, and so is the base64 of the URL's user:password (the
 	// Basic credentials net/http sends).
 	Secrets []string
+	// OAuth, when not nil, makes mcpup an OAuth 2.1 client of an sse or
+	// streamable-http upstream: its requests carry the token
+	// [oauthclient.Client] obtains and refreshes. Upstream, ServerURL and
+	// Base are set by mcpup (the upstream's name, URL and HTTP transport).
+	OAuth *oauthclient.Config
 }
 
 // Options configures a [Manager]. The zero value works for upstreams that
@@ -321,7 +327,7 @@ func (u Upstream) Validate() error {
 	httpOnly := []struct {
 		key string
 		set bool
-	}{{"url", u.URL != ""}, {"headers", len(u.Headers) > 0}}
+	}{{"url", u.URL != ""}, {"headers", len(u.Headers) > 0}, {"oauth", u.OAuth != nil}}
 	switch u.Transport {
 	case TransportStdio:
 		if u.Command == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolgate/toolgate/internal/oauthclient"
 	"github.com/toolgate/toolgate/internal/redact"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -35,14 +36,15 @@ type upstream struct {
 	thread          bool
 	startupTimeout  time.Duration
 	redactor        *strings.Replacer
-	httpTransport   *http.Transport // nil for stdio
-	httpClient      *http.Client    // mcp-go's transports', through limit; nil for stdio
-	callClient      *http.Client    // mcpup's own requests' (httpcall.go), straight on httpTransport; nil for stdio
-	limit           *limitTransport // caps what the upstream sends; nil for stdio
-	maxMessageBytes int64           // the cap on one message from the upstream
-	tag             string          // marks the errors the line guard makes up (see tooLargeLine)
-	lines           *lineLimiter    // stderr lines, across all its processes
-	logs            *lineLimiter    // log notifications, limited apart so that chatty stderr cannot hide them
+	httpTransport   *http.Transport     // nil for stdio
+	httpClient      *http.Client        // mcp-go's transports', through limit; nil for stdio
+	callClient      *http.Client        // mcpup's own requests' (httpcall.go), straight on httpTransport; nil for stdio
+	limit           *limitTransport     // caps what the upstream sends; nil for stdio
+	oauth           *oauthclient.Client // obtains and refreshes its token; nil without oauth
+	maxMessageBytes int64               // the cap on one message from the upstream
+	tag             string              // marks the errors the line guard makes up (see tooLargeLine)
+	lines           *lineLimiter        // stderr lines, across all its processes
+	logs            *lineLimiter        // log notifications, limited apart so that chatty stderr cannot hide them
 	runner          *runner
 }
 
@@ -76,9 +78,13 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 	}
 	if cfg.Transport != TransportStdio {
 		u.httpTransport = newHTTPTransport(m.maxParallel)
-		u.limit = &limitTransport{base: u.httpTransport, upstream: cfg.Name, max: u.maxMessageBytes}
+		var base http.RoundTripper = u.httpTransport
+		if cfg.OAuth != nil {
+			base = u.newOAuth(*cfg.OAuth)
+		}
+		u.limit = &limitTransport{base: base, upstream: cfg.Name, max: u.maxMessageBytes}
 		u.httpClient = &http.Client{Transport: u.limit}
-		u.callClient = &http.Client{Transport: u.httpTransport}
+		u.callClient = &http.Client{Transport: base}
 	}
 	u.runner = &runner{
 		name:    cfg.Name,
@@ -124,6 +130,9 @@ func newRedactor(cfg Upstream) *strings.Replacer {
 
 // redact hides the upstream's secrets in s.
 func (u *upstream) redact(s string) string {
+	if u.oauth != nil {
+		s = u.oauth.Redact(s) // the tokens of the moment, which no static list holds
+	}
 	if u.redactor == nil {
 		return s
 	}

@@ -54,13 +54,17 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("log format %q: use text or json", format)
 }
 
-// Build loads the configuration and builds a gateway with its builtins.
-func Build(c *Common, stderr io.Writer) (*config.Config, *slog.Logger, *gateway.Gateway, error) {
+// Load reads the configuration and builds a logger from it and the flags.
+func Load(c *Common, stderr io.Writer) (*config.Config, *slog.Logger, error) { return c.load(stderr) }
+
+// Build loads the configuration and builds a gateway with its builtins,
+// and opts.
+func Build(c *Common, stderr io.Writer, opts ...gateway.Option) (*config.Config, *slog.Logger, *gateway.Gateway, error) {
 	cfg, logger, err := c.load(stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	g, err := gateway.New(cfg, gateway.WithLogger(logger), gateway.WithVersion(Version))
+	g, err := gateway.New(cfg, append([]gateway.Option{gateway.WithLogger(logger), gateway.WithVersion(Version)}, opts...)...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

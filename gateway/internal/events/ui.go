@@ -70,8 +70,11 @@ func (s *Server) ServeUIState(w http.ResponseWriter, r *http.Request) {
 type Source struct {
 	Source string `json:"source"`
 	// Up is whether an upstream MCP server is up; absent for other sources.
-	Up    *bool  `json:"up,omitempty"`
-	Tools []Tool `json:"tools"`
+	Up *bool `json:"up,omitempty"`
+	// NeedsAuth, for an upstream waiting for a person to authorize it, is
+	// the command that does; absent otherwise.
+	NeedsAuth string `json:"needs_auth,omitempty"`
+	Tools     []Tool `json:"tools"`
 }
 
 // Tool is one tool on the page.

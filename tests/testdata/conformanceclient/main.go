@@ -21,6 +21,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +52,9 @@ const (
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "browse" {
+		os.Exit(browse(os.Args[2]))
+	}
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: conformanceclient URL (with MCP_CONFORMANCE_SCENARIO and TOOLGATE_BIN set)")
 		os.Exit(2)
@@ -73,15 +78,37 @@ func run(bin, url, scenario string) int {
 	defer os.RemoveAll(dir)
 	cfg := filepath.Join(dir, "toolgate.yaml")
 	yaml := fmt.Sprintf("upstreams:\n  - name: server\n    prefix: \"\"\n    transport: streamable-http\n    url: %q\n    startup_timeout: 10s\n", url)
+	env := os.Environ()
+	if strings.HasPrefix(scenario, "auth/") {
+		oauth, err := oauthSection(dir, scenario, os.Getenv("MCP_CONFORMANCE_CONTEXT"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "conformanceclient:", err)
+			return 1
+		}
+		yaml += oauth + fmt.Sprintf("token_store:\n  path: %q\n", filepath.Join(dir, "tokens.json"))
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "conformanceclient:", err)
+			return 1
+		}
+		key := make([]byte, 32)
+		_, _ = rand.Read(key)
+		env = append(env, "TOOLGATE_TOKEN_KEY="+base64.StdEncoding.EncodeToString(key), "BROWSER="+self+" browse")
+	}
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, "conformanceclient:", err)
 		return 1
 	}
 	args := []string{"tools", "--config", cfg}
-	switch scenario {
-	case "tools_call":
+	switch {
+	case scenario == "tools_call":
 		args = []string{"call", "--config", cfg, "add_numbers", `{"a":5,"b":3}`}
-	case "elicitation-sep1034-client-defaults":
+	case scenario == "sse-retry":
+		// The tool whose call's stream the server closes, to be resumed.
+		args = []string{"call", "--config", cfg, "test_reconnection", `{}`}
+	case strings.HasPrefix(scenario, "auth/"):
+		args = []string{"call", "--config", cfg, "test-tool", `{}`}
+	case scenario == "elicitation-sep1034-client-defaults":
 		if err := callThroughServe(bin, cfg, "test_client_elicitation_defaults"); err != nil {
 			fmt.Fprintln(os.Stderr, "conformanceclient:", err)
 			return 1
@@ -89,7 +116,7 @@ func run(bin, url, scenario string) int {
 		return 0
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stdout, cmd.Stderr, cmd.Env = os.Stdout, os.Stderr, env
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "conformanceclient: toolgate", args[0]+":", err)
 		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
@@ -274,4 +301,85 @@ func (s *served) stop() error {
 		<-s.exited
 		return fmt.Errorf("toolgate serve did not exit within %v of SIGTERM; killed", stopTimeout)
 	}
+}
+
+// cimdURL is the Client ID Metadata Document URL auth/basic-cimd expects
+// the client to use as its client_id.
+const cimdURL = "https://conformance-test.local/client-metadata.json"
+
+// oauthSection returns the upstream's oauth section for an auth scenario,
+// from the credentials its context (MCP_CONFORMANCE_CONTEXT) gives:
+// pre-registered client_id and client_secret, a private key for
+// private_key_jwt (written to a file in dir), or an identity provider's
+// ID token for the token exchange of cross-app access. Without any, the
+// client registers itself (DCR, or CIMD for auth/basic-cimd).
+func oauthSection(dir, scenario, contextJSON string) (string, error) {
+	var c struct {
+		ClientID         string `json:"client_id"`
+		ClientSecret     string `json:"client_secret"`
+		PrivateKeyPEM    string `json:"private_key_pem"`
+		IdPClientID      string `json:"idp_client_id"`
+		IdPIDToken       string `json:"idp_id_token"`
+		IdPTokenEndpoint string `json:"idp_token_endpoint"`
+	}
+	if contextJSON != "" {
+		if err := json.Unmarshal([]byte(contextJSON), &c); err != nil {
+			return "", fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("    oauth:\n")
+	line := func(k, v string) { fmt.Fprintf(&b, "      %s: %q\n", k, v) }
+	switch {
+	case c.IdPIDToken != "":
+		line("grant", "token_exchange")
+	case c.PrivateKeyPEM != "", c.ClientSecret != "" && scenario != "auth/pre-registration":
+		line("grant", "client_credentials")
+	default:
+		line("grant", "authorization_code")
+	}
+	if c.ClientID != "" {
+		line("client_id", c.ClientID)
+	}
+	if c.ClientSecret != "" {
+		line("client_secret", c.ClientSecret)
+	}
+	if c.PrivateKeyPEM != "" {
+		key := filepath.Join(dir, "client-key.pem")
+		if err := os.WriteFile(key, []byte(c.PrivateKeyPEM), 0o600); err != nil {
+			return "", err
+		}
+		line("private_key_file", key)
+	}
+	if scenario == "auth/basic-cimd" {
+		line("client_metadata_url", cimdURL)
+	}
+	if c.IdPIDToken != "" {
+		b.WriteString("      token_exchange:\n")
+		fmt.Fprintf(&b, "        subject_token: %q\n        subject_token_type: %q\n        idp_token_endpoint: %q\n        idp_client_id: %q\n",
+			c.IdPIDToken, "urn:ietf:params:oauth:token-type:id_token", c.IdPTokenEndpoint, c.IdPClientID)
+	}
+	return b.String(), nil
+}
+
+// browse is the scripted browser toolgate opens the authorization URL
+// with ($BROWSER): it follows the authorization server's redirect to
+// toolgate's loopback callback, as a person's browser would after they
+// approve.
+func browse(u string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), serveTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformanceclient browse:", err)
+		return 1
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformanceclient browse:", err)
+		return 1
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return 0
 }

@@ -63,6 +63,15 @@ function renderTools(state) {
     let srcState = "";
     if (s.up === true) srcState = "up";
     if (s.up === false) srcState = "down";
+    if (s.needs_auth) {
+      // Waiting for a person: the command to run, with or without tools.
+      const row = el("tr", { class: "source-auth" },
+        el("td", { class: "source" }, s.source),
+        el("td", { colspan: "6" }, badge("needs auth", "down"), " run: ", el("code", {}, s.needs_auth)));
+      row.dataset.search = s.source.toLowerCase();
+      applyFilter(row);
+      toolsBody.append(row);
+    }
     s.tools.forEach((t, i) => {
       const cells = [];
       if (t.circuit) cells.push(badge("circuit " + t.circuit, t.circuit));
@@ -228,7 +237,7 @@ function applyFilter(row, words = filterWords()) {
 }
 filterInput.addEventListener("input", () => {
   const words = filterWords();
-  for (const row of document.querySelectorAll("#tools tr.tool, #calls tr.call")) applyFilter(row, words);
+  for (const row of document.querySelectorAll("#tools tr.tool, #tools tr.source-auth, #calls tr.call")) applyFilter(row, words);
 });
 
 function two(n) { return String(n).padStart(2, "0"); }
