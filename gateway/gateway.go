@@ -156,7 +156,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		Logger:       g.logger,
 	})
 	g.stateful = executors.NewStateful(g.pool)
-	g.limiter = newLimiter(cfg.Defaults.MaxParallel, cfg.Defaults.MaxParallelPerSession, cfg.Defaults.MaxQueue)
+	g.limiter = newLimiter(cfg.Defaults.MaxParallel, cfg.Defaults.MaxParallelPerSession, principalShare(&cfg.Defaults), cfg.Defaults.MaxQueue)
 	g.metrics = newMetrics(g.pool, g.reg, g.limiter)
 	if g.redis != nil {
 		g.metrics.reg.MustRegister(redisMetrics...)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolgate/toolgate/internal/callslot"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
@@ -238,7 +239,14 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 	}
 	wait, stop := outlive(ctx, target.ctx, maxRelayWait)
 	defer stop()
+	// Waiting for its client, the call holds no concurrency slot (issue
+	// 31): an input_required left unanswered, or a human slow to answer,
+	// keeps nobody else's calls waiting.
+	resume := callslot.Park(target.ctx)
 	res, err := target.peer.Request(wait, req.Method, params)
+	if rerr := resume(wait); rerr != nil && err == nil {
+		err = rerr
+	}
 	if err != nil {
 		code := mcp.INTERNAL_ERROR
 		if e, ok := errors.AsType[*mcppeer.RPCError](err); ok {
