@@ -174,6 +174,15 @@ type Threads struct {
 	IdleTTL Duration `yaml:"idle_ttl"`
 	// MaxInstances caps live instances across all threads. Default 1000.
 	MaxInstances int `yaml:"max_instances"`
+	// MaxBytesPerPrincipal caps the bytes one principal's instances may
+	// hold, as their tools bound them (executors.Factory.MaxBytes: the
+	// scratchpad declares its 1 MiB of notes): past it the principal's
+	// least recently used idle instance of such a tool is evicted, and
+	// with none idle the call fails with class rate_limited (issue 31).
+	// Without authentication every client is one principal, so this
+	// bounds them all together. At least 1048576 (1 MiB); 0 (the
+	// default) means 67108864 (64 MiB).
+	MaxBytesPerPrincipal int64 `yaml:"max_bytes_per_principal"`
 }
 
 // Guards configures the call pipeline's protections.
