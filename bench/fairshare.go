@@ -76,10 +76,12 @@ func runFairShare(ctx context.Context, p params, stdout, stderr io.Writer) error
 		c = p.levels[0]
 	}
 	var results []fairResult
+	base := runtime.NumGoroutine()
 	for _, v := range []struct {
 		name  string
 		share int
 	}{{"one pool (share = max_parallel)", 64}, {"fair share (default: half)", 0}} {
+		settleGoroutines(base) // the previous gateway's connections and sessions have ended
 		r, err := fairRun(ctx, v.name, v.share, n, c, stderr)
 		if err != nil {
 			return fmt.Errorf("%s: %w", v.name, err)
@@ -229,11 +231,11 @@ func bobP99(ctx context.Context, s *client.Client) (time.Duration, error) {
 	return percentile(lat, 0.99), nil
 }
 
-// settleGoroutines waits up to 5s for the goroutines to come back to at
+// settleGoroutines waits up to 30s for the goroutines to come back to at
 // most start (the sessions' and connections' goroutines end after their
 // close), and returns how many there are.
 func settleGoroutines(start int) int {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for runtime.NumGoroutine() > start && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
