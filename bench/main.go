@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -99,7 +98,8 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&p.mode, "mode", modeEcho, "what the tool does: echo (in process), rest (an HTTP GET to a local server), "+
 		"upstream-http or upstream-stdio (toolgate proxying an upstream MCP server vs. calling it directly); "+
-		"parallel (concurrent and batched sleep calls) or flaky (retries against a failing REST backend)")
+		"parallel (concurrent and batched sleep calls), flaky (retries against a failing REST backend) "+
+		"or fairshare (one principal's share of the call slots: calc through auth, and one principal's latency while another floods)")
 	fs.StringVar(&p.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.BoolVar(&p.eras, "eras", false, "echo mode: measure toolgate from 2025-11-25 clients (sessions) against 2026-07-28 clients (none)")
 	fs.BoolVar(&p.serveUpstream, serveUpstreamFlag, false, "internal: serve the echo tool over stdio as upstream-stdio's upstream, until stdin closes")
@@ -138,9 +138,9 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 		p.rssCalls = append(p.rssCalls, n)
 	}
 	switch {
-	case !slices.Contains([]string{modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeOpenAPICorpus, modeOpenAPICatalog}, p.mode):
-		return p, fmt.Errorf("parsing flags: -mode %q is not %s, %s, %s, %s, %s, %s, %s or %s", p.mode,
-			modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeOpenAPICorpus, modeOpenAPICatalog)
+	case !slices.Contains([]string{modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeFairShare, modeOpenAPICorpus, modeOpenAPICatalog}, p.mode):
+		return p, fmt.Errorf("parsing flags: -mode %q is not %s, %s, %s, %s, %s, %s, %s, %s or %s", p.mode,
+			modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeFairShare, modeOpenAPICorpus, modeOpenAPICatalog)
 	case p.sample < 1:
 		return p, errors.New("parsing flags: -sample must be at least 1")
 	case p.failRate < 0 || p.failRate > 1:
@@ -159,7 +159,7 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 
 // modeDefaults gives the flags the command line left out their values for
 // p.mode, where they differ from the sweep's: parallel runs 10 rounds;
-// flaky makes 10 000 calls at 64 sessions, once.
+// flaky and fairshare make 10 000 calls at 64 sessions, once.
 func modeDefaults(fs *flag.FlagSet, p *params, levels *string) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -168,7 +168,7 @@ func modeDefaults(fs *flag.FlagSet, p *params, levels *string) {
 		if !set["rounds"] {
 			p.rounds = 10
 		}
-	case modeFlaky:
+	case modeFlaky, modeFairShare:
 		if !set["n"] {
 			p.n = 10000
 		}
@@ -215,6 +215,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runParallel(ctx, p, stdout, stderr)
 	case modeFlaky:
 		return runFlaky(ctx, p, stdout, stderr)
+	case modeFairShare:
+		return runFairShare(ctx, p, stdout, stderr)
 	case modeOpenAPICorpus:
 		return runOpenAPICorpus(ctx, p, stdout, stderr)
 	case modeOpenAPICatalog:
@@ -290,6 +292,8 @@ type target struct {
 	// dial opens a session (or a 2026-07-28 client) instead of connect;
 	// nil for connect.
 	dial func(context.Context, *target) (*client.Client, error)
+	// token is the bearer token connect sends; "" for none.
+	token string
 }
 
 // open returns a session to t: t.shared when set, else a new one (see
@@ -532,10 +536,7 @@ func connectN(ctx context.Context, t *target, n int) (sessions []*client.Client,
 // revisions that have sessions, so the client is pinned to the newest of
 // them instead of probing for 2026-07-28.
 func connect(ctx context.Context, t *target) (*client.Client, error) {
-	tr, err := transport.NewStreamableHTTP(t.url,
-		transport.WithHTTPBasicClient(t.client),
-		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)),
-	)
+	tr, err := authTransport(t)
 	if err != nil {
 		return nil, fmt.Errorf("creating transport: %w", err)
 	}

@@ -21,6 +21,16 @@ import (
 const (
 	scratchpadMaxKeys  = 1000
 	scratchpadMaxBytes = 1 << 20
+	// scratchpadNoteOverhead is what a note costs beyond its key and
+	// value: two string headers and its share of the map.
+	scratchpadNoteOverhead = 64
+	// scratchpadMaxHeld is the most one scratchpad holds, its size hint
+	// (executors.Factory.MaxBytes): threads.max_bytes_per_principal
+	// charges it to the principal for every live scratchpad, so that
+	// one principal (or every unauthenticated client together) holds at
+	// most that many scratchpads' worth (issue 31: 1,000 named threads
+	// pinned 0.78 GB).
+	scratchpadMaxHeld = scratchpadMaxBytes + scratchpadMaxKeys*scratchpadNoteOverhead
 )
 
 func scratchpadTool() registry.Tool {
@@ -88,6 +98,7 @@ func scratchpadFactory() executors.Factory {
 			return &scratchpad{notes: map[string]string{}}, nil
 		},
 		Concurrent: false,
+		MaxBytes:   scratchpadMaxHeld,
 	}
 }
 

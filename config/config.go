@@ -123,12 +123,21 @@ type Defaults struct {
 	// one explicit thread) running at once. From 1 to max_parallel.
 	// Default 16.
 	MaxParallelPerSession int `yaml:"max_parallel_per_session"`
+	// MaxParallelPerPrincipal is one principal's share of max_parallel:
+	// the most calls of one authenticated principal running at once, so
+	// that one principal flooding toolgate leaves the other slots to the
+	// others (issue 31). From 1 to max_parallel; 0 (the default) means
+	// half of max_parallel, rounded up. Without authentication every
+	// call is the same client's, and only max_parallel and
+	// max_parallel_per_session apply.
+	MaxParallelPerPrincipal int `yaml:"max_parallel_per_principal"`
 	// MaxQueue caps the calls waiting for a free slot of max_parallel, and
-	// separately the calls waiting for a slot of their session's
-	// max_parallel_per_session (at most half of MaxQueue for one session,
-	// so a session that floods toolgate waits on its own and leaves room
-	// for others); past it a call fails with class rate_limited. From 0 to
-	// 1000000. Default 256.
+	// separately the calls waiting for a slot of their principal's share
+	// and those waiting for a slot of their session's
+	// max_parallel_per_session (at most half of MaxQueue for one
+	// principal or session, so one that floods toolgate waits on its own
+	// and leaves room for others); past it a call fails with class
+	// rate_limited. From 0 to 1000000. Default 256.
 	MaxQueue int `yaml:"max_queue"`
 	// Catalog is how openapi sources that set no catalog of their own
 	// list their tools: tools (one tool per operation) or search (three
@@ -168,6 +177,15 @@ type Threads struct {
 	IdleTTL Duration `yaml:"idle_ttl"`
 	// MaxInstances caps live instances across all threads. Default 1000.
 	MaxInstances int `yaml:"max_instances"`
+	// MaxBytesPerPrincipal caps the bytes one principal's instances may
+	// hold, as their tools bound them (executors.Factory.MaxBytes: the
+	// scratchpad declares its 1 MiB of notes): past it the principal's
+	// least recently used idle instance of such a tool is evicted, and
+	// with none idle the call fails with class rate_limited (issue 31).
+	// Without authentication every client is one principal, so this
+	// bounds them all together. At least 1048576 (1 MiB); 0 (the
+	// default) means 67108864 (64 MiB).
+	MaxBytesPerPrincipal int64 `yaml:"max_bytes_per_principal"`
 }
 
 // Guards configures the call pipeline's protections.

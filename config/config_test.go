@@ -493,6 +493,12 @@ func TestParseErrors(t *testing.T) {
 			[]string{`t.yaml:2:21: guards.loop.threshold: must be at least 1, like 3; got -2`},
 		},
 		{
+			"max_bytes_per_principal too small",
+			yamlLines("threads:", "  max_bytes_per_principal: 4096"),
+			nil,
+			[]string{`t.yaml:2:28: threads.max_bytes_per_principal: must be at least 1048576 (1 MiB), like 67108864 (64 MiB), or 0 for 64 MiB; got 4096`},
+		},
+		{
 			"max_instances zero",
 			yamlLines("threads:", "  max_instances: 0"),
 			nil,

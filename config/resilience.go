@@ -51,6 +51,12 @@ func (c *checker) resilience(d *Defaults) {
 	case d.MaxParallel >= 1 && d.MaxParallelPerSession > d.MaxParallel:
 		c.fail("defaults.max_parallel_per_session", strconv.Itoa(d.MaxParallelPerSession), "must not exceed defaults.max_parallel (%d); lower it or raise max_parallel", d.MaxParallel)
 	}
+	switch {
+	case d.MaxParallelPerPrincipal < 0:
+		c.fail("defaults.max_parallel_per_principal", strconv.Itoa(d.MaxParallelPerPrincipal), "must be positive, like 32, or 0 for half of defaults.max_parallel")
+	case d.MaxParallel >= 1 && d.MaxParallelPerPrincipal > d.MaxParallel:
+		c.fail("defaults.max_parallel_per_principal", strconv.Itoa(d.MaxParallelPerPrincipal), "must not exceed defaults.max_parallel (%d): it is one principal's share of it; lower it or raise max_parallel", d.MaxParallel)
+	}
 	if d.MaxQueue < 0 || d.MaxQueue > maxQueueLimit {
 		c.fail("defaults.max_queue", strconv.Itoa(d.MaxQueue), "must be between 0 (no waiting: a call finding no free slot fails at once) and %d", maxQueueLimit)
 	}

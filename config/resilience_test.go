@@ -42,6 +42,28 @@ func TestParseResilienceErrors(t *testing.T) {
 			},
 		},
 		{
+			"a principal's share",
+			yamlLines(
+				"defaults:",
+				"  max_parallel: 4",
+				"  max_parallel_per_session: 4",
+				"  max_parallel_per_principal: 5",
+			),
+			[]string{
+				`t.yaml:4:31: defaults.max_parallel_per_principal: must not exceed defaults.max_parallel (4): it is one principal's share of it; lower it or raise max_parallel; got 5`,
+			},
+		},
+		{
+			"a negative share",
+			yamlLines(
+				"defaults:",
+				"  max_parallel_per_principal: -1",
+			),
+			[]string{
+				`t.yaml:2:31: defaults.max_parallel_per_principal: must be positive, like 32, or 0 for half of defaults.max_parallel; got -1`,
+			},
+		},
+		{
 			"a switched-off breaker is not checked; numbers must be numbers",
 			yamlLines(
 				"defaults:",

@@ -99,6 +99,9 @@ func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 			c.fail(fmt.Sprintf("server.allowed_origins[%d]", i), quoteShort(o), "must be scheme://host[:port] with no path, like https://app.example.com")
 		}
 	}
+	if b := cfg.Threads.MaxBytesPerPrincipal; b < 0 || b > 0 && b < 1<<20 {
+		c.fail("threads.max_bytes_per_principal", strconv.FormatInt(b, 10), "must be at least 1048576 (1 MiB), like 67108864 (64 MiB), or 0 for 64 MiB")
+	}
 	if cfg.Threads.MaxInstances < 1 {
 		c.fail("threads.max_instances", strconv.Itoa(cfg.Threads.MaxInstances), "must be at least 1")
 	}

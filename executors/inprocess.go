@@ -30,4 +30,13 @@ type Factory struct {
 	// Concurrent declares an instance safe for concurrent calls. When false
 	// (the default), calls on one instance are serialized.
 	Concurrent bool
+	// MaxBytes is a size hint: the most one instance may hold, as the
+	// tool bounds it (the scratchpad's 1 MiB of notes, say). Each
+	// instance is charged it against its principal's
+	// threads.max_bytes_per_principal for as long as it lives, so that
+	// one principal opening threads cannot pin memory without bound
+	// (issue 31); past it the principal's least recently used idle
+	// instance is evicted. Zero (the default): not counted; only
+	// threads.max_instances bounds the instances.
+	MaxBytes int64
 }

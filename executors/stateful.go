@@ -48,6 +48,7 @@ func (t *statefulTool) Execute(ctx context.Context, call Call) (Result, error) {
 	lease, err := t.pool.Acquire(ctx, thread, t.name, threadctx.Spec{
 		New:        func(ctx context.Context) (any, error) { return f.New(ctx, thread) },
 		Concurrent: f.Concurrent,
+		Bytes:      f.MaxBytes,
 	})
 	if err != nil {
 		return Result{}, PoolError(err)
@@ -99,6 +100,8 @@ func evictionNotice(tool string, ev threadctx.Eviction) string {
 		switch {
 		case ev.MaxProvisional > 0:
 			why = fmt.Sprintf("evicted (its principal's cap of %d new threads whose handle never came back reached: a tenth of threads.max_instances)", ev.MaxProvisional)
+		case ev.MaxBytes > 0:
+			why = fmt.Sprintf("evicted (its principal's instances may hold %d bytes in all: threads.max_bytes_per_principal)", ev.MaxBytes)
 		case ev.OwnerCap > 0:
 			why = fmt.Sprintf("evicted (its principal's cap of %d instances reached: auth.max_instances, or an equal share of threads.max_instances)", ev.OwnerCap)
 		}

@@ -32,6 +32,10 @@ import (
 // [WithVersion] sets another.
 const Version = "0.1.0-dev"
 
+// defaultMaxBytesPerPrincipal is threads.max_bytes_per_principal when the
+// configuration leaves it 0.
+const defaultMaxBytesPerPrincipal = 64 << 20
+
 type options struct {
 	logger  *slog.Logger
 	version string
@@ -156,10 +160,13 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		IdleTTL:      cfg.Threads.IdleTTL.D(),
 		MaxInstances: cfg.Threads.MaxInstances,
 		PerOwner:     cfg.Auth.MaxInstances,
-		Logger:       g.logger,
+		// Without authentication everyone is principal "": this bounds
+		// what loopback clients can make stateful tools hold together.
+		MaxBytesPerOwner: cmp.Or(cfg.Threads.MaxBytesPerPrincipal, defaultMaxBytesPerPrincipal),
+		Logger:           g.logger,
 	})
 	g.stateful = executors.NewStateful(g.pool)
-	g.limiter = newLimiter(cfg.Defaults.MaxParallel, cfg.Defaults.MaxParallelPerSession, cfg.Defaults.MaxQueue)
+	g.limiter = newLimiter(cfg.Defaults.MaxParallel, cfg.Defaults.MaxParallelPerSession, principalShare(&cfg.Defaults), cfg.Defaults.MaxQueue)
 	g.metrics = newMetrics(g.pool, g.reg, g.limiter)
 	if g.redis != nil {
 		g.metrics.reg.MustRegister(redisMetrics...)

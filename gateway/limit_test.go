@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/callslot"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -334,44 +335,125 @@ func TestShutdownDrainsQueue(t *testing.T) {
 // A key's slot dropped with its last call serves the next new key, empty
 // and with the whole per-key bound; at most maxFreeSlots are kept.
 func TestLimiterReusesSlots(t *testing.T) {
-	l := newLimiter(100, 2, 10)
+	l := newLimiter(100, 2, 100, 10)
 	ctx := t.Context()
-	a, _, err := l.acquire(ctx, "a")
+	a, _, err := l.acquire(ctx, "a", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.release("a", a)
-	b1, _, err := l.acquire(ctx, "b")
+	l.release(a)
+	b1, _, err := l.acquire(ctx, "b", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b1 != a {
+	if b1.ks != a.ks {
 		t.Error("a new key made a slot while a dropped one was free")
 	}
-	b2, _, err := l.acquire(ctx, "b")
+	b2, _, err := l.acquire(ctx, "b", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case b1.sem <- struct{}{}:
+	case b1.ks.sem <- struct{}{}:
 		t.Error("the reused slot takes a third call of its key; the bound is 2")
 	default:
 	}
-	l.release("b", b1)
-	l.release("b", b2)
+	l.release(b1)
+	l.release(b2)
 
-	var held []*keySlot
+	var held []slots
 	for i := range maxFreeSlots + 10 {
-		ks, _, err := l.acquire(ctx, "k"+strconv.Itoa(i))
+		s, _, err := l.acquire(ctx, "k"+strconv.Itoa(i), "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		held = append(held, ks)
+		held = append(held, s)
 	}
-	for i, ks := range held {
-		l.release("k"+strconv.Itoa(i), ks)
+	for _, s := range held {
+		l.release(s)
 	}
-	if n := len(l.free); n != maxFreeSlots || len(l.keys) != 0 {
-		t.Errorf("%d free slots and %d keys after every call ended, want %d and 0", n, len(l.keys), maxFreeSlots)
+	if n := len(l.keys.free); n != maxFreeSlots || len(l.keys.groups) != 0 {
+		t.Errorf("%d free slots and %d keys after every call ended, want %d and 0", n, len(l.keys.free), maxFreeSlots)
+	}
+}
+
+// One principal flooding toolgate runs at most its share of the slots
+// (defaults.max_parallel_per_principal) and queues the rest on it: another
+// principal's call finds a slot free and runs at once (issue 31: bob's
+// calc waited 58.6 s behind alice's 64).
+func TestPrincipalShare(t *testing.T) {
+	g, _ := newGateway(t, func(c *config.Config) {
+		c.Defaults.MaxParallel, c.Defaults.MaxParallelPerSession, c.Defaults.MaxParallelPerPrincipal, c.Defaults.MaxQueue = 4, 4, 2, 4
+	})
+	gt := newGate(2)
+	addGate(t, g, "gate", gt)
+	alice := WithPrincipal(t.Context(), "alice")
+	var floods []<-chan callResult
+	for range 4 {
+		floods = append(floods, goCall(alice, g, "gate", nil))
+	}
+	gt.waitAll(t)
+	waitWaiting(t, g, 0, 2) // alice's other two wait on her share, not for global slots
+	res, err := g.Call(WithPrincipal(t.Context(), "bob"), "echo", json.RawMessage(`{"text":"x"}`), nil)
+	if err != nil || res.IsError {
+		t.Fatalf("bob's call while alice floods = %v, %v; want it to run at once", res, err)
+	}
+	res, err = g.Call(alice, "echo", json.RawMessage(`{"text":"x"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := resultText(t, res); errorClass(res) != "rate_limited" || !strings.Contains(text, "defaults.max_parallel_per_principal") {
+		t.Errorf("alice's call past half the queue on her share = %q (class %q), want rate_limited naming the share", text, errorClass(res))
+	}
+	close(gt.release)
+	for _, ch := range floods {
+		if res := recv(t, ch); res.IsError {
+			t.Errorf("alice's call = %q, want it to run in turn", resultText(t, res))
+		}
+	}
+	if p := gt.peakSeen(); p != 2 {
+		t.Errorf("peak calls of alice = %d, want her share of 2", p)
+	}
+}
+
+// A call waiting for its client (callslot.Park) holds no slot: another
+// call runs in it, and the parked call takes one again once resumed.
+func TestParkedCallHoldsNoSlot(t *testing.T) {
+	g, _ := newGateway(t, func(c *config.Config) {
+		c.Defaults.MaxParallel, c.Defaults.MaxParallelPerSession = 1, 1
+	})
+	parked, answer := make(chan struct{}), make(chan struct{})
+	err := g.RegisterStateless(registry.Tool{Name: "asker", Description: "waits for its client"}, func(ctx context.Context, _ map[string]any) (executors.Result, error) {
+		resume := callslot.Park(ctx)
+		close(parked)
+		<-answer
+		if err := resume(ctx); err != nil {
+			return executors.Result{}, err
+		}
+		return executors.Text("answered"), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asker := goCall(t.Context(), g, "asker", nil)
+	<-parked
+	res, err := g.Call(t.Context(), "echo", json.RawMessage(`{"text":"x"}`), nil)
+	if err != nil || res.IsError {
+		t.Fatalf("a call while the only slot's call waits for its client = %v, %v; want it to run", res, err)
+	}
+	gt := newGate(1)
+	addGate(t, g, "gate", gt)
+	running := goCall(t.Context(), g, "gate", nil)
+	gt.waitAll(t)
+	close(answer)
+	waitQueued(t, g, 1) // the resumed call waits for the slot it gave back
+	close(gt.release)
+	for _, ch := range []<-chan callResult{running, asker} {
+		if res := recv(t, ch); res.IsError {
+			t.Errorf("call = %q, want success", resultText(t, res))
+		}
+	}
+	if n := g.limiter.queuedAll(); n != 0 || len(g.limiter.global) != 0 {
+		t.Errorf("after every call: %d waiting, %d slots taken; want 0 and 0", n, len(g.limiter.global))
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/handles"
+	"github.com/toolgate/toolgate/internal/callslot"
 	"github.com/toolgate/toolgate/internal/canonjson"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
@@ -332,7 +333,10 @@ func threadLabel(thread string) string { return threadctx.Label(thread) }
 // limit runs the call in a slot under the concurrency limits. A session's
 // calls share its per-session slots; so do the calls of an explicit
 // thread, wherever they come from. One-call threads only count against the
-// global limit. A tool that re-enters the pipeline (toolgate_batch) takes
+// principal's share and the global limit; the embedding program's calls
+// (no principal) and every call without authentication only against the
+// global limit and their session's. While the call waits for its client
+// (callslot.Park) it holds no slot. A tool that re-enters the pipeline (toolgate_batch) takes
 // no slot itself: its calls take theirs.
 func (g *Gateway) limit(next Handler) Handler {
 	return func(ctx context.Context, c *Call) (*Result, error) {
@@ -343,13 +347,14 @@ func (g *Gateway) limit(next Handler) Handler {
 		if key == "" && !c.oneShot {
 			key = c.Thread
 		}
-		slot, waited, err := g.limiter.acquire(ctx, key)
+		s, waited, err := g.limiter.acquire(ctx, key, c.Principal)
 		if err != nil {
 			return errorResult(queueError(ctx, c, err)), nil
 		}
-		defer g.limiter.release(key, slot)
+		h := &hold{l: g.limiter, s: s, held: true}
+		defer h.end()
 		g.metrics.queueWait.Observe(waited.Seconds())
-		return next(ctx, c)
+		return next(callslot.With(ctx, h), c)
 	}
 }
 

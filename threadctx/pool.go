@@ -72,6 +72,10 @@ type Eviction struct {
 	// when the owner was at it (the owner made room for its own new
 	// instance); 0 when the pool as a whole was full.
 	OwnerCap int
+	// MaxBytes, for EvictedForRoom, is [Options.MaxBytesPerOwner] when
+	// the instance's owner was at it and evicted its own instance to make
+	// room for a new one; 0 otherwise.
+	MaxBytes int64
 	// MaxProvisional, for EvictedForRoom, is [Options.MaxProvisional]
 	// when the instance was a provisional one that its owner, at that
 	// cap, evicted to make room for a new provisional one; 0 otherwise.
@@ -103,6 +107,14 @@ type Options struct {
 	// MaxInstances is made from the requester's own instances or those
 	// of owners over their cap, never from an owner at or under its cap.
 	PerOwner int
+	// MaxBytesPerOwner caps the bytes one owner's instances may hold, as
+	// their tools bound them ([Spec.Bytes]: each instance is charged its
+	// tool's bound when created, whatever it holds yet). An owner at it
+	// makes room by evicting its own least recently used idle instances
+	// that are charged bytes; with none idle, Acquire fails with
+	// [ErrCapacity]. Instances of tools that declare no bound are not
+	// counted. Zero or negative means no bound.
+	MaxBytesPerOwner int64
 	// ProvisionalTTL replaces IdleTTL for provisional instances (see
 	// [WithProvisional]). Zero or negative means the lesser of IdleTTL
 	// and 2 minutes; a longer value is cut to IdleTTL.
@@ -131,6 +143,11 @@ type Spec struct {
 	// value implements io.Closer, the pool calls Close exactly once when it
 	// discards the instance.
 	New func(ctx context.Context) (any, error)
+	// Bytes is the most the instance may hold, as its tool bounds it (a
+	// scratchpad's notes, say): it is charged against its owner's
+	// [Options.MaxBytesPerOwner] for the instance's life. Zero: not
+	// counted.
+	Bytes int64
 	// Concurrent reports whether the instance may serve several calls at
 	// once. False makes leases exclusive: calls on one instance are
 	// serialised. True allows any number of leases at a time.
@@ -163,7 +180,8 @@ type Pool struct {
 	provTTL     time.Duration // for provisional instances; at most idleTTL
 	max         int
 	perOwner    int
-	maxProv     int // provisional instances per owner
+	maxBytes    int64 // bytes per owner, as Spec.Bytes charges them; 0: no bound
+	maxProv     int   // provisional instances per owner
 	logger      *slog.Logger
 	stopJanitor context.CancelFunc
 	janitor     sync.WaitGroup
@@ -174,9 +192,10 @@ type Pool struct {
 	// It is never held across Spec.New, an instance's Close or logging.
 	mu          sync.Mutex
 	closed      bool
-	entries     map[slot]*entry // live instances, including ones being created
-	owners      map[string]int  // live instances (entries) per owner
-	provisional map[string]int  // live provisional instances per owner
+	entries     map[slot]*entry  // live instances, including ones being created
+	owners      map[string]int   // live instances (entries) per owner
+	ownerBytes  map[string]int64 // Spec.Bytes of the live instances per owner; owners with none absent
+	provisional map[string]int   // live provisional instances per owner
 	// evicted maps the slots of evicted instances not yet replaced to their
 	// element in evictions, a list of *evictionRecord, oldest first, of at
 	// most maxEvicted.
@@ -200,6 +219,7 @@ type slot struct {
 type entry struct {
 	slot  slot
 	owner string        // the principal whose Acquire created it
+	bytes int64         // Spec.Bytes charged to owner
 	ready chan struct{} // closed by the creator when creation has ended
 
 	// Written under Pool.mu by the creator before ready is closed;
@@ -254,11 +274,13 @@ func NewPool(opts *Options) *Pool {
 		provTTL:     o.ProvisionalTTL,
 		max:         o.MaxInstances,
 		perOwner:    o.PerOwner,
+		maxBytes:    max(o.MaxBytesPerOwner, 0),
 		maxProv:     o.MaxProvisional,
 		logger:      o.Logger,
 		stopJanitor: cancel,
 		entries:     make(map[slot]*entry),
 		owners:      make(map[string]int),
+		ownerBytes:  make(map[string]int64),
 		provisional: make(map[string]int),
 		evicted:     make(map[slot]*list.Element),
 		maxEvicted:  max(2*o.MaxInstances, minEvictionMemory),
@@ -331,6 +353,13 @@ func (p *Pool) acquire(ctx context.Context, s slot, spec Spec) (l *Lease, retry 
 	}
 	replaces := p.takeEvictionLocked(s) // before remembering another, which may push it out
 	owner := principal.NameOf(principal.From(ctx))
+	sized, err := p.makeBytesLocked(owner, spec.Bytes)
+	if err != nil {
+		p.keepEvictionLocked(s, replaces)
+		p.mu.Unlock()
+		p.closeAll(sized)
+		return nil, false, fmt.Errorf("acquiring instance of %q: %w", s.key, err)
+	}
 	var evicted *entry
 	if prov && p.provisional[owner] >= p.maxProv {
 		// Its own provisional instances make room, whatever the other
@@ -363,14 +392,18 @@ func (p *Pool) acquire(ctx context.Context, s slot, spec Spec) (l *Lease, retry 
 		}
 		p.rememberLocked(evicted.slot, ev)
 	}
-	e := &entry{slot: s, owner: owner, ready: make(chan struct{}), creating: true, refs: 1, replaces: replaces, provisional: prov}
+	e := &entry{slot: s, owner: owner, bytes: spec.Bytes, ready: make(chan struct{}), creating: true, refs: 1, replaces: replaces, provisional: prov}
 	p.entries[s] = e
 	p.owners[owner]++
+	if e.bytes > 0 {
+		p.ownerBytes[owner] += e.bytes
+	}
 	if prov {
 		p.provisional[owner]++
 	}
 	p.mu.Unlock()
 
+	p.closeAll(sized)
 	if evicted != nil {
 		p.closeValue(evicted, "evicting least recently used instance")
 	}
@@ -516,6 +549,45 @@ func (p *Pool) drop(e *entry, leased bool) {
 	}
 }
 
+// makeBytesLocked makes room for an instance of owner charged bytes under
+// maxBytes, evicting owner's least recently used idle instances that are
+// charged bytes; it returns those evicted, for the caller to close once
+// p.mu is released (also when it fails: they are discarded). It fails,
+// wrapping [ErrCapacity], when owner's instances charged bytes are all in
+// use and still leave no room. p.mu must be held.
+func (p *Pool) makeBytesLocked(owner string, bytes int64) (evicted []*entry, err error) {
+	if bytes <= 0 || p.maxBytes == 0 {
+		return nil, nil
+	}
+	if bytes > p.maxBytes {
+		return nil, fmt.Errorf("one instance may hold %d bytes, more than the %d one principal's instances may hold in all (threads.max_bytes_per_principal); raise it: %w", bytes, p.maxBytes, ErrCapacity)
+	}
+	for p.ownerBytes[owner]+bytes > p.maxBytes {
+		var lru *entry
+		for _, e := range p.entries {
+			if e.owner == owner && e.bytes > 0 && e.refs == 0 && !e.creating && (lru == nil || evictsBefore(e, lru)) {
+				lru = e
+			}
+		}
+		if lru == nil {
+			return evicted, fmt.Errorf("the thread instances of this principal may hold %d bytes in all (threads.max_bytes_per_principal), and those holding them are all in use; wait for calls to finish: %w", p.maxBytes, ErrCapacity)
+		}
+		if p.discardLocked(lru) {
+			evicted = append(evicted, lru)
+		}
+		p.rememberLocked(lru.slot, Eviction{Reason: EvictedForRoom, MaxInstances: p.max, MaxBytes: p.maxBytes, At: time.Now()})
+	}
+	return evicted, nil
+}
+
+// closeAll closes the instances of es, evicted to make room. p.mu must
+// not be held.
+func (p *Pool) closeAll(es []*entry) {
+	for _, e := range es {
+		p.closeValue(e, "evicting least recently used instance")
+	}
+}
+
 // lruIdleLocked returns the idle entry (no ref, not being created) that
 // may make room for a new instance of owner, provisional ones first, then
 // the least recently used; nil if there is none. With own, one of owner's;
@@ -591,6 +663,11 @@ func (p *Pool) removeLocked(e *entry) {
 	e.discarded = true
 	if p.owners[e.owner]--; p.owners[e.owner] <= 0 {
 		delete(p.owners, e.owner)
+	}
+	if e.bytes > 0 {
+		if p.ownerBytes[e.owner] -= e.bytes; p.ownerBytes[e.owner] <= 0 {
+			delete(p.ownerBytes, e.owner)
+		}
 	}
 	if e.provisional {
 		p.dropProvisionalLocked(e.owner)

@@ -57,11 +57,15 @@ type conn struct {
 	routesMu sync.Mutex
 	routes   map[string]*progressRoute // progress token → call
 
-	// peersMu guards peers and waits.
+	// peersMu guards peers, waits and outlived.
 	peersMu sync.Mutex
 	peers   map[string]inflight      // request ID → the peer it is made for (relay.go)
 	waits   map[*peerRef]*clientWait // calls waiting for their clients' answers (relay.go)
 	asking  askCounts                // each call's requests in flight to its client (askcap.go)
+	// outlived are the sessions with calls in flight that outlived a call
+	// of another session (relay.go, trackPeer): a message that names no
+	// call may be that call's, sent late, and is not theirs.
+	outlived map[string]bool
 
 	catalogChanged chan struct{} // 1-buffered: the upstream's resources or prompts changed
 
@@ -92,6 +96,7 @@ func newConn(lifetime context.Context, u *upstream, thread string) *conn {
 		routes:      make(map[string]*progressRoute),
 		peers:       make(map[string]inflight),
 		waits:       make(map[*peerRef]*clientWait),
+		outlived:    make(map[string]bool),
 
 		catalogChanged: make(chan struct{}, 1),
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolgate/toolgate/internal/callslot"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
@@ -71,8 +72,28 @@ func (c *conn) trackPeer(ctx context.Context, id string) func() {
 	c.peersMu.Unlock()
 	return func() {
 		c.peersMu.Lock()
+		defer c.peersMu.Unlock()
 		delete(c.peers, id)
-		c.peersMu.Unlock()
+		c.endedLocked(r.p.Session())
+	}
+}
+
+// endedLocked records that a request of session ended: the sessions still
+// in flight outlived it (an upstream that names no call in its messages,
+// over stdio, may send one of the ended call's late, and it must not reach
+// them: issue 31), and a session with nothing left in flight is forgotten.
+// c.peersMu is held.
+func (c *conn) endedLocked(session string) {
+	left := false
+	for _, in := range c.peers {
+		if s := in.peer.Session(); s != session {
+			c.outlived[s] = true
+		} else {
+			left = true
+		}
+	}
+	if !left {
+		delete(c.outlived, session)
 	}
 }
 
@@ -116,6 +137,14 @@ func (c *conn) soloLocked(pos uint64) (f inflight, ok bool) {
 		f = in
 	}
 	return f, true
+}
+
+// outlivedOther reports whether session's calls in flight outlived a call
+// of another session's: a message naming no call may be the ended one's.
+func (c *conn) outlivedOther(session string) bool {
+	c.peersMu.Lock()
+	defer c.peersMu.Unlock()
+	return c.outlived[session]
 }
 
 // clientWait is a call's wait for its client's answers (awaitClient).
@@ -218,6 +247,10 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR,
 				req.Method+": calls of several clients are in flight on this connection and the request names none of them; toolgate relays it only when it can tell whose call it serves", nil), nil
 		}
+		if target.peer != nil && c.outlivedOther(target.peer.Session()) {
+			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR,
+				req.Method+": another client's call on this connection ended while the one in flight ran, and the request names no call: it may be the ended call's, so toolgate relays it to no one", nil), nil
+		}
 	}
 	if target.peer == nil {
 		return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND,
@@ -238,7 +271,14 @@ func (c *conn) onRequest(ctx context.Context, req transport.JSONRPCRequest) (*tr
 	}
 	wait, stop := outlive(ctx, target.ctx, maxRelayWait)
 	defer stop()
+	// Waiting for its client, the call holds no concurrency slot (issue
+	// 31): an input_required left unanswered, or a human slow to answer,
+	// keeps nobody else's calls waiting.
+	resume := callslot.Park(target.ctx)
 	res, err := target.peer.Request(wait, req.Method, params)
+	if rerr := resume(wait); rerr != nil && err == nil {
+		err = rerr
+	}
 	if err != nil {
 		code := mcp.INTERNAL_ERROR
 		if e, ok := errors.AsType[*mcppeer.RPCError](err); ok {
@@ -361,8 +401,8 @@ func (c *conn) forwardLog(f map[string]any) {
 	}
 	params["logger"] = name
 	target, ok := c.soloPeer(0)
-	if !ok {
-		return
+	if !ok || target.peer != nil && c.outlivedOther(target.peer.Session()) {
+		return // may be another client's: see onRequest
 	}
 	c.u.m.onNotify(c.u.cfg.Name, string(mcp.MethodNotificationMessage), params, target.peer)
 }

@@ -231,3 +231,32 @@ func TestRelayWaitingCallHoldsOnlyItself(t *testing.T) {
 		alice.wantNotAsked(t)
 	})
 }
+
+// On a shared stdio upstream, a request that arrives after another
+// client's call ended may be that call's, sent late: it is refused, not
+// handed to the one call left in flight (issue 31: a request sent after
+// admin's call ended went to alice's stream). A call that had the
+// connection to itself keeps getting its requests.
+func TestRelayRefusesAfterAnotherCallEnded(t *testing.T) {
+	s := newSharedStdio(t)
+	admin, alice := newAskedPeer("admin"), newAskedPeer("alice")
+	ctx, cancel := context.WithCancel(WithPeer(t.Context(), admin))
+	defer cancel()
+	adminEnds := s.c.trackPeer(ctx, "toolgate-1")
+	s.call(t, alice, "toolgate-2")
+	adminEnds() // admin's call is over; alice's alone is in flight
+	s.elicit(t, 1, "admin's late question")
+	if l := s.answered(t, 1); l.Error == nil || !strings.Contains(l.Error.Message, "ended") {
+		t.Errorf("answer %+v, want an error saying another client's call ended while this one ran", l)
+	}
+	alice.wantNotAsked(t)
+
+	// A call that had the connection to itself still gets its requests.
+	s2 := newSharedStdio(t)
+	bob := newAskedPeer("bob")
+	s2.call(t, bob, "toolgate-3")
+	s2.elicit(t, 2, "bob's question")
+	bob.wantAsked(t, "bob's question")
+	bob.answer <- json.RawMessage(`{"action":"decline"}`)
+	s2.answered(t, 2)
+}

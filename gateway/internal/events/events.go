@@ -46,6 +46,13 @@ const (
 	// maxSubscribers bounds the open event streams (/events, /ui pages):
 	// each holds a buffer, and every call is offered to each.
 	maxSubscribers = 64
+	// adminRoom of them are kept for admins (and clients without
+	// authentication): the streams of principals that see only their own
+	// calls are at most maxSubscribers - adminRoom together, and at most
+	// maxPerPrincipal for one, so that no principal can take every stream
+	// (issue 31).
+	adminRoom       = 8
+	maxPerPrincipal = 8
 	// writeTimeout bounds one write to an event stream.
 	writeTimeout = 10 * time.Second
 	// pingEvery is how often an idle event stream gets a comment.
@@ -237,8 +244,10 @@ type Bus struct {
 	ids    atomic.Uint64 // numbers call IDs
 	n      atomic.Int32  // len(subs), read on every call without mu
 
-	mu     sync.Mutex                 // guards subs and closed
+	mu     sync.Mutex                 // guards subs, owned, owners and closed
 	subs   map[*Subscription]struct{} // guarded by mu
+	owned  int                        // guarded by mu: the subscriptions of principals that see only their own calls
+	owners map[string]int             // guarded by mu: those subscriptions by principal
 	closed bool                       // guarded by mu: no new subscriptions
 
 	recentMu sync.Mutex // guards recent and next
@@ -248,7 +257,7 @@ type Bus struct {
 
 // NewBus returns a bus configured by o; nil means the defaults.
 func NewBus(o *Options) *Bus {
-	b := &Bus{buf: defaultBuffer, onDrop: func() {}, idBase: "c-", subs: map[*Subscription]struct{}{}}
+	b := &Bus{owners: map[string]int{}, buf: defaultBuffer, onDrop: func() {}, idBase: "c-", subs: map[*Subscription]struct{}{}}
 	if o != nil {
 		if o.Replica != "" {
 			b.idBase = "c-" + o.Replica + "-"
@@ -322,22 +331,33 @@ func (b *Bus) Unwatch() {
 // Subscribers is the number of open subscriptions.
 func (b *Bus) Subscribers() int { return int(b.n.Load()) }
 
-// Subscribe returns a new subscription to the events f selects, or nil
-// once the bus is closed or holds maxSubscribers (full is then true).
-// The caller ends it with [Bus.Unsubscribe].
-func (b *Bus) Subscribe(f Filter) (s *Subscription, full bool) {
+// Subscribe returns a new subscription to the events f selects; nil and
+// a nil error once the bus is closed, nil and an error saying which bound
+// when the bus holds maxSubscribers, or when f is narrowed to
+// one principal's own calls ([Server.scopeToViewer]) and that principal
+// holds maxPerPrincipal or such principals hold all but adminRoom
+// together. The caller ends it with [Bus.Unsubscribe].
+func (b *Bus) Subscribe(f Filter) (s *Subscription, err error) {
 	s = &Subscription{ch: make(chan Event, b.buf), filter: f}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
-		return nil, false
-	}
-	if len(b.subs) >= maxSubscribers {
-		return nil, true
+	switch {
+	case b.closed:
+		return nil, nil
+	case len(b.subs) >= maxSubscribers:
+		return nil, fmt.Errorf("%d event streams are open, the most toolgate serves; close one or try again later", maxSubscribers)
+	case f.own && b.owners[f.owner] >= maxPerPrincipal:
+		return nil, fmt.Errorf("you have %d event streams open, the most one principal may; close one of yours first", maxPerPrincipal)
+	case f.own && b.owned >= maxSubscribers-adminRoom:
+		return nil, fmt.Errorf("%d event streams of principals are open, the most toolgate serves them (the rest is kept for admins); close one or try again later", b.owned)
 	}
 	b.subs[s] = struct{}{}
+	if f.own {
+		b.owned++
+		b.owners[f.owner]++
+	}
 	b.n.Store(int32(len(b.subs)))
-	return s, false
+	return s, nil
 }
 
 // Unsubscribe ends s unless the bus already has.
@@ -352,6 +372,12 @@ func (b *Bus) remove(s *Subscription) {
 	if _, ok := b.subs[s]; ok {
 		delete(b.subs, s)
 		close(s.ch)
+		if f := &s.filter; f.own {
+			b.owned--
+			if b.owners[f.owner]--; b.owners[f.owner] <= 0 {
+				delete(b.owners, f.owner)
+			}
+		}
 		b.n.Store(int32(len(b.subs)))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -91,8 +92,8 @@ func TestSubscribersCapped(t *testing.T) {
 	t.Cleanup(b.Close) // ends the streams, so that srv.Close returns
 	subs := make([]*Subscription, 0, maxSubscribers)
 	for range maxSubscribers {
-		s, full := b.Subscribe(Filter{})
-		if s == nil || full {
+		s, err := b.Subscribe(Filter{})
+		if s == nil || err != nil {
 			t.Fatalf("subscription %d refused", len(subs)+1)
 		}
 		subs = append(subs, s)
@@ -106,7 +107,7 @@ func TestSubscribersCapped(t *testing.T) {
 		t.Errorf("stream %d = HTTP %d (Retry-After %q), want 503 with Retry-After", maxSubscribers+1, resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	b.Unsubscribe(subs[0])
-	if s, full := b.Subscribe(Filter{}); s == nil || full {
+	if s, err := b.Subscribe(Filter{}); s == nil || err != nil {
 		t.Error("no place after a stream closed")
 	}
 }
@@ -265,5 +266,46 @@ func TestClusterEvents(t *testing.T) {
 	}
 	if recent := b.Recent(&Filter{}); len(recent) != 1 || recent[0].Thread != "abc123" {
 		t.Errorf("Recent() = %+v, want the other replica's call with its label", recent)
+	}
+}
+
+// TestSubscribersPerPrincipal (issue 31): one principal seeing its own
+// calls holds at most maxPerPrincipal streams, such principals together
+// all but adminRoom, and admins (whose filter is not narrowed to their
+// own calls) the rest.
+func TestSubscribersPerPrincipal(t *testing.T) {
+	b := NewBus(nil)
+	t.Cleanup(b.Close)
+	own := func(name string) Filter { return Filter{own: true, owner: name} }
+	var bobs []*Subscription
+	for range maxPerPrincipal {
+		s, err := b.Subscribe(own("bob"))
+		if err != nil {
+			t.Fatalf("bob's stream %d: %v", len(bobs)+1, err)
+		}
+		bobs = append(bobs, s)
+	}
+	if _, err := b.Subscribe(own("bob")); err == nil || !strings.Contains(err.Error(), "one principal") {
+		t.Errorf("bob's stream %d: %v, want refused for one principal's bound", maxPerPrincipal+1, err)
+	}
+	b.Unsubscribe(bobs[0])
+	if _, err := b.Subscribe(own("bob")); err != nil {
+		t.Errorf("bob's stream after closing one: %v", err)
+	}
+	for i := 0; b.owned < maxSubscribers-adminRoom; i++ {
+		if _, err := b.Subscribe(own("p" + strconv.Itoa(i/maxPerPrincipal))); err != nil {
+			t.Fatalf("principal stream %d: %v", b.owned+1, err)
+		}
+	}
+	if _, err := b.Subscribe(own("carol")); err == nil || !strings.Contains(err.Error(), "kept for admins") {
+		t.Errorf("a new principal's stream past %d: %v, want refused, the rest kept for admins", maxSubscribers-adminRoom, err)
+	}
+	for n := range adminRoom {
+		if _, err := b.Subscribe(Filter{}); err != nil {
+			t.Fatalf("admin stream %d with every principal stream taken: %v", n+1, err)
+		}
+	}
+	if _, err := b.Subscribe(Filter{}); err == nil {
+		t.Errorf("admin stream past %d: nil error, want refused", maxSubscribers)
 	}
 }

@@ -24,11 +24,11 @@ func (s *Server) ServeEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	sub, full := s.Bus.Subscribe(f)
+	sub, err := s.Bus.Subscribe(f)
 	switch {
-	case full:
+	case err != nil:
 		w.Header().Set("Retry-After", "10")
-		http.Error(w, fmt.Sprintf("%d event streams are open, the most toolgate serves; close one or try again later", maxSubscribers), http.StatusServiceUnavailable)
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	case sub == nil:
 		http.Error(w, "toolgate is shutting down", http.StatusServiceUnavailable)
