@@ -50,6 +50,9 @@ type GenerateOptions struct {
 type GenerateResult struct {
 	// ID is the provider's ID of the response.
 	ID string
+	// Model is the model that answered (the provider's report, else the
+	// requested one).
+	Model string
 	// Message is the assistant message, its parts and tool calls in the
 	// order the model produced them.
 	Message Message
@@ -112,7 +115,10 @@ func Generate(ctx context.Context, p Provider, req *Request, opts *GenerateOptio
 		return nil, err
 	}
 	a.finish(end.StopReason)
-	res := &GenerateResult{ID: end.ID, Message: a.message(), Usage: end.Usage, StopReason: end.StopReason}
+	res := &GenerateResult{ID: end.ID, Model: end.Model, Message: a.message(), Usage: end.Usage, StopReason: end.StopReason}
+	if res.Model == "" {
+		res.Model = req.Options.Model
+	}
 	if res.Message.Empty() {
 		err := &EmptyResponseError{ID: end.ID, StopReason: end.StopReason}
 		ev.emit(Event{Type: EventError, Err: err})

@@ -20,7 +20,7 @@ var allowed = map[string][]string{
 	"cmd/toolgate":                   {"config", "gateway", "internal/cli", "internal/gcfloor", "internal/oauthclient", "registry"},
 	"cmd/toolgate-agent":             {"agent", "internal/cli"},
 	"internal/cli":                   {"builtin", "config", "gateway", "internal/reload", "internal/textcut"},
-	"agent":                          {"executors", "gateway", "internal/canonjson", "internal/loopguard", "registry", "retry"},
+	"agent":                          {"executors", "gateway", "internal/canonjson", "internal/loopguard", "registry", "retry", "schemas"},
 	"builtin":                        {"registry", "executors", "retry"},
 	"gateway":                        {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/oauthclient", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica", "internal/cluster", "internal/cluster/eventrelay", "gateway/internal/catalogtool", "gateway/internal/events", "gateway/internal/gzipjson"},
 	"gateway/internal/mcpfront":      {"executors", "gateway/internal/continuation", "gateway/internal/idle", "gateway/internal/mcpwire", "gateway/internal/origin", "gateway/internal/reqbody", "gateway/internal/sessionlimit", "gateway/internal/subscriptions", "internal/canonjson", "internal/mcppeer", "internal/principal", "registry", "gateway/internal/replica", "gateway/internal/forward", "threadctx"},
