@@ -319,4 +319,3 @@ func unwrapProvider(err error) error {
 	}
 	return err
 }
-
