@@ -145,7 +145,7 @@ type block struct {
 	done  bool // its block-stop arrived
 	// citations are a text block's citations, as JSON.
 	citations []json.RawMessage
-	fired bool // delivered to OnToolCall
+	fired     bool // delivered to OnToolCall
 }
 
 // assembler merges fragments into blocks. It is used by one goroutine.
