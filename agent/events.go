@@ -146,20 +146,14 @@ func (e *Events) emit(ev Event) {
 	}
 }
 
-// Emitted waits for the next event of type t and returns it, or ctx's
-// error: the awaitable view of one event (a UI waits for
-// EventFinalMessage, a test for EventBlockStop). Call it before the event
-// can happen.
-func (e *Events) Emitted(ctx context.Context, t EventType) (Event, error) {
+// Emitted returns a channel that receives the next event of type t: the
+// awaitable view of one event (a UI waits for EventFinalMessage, a test
+// for EventBlockStop). It subscribes at once, so call it before the event
+// can happen; the subscription ends with that event.
+func (e *Events) Emitted(t EventType) <-chan Event {
 	ch := make(chan Event, 1)
-	s := e.Once(t, func(ev Event) { ch <- ev })
-	select {
-	case ev := <-ch:
-		return ev, nil
-	case <-ctx.Done():
-		e.Off(s)
-		return Event{}, ctx.Err()
-	}
+	e.Once(t, func(ev Event) { ch <- ev })
+	return ch
 }
 
 // All returns the events from now on as an iterator, beside the

@@ -181,7 +181,9 @@ func TestRunnerReturnDirectly(t *testing.T) {
 // a PermissionError, unless the caller lets it go on.
 func TestRunnerPermissionStops(t *testing.T) {
 	denied := &fakeTools{fns: map[string]func(agent.ToolCall) (string, error){
-		"secret": func(agent.ToolCall) (string, error) { return "", errors.New("permission: principal bob may not call secret") },
+		"secret": func(agent.ToolCall) (string, error) {
+			return "", errors.New("permission: principal bob may not call secret")
+		},
 	}}
 	t.Run("stops", func(t *testing.T) {
 		f := newFakeProvider(t, "anthropic", streamed("anthropic", turn{calls: []agent.ToolCall{call("c1", "secret", `{}`)}}))

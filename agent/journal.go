@@ -49,10 +49,15 @@ func (e *JournalError) Unwrap() error { return e.Err }
 type Journal struct {
 	path string
 
-	mu     sync.Mutex // guards f, msgs and synced
+	mu     sync.Mutex // guards f, msgs, synced, held and holding
 	f      *os.File
 	msgs   int // messages the journal's history holds
 	synced int // leading messages of the runner's history the journal holds; -1: unknown
+	// holding is set while a step streams: the results of its calls that
+	// finish before its assistant message is written wait in held.
+	holding bool
+	held    []Message
+	failed  error // a result's write error, returned by the next write
 }
 
 // journalHeader is a journal's first line.
@@ -174,8 +179,56 @@ func (j *Journal) write(v any) error {
 func (j *Journal) add(m Message) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.failed != nil {
+		return j.failed
+	}
 	j.msgs++
 	return j.write(journalRecord{Message: &m})
+}
+
+// hold makes results wait until the step's assistant message is written
+// ([Journal.release]): a call may finish before its stream has ended.
+func (j *Journal) hold() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.holding, j.held = true, nil
+}
+
+// result appends a tool result, or holds it while the step streams.
+func (j *Journal) result(m Message) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.holding {
+		j.held = append(j.held, m)
+		return nil
+	}
+	j.msgs++
+	if err := j.write(journalRecord{Message: &m}); err != nil && j.failed == nil {
+		j.failed = err
+	}
+	return j.failed
+}
+
+// release writes the step's assistant message a, then the results held;
+// a nil a (the step failed) drops them.
+func (j *Journal) release(a *Message) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	held := j.held
+	j.holding, j.held = false, nil
+	if j.failed != nil {
+		return j.failed
+	}
+	if a == nil {
+		return nil
+	}
+	for _, m := range append([]Message{*a}, held...) {
+		j.msgs++
+		if err := j.write(journalRecord{Message: &m}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // replace records a new history.

@@ -133,20 +133,27 @@ func (l *runLoop) step(n int) (*StepResult, error) {
 	if o.PromptCache {
 		req.Cache = CacheHints{System: true, Tools: true, History: len(req.Messages)}
 	}
+	if j := o.Journal; j != nil {
+		j.hold()
+	}
 	s, err := Step(l.ctx, r.p, r.ts, &req, l.stepOpts)
 	if s != nil {
 		l.final = s.Message
+	}
+	if j := o.Journal; j != nil {
+		var a *Message
+		if err == nil {
+			a = &s.Message
+		}
+		if jerr := j.release(a); jerr != nil && err == nil {
+			err = jerr
+		}
 	}
 	if err != nil {
 		if _, truncated := errors.AsType[*TruncatedError](err); !truncated && l.ctx.Err() == nil {
 			err = &providerError{err: err}
 		}
 		return s, err
-	}
-	if j := o.Journal; j != nil {
-		if err := j.add(s.Message); err != nil {
-			return s, err
-		}
 	}
 	return s, nil
 }
@@ -240,7 +247,7 @@ func (l *runLoop) decide(n int, s *StepResult) (bool, error) {
 		return false, nil // the caller added to the conversation: answer it
 	}
 	if again, err := l.checkOutput(s); again || err != nil {
-		return again && err == nil, err
+		return err != nil, err
 	}
 	if ae := o.AutoEnhance; ae != nil && !l.enhanced && (ae.When == nil || ae.When(s)) {
 		l.enhanced = true
@@ -310,7 +317,7 @@ func (r *Runner) stepOptions(ctx context.Context, g *guard, sel *toolSelector) *
 		OnToolResult: func(res ToolResult) {
 			g.done(res)
 			if j := o.Journal; j != nil && ctx.Err() == nil {
-				_ = j.add(ToolMessage(res)) // its error shows at the step's end
+				_ = j.result(ToolMessage(res)) // a write error is returned by the journal's next write
 			}
 			if o.OnToolResult != nil {
 				o.OnToolResult(res)
