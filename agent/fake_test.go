@@ -134,6 +134,8 @@ func (f *fakeProvider) provider() agent.Provider {
 	switch f.kind {
 	case "anthropic":
 		p, err = agent.NewAnthropic(agent.AnthropicOptions{Model: "claude-test", APIKey: "test-key", BaseURL: f.srv.URL})
+	case "responses":
+		p, err = agent.NewOpenAIResponses(agent.OpenAIOptions{Model: "gpt-test", APIKey: "test-key", BaseURL: f.srv.URL + "/v1"})
 	default:
 		p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: "gpt-test", APIKey: "test-key", BaseURL: f.srv.URL + "/v1"})
 	}
@@ -321,6 +323,10 @@ func (f *fakeTools) Calls() []agent.ToolCall {
 }
 
 var providers = []string{"anthropic", "openai"}
+
+// streamFormats are the providers whose recorded stream formats
+// testdata holds: the two above and the OpenAI Responses API.
+var streamFormats = []string{"anthropic", "openai", "responses"}
 
 // noRetry is a retry policy that tries once.
 var noRetry = &retry.Policy{Attempts: 1}

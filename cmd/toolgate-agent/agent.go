@@ -33,7 +33,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fs, c := cli.NewFlags("agent", stderr)
-	provider := fs.String("provider", "", "model `provider`: anthropic or openai")
+	provider := fs.String("provider", "", "model `provider`: anthropic, openai (Chat Completions) or openai-responses (the Responses API)")
 	model := fs.String("model", "", "model `name`")
 	baseURL := fs.String("base-url", "", "the provider API's base `URL` (for compatible or local servers)")
 	mcpURL := fs.String("mcp", "", "use the tools of the MCP server at this streamable HTTP `URL` (instead of --config; for a stdio server, write its command after --)")
@@ -90,8 +90,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		p, err = agent.NewAnthropic(agent.AnthropicOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
 	case "openai":
 		p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
+	case "openai-responses":
+		p, err = agent.NewOpenAIResponses(agent.OpenAIOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
 	default:
-		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("unknown provider %q: use --provider anthropic or --provider openai", *provider)}
+		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("unknown provider %q: use --provider anthropic, openai or openai-responses", *provider)}
 	}
 	if err != nil {
 		return cli.ExitError{Code: 2, Msg: err.Error()}
