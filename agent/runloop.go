@@ -67,13 +67,14 @@ func (l *runLoop) run() (Message, error) {
 		if err != nil {
 			return l.fail(s, err)
 		}
-		if err := l.commit(step, s); err != nil {
+		results, err := l.commit(step, s)
+		if err != nil {
 			return l.fail(nil, err)
 		}
 		if !l.yield(s, nil) {
 			return l.final, ErrStopped
 		}
-		if done, err := l.decide(step, s); done || err != nil {
+		if done, err := l.decide(step, s, results); done || err != nil {
 			if err != nil {
 				return l.fail(nil, err)
 			}
@@ -160,7 +161,7 @@ func (l *runLoop) step(n int) (*StepResult, error) {
 
 // commit waits for the step's results, appends them with its message to
 // the history, and counts its usage.
-func (l *runLoop) commit(n int, s *StepResult) error {
+func (l *runLoop) commit(n int, s *StepResult) ([]ToolResult, error) {
 	if l.o.OnIteration != nil {
 		l.o.OnIteration(n, s)
 	}
@@ -171,7 +172,7 @@ func (l *runLoop) commit(n int, s *StepResult) error {
 		err = l.ctx.Err()
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r := l.r
 	r.mu.Lock()
@@ -194,7 +195,7 @@ func (l *runLoop) commit(n int, s *StepResult) error {
 	}
 	u := s.Usage
 	l.context = u.InputTokens + u.CacheWriteTokens + u.CacheReadTokens + u.OutputTokens
-	return l.count(s.Model, u)
+	return results, l.count(s.Model, u)
 }
 
 // count adds one model call's usage (and cost) to the run's totals.
@@ -215,12 +216,11 @@ func (l *runLoop) count(model string, u Usage) error {
 }
 
 // decide says whether the run ends after step s (and with what error).
-func (l *runLoop) decide(n int, s *StepResult) (bool, error) {
+func (l *runLoop) decide(n int, s *StepResult, results []ToolResult) (bool, error) {
 	o := l.o
 	if l.g.stop != nil {
 		return true, l.g.stop
 	}
-	results, _ := s.ToolResults(l.ctx)
 	if err := permissionStop(results, o.ContinueOnPermission); err != nil {
 		return true, err
 	}
@@ -280,7 +280,10 @@ func permissionStop(results []ToolResult, goOn bool) error {
 		return nil
 	}
 	for _, res := range results {
-		if text := res.Text(); res.IsError && strings.HasPrefix(text, "permission:") {
+		if !res.IsError {
+			continue
+		}
+		if text := res.Text(); strings.HasPrefix(text, "permission:") {
 			return &PermissionError{Tool: res.Name, Message: strings.TrimSpace(strings.TrimPrefix(text, "permission:"))}
 		}
 	}
