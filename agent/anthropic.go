@@ -130,6 +130,8 @@ func (a *Anthropic) Stream(ctx context.Context, req *Request, emit func(Fragment
 				if kinds[ev.Index] == "tool_use" {
 					emit(Fragment{Type: FragToolArgs, Index: i, Text: d.PartialJSON})
 				}
+			case "citations_delta":
+				emit(Fragment{Type: FragCitation, Index: i, Text: d.Citation.RawJSON()})
 			}
 		case "content_block_stop":
 			emit(Fragment{Type: FragBlockStop, Index: int(ev.Index)})
@@ -213,7 +215,33 @@ func (a *Anthropic) params(req *Request) (anthropic.MessageNewParams, error) {
 	if o.ThinkingBudget > 0 {
 		p.Thinking = anthropic.ThinkingConfigParamOfEnabled(o.ThinkingBudget)
 	}
+	if o.TopP != nil {
+		p.TopP = anthropic.Float(*o.TopP)
+	}
+	if o.TopK != nil {
+		p.TopK = anthropic.Int(*o.TopK)
+	}
+	p.StopSequences = o.StopSequences
+	if o.User != "" {
+		p.Metadata.UserID = anthropic.String(o.User)
+	}
+	switch o.ToolChoice.Mode {
+	case ToolChoiceNone:
+		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
+	case ToolChoiceRequired:
+		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}
+	case ToolChoiceTool:
+		p.ToolChoice = anthropic.ToolChoiceParamOfTool(o.ToolChoice.Name)
+	}
 	system := req.System
+	if req.Output != nil {
+		// The Messages API has no schema-constrained output here: the
+		// model is told the schema, and the Runner validates the answer.
+		if system != "" {
+			system += "\n\n"
+		}
+		system += "Your final answer must be only a JSON value matching this JSON Schema, with no other text:\n" + string(req.Output.Schema)
+	}
 	msgs, sys := AnthropicMessages(req.Messages)
 	if sys != "" {
 		if system != "" {
@@ -223,8 +251,14 @@ func (a *Anthropic) params(req *Request) (anthropic.MessageNewParams, error) {
 	}
 	if system != "" {
 		p.System = []anthropic.TextBlockParam{{Text: system}}
+		if req.Cache.System {
+			p.System[0].CacheControl = anthropic.NewCacheControlEphemeralParam()
+		}
 	}
 	p.Messages = msgs
+	if k := req.Cache.History; k > 0 && k <= len(req.Messages) {
+		cacheHistory(p.Messages, req.Messages[:k])
+	}
 	for _, t := range req.Tools {
 		tp, err := anthropicTool(t)
 		if err != nil {
@@ -232,7 +266,28 @@ func (a *Anthropic) params(req *Request) (anthropic.MessageNewParams, error) {
 		}
 		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
 	}
+	if n := len(p.Tools); n > 0 && req.Cache.Tools {
+		p.Tools[n-1].OfTool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+	}
 	return p, nil
+}
+
+// cacheHistory puts a cache breakpoint on the last block of prefix (the
+// stable start of the history) in msgs, the whole history's conversion:
+// the blocks of prefix come first in msgs, in the same places.
+func cacheHistory(msgs []anthropic.MessageParam, prefix []Message) {
+	pm, _ := AnthropicMessages(prefix)
+	if len(pm) == 0 || len(pm) > len(msgs) {
+		return
+	}
+	wi := len(pm) - 1
+	bi := len(pm[wi].Content) - 1
+	if bi < 0 || bi >= len(msgs[wi].Content) {
+		return
+	}
+	if cc := msgs[wi].Content[bi].GetCacheControl(); cc != nil {
+		*cc = anthropic.NewCacheControlEphemeralParam()
+	}
 }
 
 // anthropicTool converts a tool spec; the schema's properties and required

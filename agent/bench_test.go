@@ -90,7 +90,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 		const steps = 10
 		for b.Loop() {
 			r := agent.NewRunner(p, noopTools{}, agent.Params{Messages: []agent.Message{agent.UserText("go")}},
-				&agent.RunnerOptions{MaxIterations: steps, LoopGuard: agent.LoopGuard{Threshold: -1}})
+				&agent.RunnerOptions{MaxIterations: steps, MaxIterationsIsError: true, LoopGuard: agent.LoopGuard{Threshold: -1}})
 			if _, err := r.RunUntilDone(b.Context()); err == nil {
 				b.Fatal("want the iteration cap")
 			}

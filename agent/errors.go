@@ -95,3 +95,37 @@ type LoopError struct {
 func (e *LoopError) Error() string {
 	return fmt.Sprintf("loop guard: the model called %q with the same arguments %d times in a row", e.Tool, e.Count)
 }
+
+// UnsupportedError reports a request option a provider does not have.
+type UnsupportedError struct {
+	Provider, Option string
+}
+
+// Error names the option and the provider.
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("%s: %s is not supported by this provider; leave it unset", e.Provider, e.Option)
+}
+
+// PermissionError reports a run stopped because a tool answered with a
+// permission-class error ("permission: ..."): going on would only repeat
+// calls the caller may not make. Set [RunnerOptions.ContinueOnPermission]
+// to let the model see it and go on instead.
+type PermissionError struct {
+	Tool    string
+	Message string
+}
+
+// Error names the tool and what it said.
+func (e *PermissionError) Error() string {
+	return fmt.Sprintf("stopped: the tool %q refused the call for lack of permission (%s); grant it or set ContinueOnPermission", e.Tool, e.Message)
+}
+
+// UnknownPriceError reports a step whose model has no entry in
+// [RunnerOptions.Prices] (and the table has no "" fallback entry), so its
+// cost cannot be counted.
+type UnknownPriceError struct{ Model string }
+
+// Error names the model.
+func (e *UnknownPriceError) Error() string {
+	return fmt.Sprintf("no price for the model %q in the price table; add it, or a \"\" entry as the default", e.Model)
+}

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"iter"
 	"slices"
 	"sync"
 )
@@ -11,6 +13,10 @@ type EventType string
 // The stream events, in the order a stream may emit them.
 const (
 	EventConnect      EventType = "connect"       // the model call is about to be made
+	EventBlockStart   EventType = "block_start"   // Block: block Index of this kind started
+	EventDelta        EventType = "delta"         // Block and Delta: any block's new text, thinking or argument JSON
+	EventCitation     EventType = "citation"      // Citation: a citation of text block Index
+	EventBlockStop    EventType = "block_stop"    // Block: block Index is complete (after its content_block event)
 	EventText         EventType = "text"          // Delta and Snapshot of text block Index
 	EventThinking     EventType = "thinking"      // Delta and Snapshot of thinking block Index
 	EventSignature    EventType = "signature"     // Signature of thinking block Index, complete
@@ -45,7 +51,16 @@ type Event struct {
 	Message *Message
 	// Err is the failure (EventError, EventAbort).
 	Err error
+	// Block is the kind of block Index: "text", "thinking",
+	// "redacted_thinking" or "tool_call" (EventBlockStart, EventDelta,
+	// EventBlockStop).
+	Block string
+	// Citation is the provider's citation object as JSON (EventCitation).
+	Citation []byte
 }
+
+// EventAll subscribes a handler to every event type ([Events.On]).
+const EventAll EventType = "*"
 
 // Subscription identifies one handler of [Events]; pass it to
 // [Events.Off].
@@ -99,7 +114,7 @@ func (e *Events) has(t EventType) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, h := range e.handlers {
-		if h.typ == t {
+		if h.typ == t || h.typ == EventAll {
 			return true
 		}
 	}
@@ -115,7 +130,7 @@ func (e *Events) emit(ev Event) {
 	var fns []func(Event)
 	kept := e.handlers[:0]
 	for _, h := range e.handlers {
-		if h.typ == ev.Type {
+		if h.typ == ev.Type || h.typ == EventAll {
 			fns = append(fns, h.fn)
 			if h.once {
 				continue
@@ -129,4 +144,63 @@ func (e *Events) emit(ev Event) {
 	for _, fn := range fns {
 		fn(ev)
 	}
+}
+
+// Emitted returns a channel that receives the next event of type t: the
+// awaitable view of one event (a UI waits for EventFinalMessage, a test
+// for EventBlockStop). It subscribes at once, so call it before the event
+// can happen; the subscription ends with that event.
+func (e *Events) Emitted(t EventType) <-chan Event {
+	ch := make(chan Event, 1)
+	e.Once(t, func(ev Event) { ch <- ev })
+	return ch
+}
+
+// All returns the events from now on as an iterator, beside the
+// callbacks: every event, in order, until the consumer stops or ctx ends.
+// Events are queued without bound while the consumer is behind, so the
+// stream never waits for it.
+func (e *Events) All(ctx context.Context) iter.Seq[Event] {
+	q := &eventQueue{ready: make(chan struct{}, 1)}
+	s := e.On(EventAll, q.push)
+	return func(yield func(Event) bool) {
+		defer e.Off(s)
+		for {
+			for _, ev := range q.take() {
+				if !yield(ev) {
+					return
+				}
+			}
+			select {
+			case <-q.ready:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// eventQueue is the unbounded queue behind [Events.All].
+type eventQueue struct {
+	mu    sync.Mutex // guards evs
+	evs   []Event
+	ready chan struct{} // holds a token while evs may be non-empty
+}
+
+func (q *eventQueue) push(ev Event) {
+	q.mu.Lock()
+	q.evs = append(q.evs, ev)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (q *eventQueue) take() []Event {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	evs := q.evs
+	q.evs = nil
+	return evs
 }

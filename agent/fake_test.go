@@ -134,6 +134,8 @@ func (f *fakeProvider) provider() agent.Provider {
 	switch f.kind {
 	case "anthropic":
 		p, err = agent.NewAnthropic(agent.AnthropicOptions{Model: "claude-test", APIKey: "test-key", BaseURL: f.srv.URL})
+	case "responses":
+		p, err = agent.NewOpenAIResponses(agent.OpenAIOptions{Model: "gpt-test", APIKey: "test-key", BaseURL: f.srv.URL + "/v1"})
 	default:
 		p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: "gpt-test", APIKey: "test-key", BaseURL: f.srv.URL + "/v1"})
 	}
@@ -157,6 +159,21 @@ func script(t *testing.T, kind, name string) reply {
 type turn struct {
 	text  string
 	calls []agent.ToolCall
+	// stop overrides the stop reason (the provider's own word).
+	stop string
+	// in, cacheRead and out override the usage (100, 0, 20).
+	in, cacheRead, out int
+}
+
+func (tr turn) usage() (in, cacheRead, out int) {
+	in, out = 100, 20
+	if tr.in > 0 {
+		in = tr.in
+	}
+	if tr.out > 0 {
+		out = tr.out
+	}
+	return in, tr.cacheRead, out
 }
 
 // streamed renders tr in kind's wire format, each call's arguments in two
@@ -183,9 +200,10 @@ func halves(s string) (string, string) { return s[:len(s)/2], s[len(s)/2:] }
 
 func anthropicSSE(tr turn) string {
 	var b strings.Builder
+	in, cacheRead, out := tr.usage()
 	sseEvent(&b, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": "msg_test", "type": "message", "role": "assistant", "model": "claude-test", "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 100, "output_tokens": 1}}})
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": in, "output_tokens": 1, "cache_read_input_tokens": cacheRead}}})
 	i := 0
 	if tr.text != "" {
 		sseEvent(&b, "content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
@@ -209,7 +227,10 @@ func anthropicSSE(tr turn) string {
 	if len(tr.calls) > 0 {
 		stop = "tool_use"
 	}
-	sseEvent(&b, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 20}})
+	if tr.stop != "" {
+		stop = tr.stop
+	}
+	sseEvent(&b, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": out}})
 	sseEvent(&b, "message_stop", map[string]any{"type": "message_stop"})
 	return b.String()
 }
@@ -237,9 +258,14 @@ func openaiSSE(tr turn) string {
 	if len(tr.calls) > 0 {
 		finish = "tool_calls"
 	}
+	if tr.stop != "" {
+		finish = tr.stop
+	}
+	in, cacheRead, out := tr.usage()
 	sseEvent(&b, "", openaiChunk(map[string]any{}, finish))
 	sseEvent(&b, "", map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1700000000, "model": "gpt-test", "choices": []any{},
-		"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+		"usage": map[string]any{"prompt_tokens": in + cacheRead, "completion_tokens": out, "total_tokens": in + cacheRead + out,
+			"prompt_tokens_details": map[string]any{"cached_tokens": cacheRead}}})
 	b.WriteString("data: [DONE]\n\n")
 	return b.String()
 }
@@ -248,6 +274,8 @@ func openaiSSE(tr turn) string {
 // call and returns its text (an error makes an isError result).
 type fakeTools struct {
 	fns map[string]func(c agent.ToolCall) (string, error)
+	// ctxFns are tools that see the call's context.
+	ctxFns map[string]func(ctx context.Context) (string, error)
 
 	mu    sync.Mutex // guards calls
 	calls []agent.ToolCall
@@ -255,6 +283,9 @@ type fakeTools struct {
 
 func (f *fakeTools) Tools(ctx context.Context) ([]agent.ToolSpec, error) {
 	var out []agent.ToolSpec
+	for name := range f.ctxFns {
+		out = append(out, agent.ToolSpec{Name: name, Description: "test tool " + name, InputSchema: json.RawMessage(`{"type":"object"}`)})
+	}
 	for name := range f.fns {
 		out = append(out, agent.ToolSpec{Name: name, Description: "test tool " + name, InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
@@ -266,6 +297,13 @@ func (f *fakeTools) Call(ctx context.Context, c agent.ToolCall) (agent.ToolResul
 	f.mu.Lock()
 	f.calls = append(f.calls, c)
 	f.mu.Unlock()
+	if fn, ok := f.ctxFns[c.Name]; ok {
+		s, err := fn(ctx)
+		if err != nil {
+			return agent.ToolResult{}, err
+		}
+		return agent.ToolResult{Content: []agent.Part{agent.Text(s)}}, nil
+	}
 	fn, ok := f.fns[c.Name]
 	if !ok {
 		return agent.ToolResult{}, fmt.Errorf("unknown tool %q", c.Name)
@@ -285,6 +323,10 @@ func (f *fakeTools) Calls() []agent.ToolCall {
 }
 
 var providers = []string{"anthropic", "openai"}
+
+// streamFormats are the providers whose recorded stream formats
+// testdata holds: the two above and the OpenAI Responses API.
+var streamFormats = []string{"anthropic", "openai", "responses"}
 
 // noRetry is a retry policy that tries once.
 var noRetry = &retry.Policy{Attempts: 1}

@@ -50,6 +50,9 @@ type GenerateOptions struct {
 type GenerateResult struct {
 	// ID is the provider's ID of the response.
 	ID string
+	// Model is the model that answered (the provider's report, else the
+	// requested one).
+	Model string
 	// Message is the assistant message, its parts and tool calls in the
 	// order the model produced them.
 	Message Message
@@ -112,7 +115,10 @@ func Generate(ctx context.Context, p Provider, req *Request, opts *GenerateOptio
 		return nil, err
 	}
 	a.finish(end.StopReason)
-	res := &GenerateResult{ID: end.ID, Message: a.message(), Usage: end.Usage, StopReason: end.StopReason}
+	res := &GenerateResult{ID: end.ID, Model: end.Model, Message: a.message(), Usage: end.Usage, StopReason: end.StopReason}
+	if res.Model == "" {
+		res.Model = req.Options.Model
+	}
 	if res.Message.Empty() {
 		err := &EmptyResponseError{ID: end.ID, StopReason: end.StopReason}
 		ev.emit(Event{Type: EventError, Err: err})
@@ -137,7 +143,9 @@ type block struct {
 	id    string
 	name  string
 	done  bool // its block-stop arrived
-	fired bool // delivered to OnToolCall
+	// citations are a text block's citations, as JSON.
+	citations []json.RawMessage
+	fired     bool // delivered to OnToolCall
 }
 
 // assembler merges fragments into blocks. It is used by one goroutine.
@@ -161,6 +169,9 @@ func (a *assembler) get(i int, typ FragmentType) *block {
 	b := &block{typ: typ, index: i}
 	a.byIndex[i] = b
 	a.blocks = append(a.blocks, b)
+	if a.ev.has(EventBlockStart) {
+		a.ev.emit(Event{Type: EventBlockStart, Index: i, Block: string(typ)})
+	}
 	return b
 }
 
@@ -178,6 +189,13 @@ func (a *assembler) add(f Fragment) {
 		}
 		if a.ev.has(t) {
 			a.ev.emit(Event{Type: t, Index: f.Index, Delta: f.Text, Snapshot: b.text.String()})
+		}
+		a.delta(b, f.Text)
+	case FragCitation:
+		b := a.get(f.Index, FragText)
+		b.citations = append(b.citations, json.RawMessage(f.Text))
+		if a.ev.has(EventCitation) {
+			a.ev.emit(Event{Type: EventCitation, Index: f.Index, Block: string(b.typ), Citation: []byte(f.Text)})
 		}
 	case FragSignature:
 		a.get(f.Index, FragThinking).sig.WriteString(f.Text)
@@ -197,6 +215,7 @@ func (a *assembler) add(f Fragment) {
 			s := b.text.String()
 			a.ev.emit(Event{Type: EventToolInput, Index: f.Index, Delta: f.Text, Snapshot: s, Parsed: parsePartial(s)})
 		}
+		a.delta(b, f.Text)
 		if !b.fired && closesJSON(f.Text) && json.Valid([]byte(b.text.String())) {
 			a.fire(b)
 		}
@@ -213,6 +232,13 @@ func (a *assembler) add(f Fragment) {
 	}
 }
 
+// delta emits the generic delta event of block b.
+func (a *assembler) delta(b *block, d string) {
+	if a.ev.has(EventDelta) {
+		a.ev.emit(Event{Type: EventDelta, Index: b.index, Block: string(b.typ), Delta: d})
+	}
+}
+
 // completed emits the content-block events of b.
 func (a *assembler) completed(b *block) {
 	if a.ev == nil {
@@ -221,13 +247,14 @@ func (a *assembler) completed(b *block) {
 	if b.typ == FragToolCall {
 		c := b.call()
 		a.ev.emit(Event{Type: EventContentBlock, Index: b.index, ToolCall: &c})
-		return
+	} else {
+		p := b.part()
+		if b.typ == FragThinking && p.Signature != "" {
+			a.ev.emit(Event{Type: EventSignature, Index: b.index, Signature: p.Signature})
+		}
+		a.ev.emit(Event{Type: EventContentBlock, Index: b.index, Part: &p})
 	}
-	p := b.part()
-	if b.typ == FragThinking && p.Signature != "" {
-		a.ev.emit(Event{Type: EventSignature, Index: b.index, Signature: p.Signature})
-	}
-	a.ev.emit(Event{Type: EventContentBlock, Index: b.index, Part: &p})
+	a.ev.emit(Event{Type: EventBlockStop, Index: b.index, Block: string(b.typ)})
 }
 
 func (a *assembler) fire(b *block) {
@@ -285,7 +312,7 @@ func (b *block) part() Part {
 	case FragRedacted:
 		return Part{Type: PartThinking, Redacted: b.text.String()}
 	}
-	return Part{Type: PartText, Text: b.text.String()}
+	return Part{Type: PartText, Text: b.text.String(), Citations: b.citations}
 }
 
 // closesJSON reports whether s ends (trailing space aside) with a closing

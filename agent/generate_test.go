@@ -90,7 +90,7 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 	}
-	for _, kind := range providers {
+	for _, kind := range streamFormats {
 		for _, tc := range tests {
 			t.Run(kind+"/"+tc.name, func(t *testing.T) {
 				f := newFakeProvider(t, kind, script(t, kind, tc.script))
@@ -177,7 +177,7 @@ func TestGenerateKeepsTheThinkingSignature(t *testing.T) {
 }
 
 func TestGenerateParallelToolCallsInterleaved(t *testing.T) {
-	for _, kind := range providers {
+	for _, kind := range streamFormats {
 		t.Run(kind, func(t *testing.T) {
 			f := newFakeProvider(t, kind, script(t, kind, "parallel_tools"))
 			release := f.barrier("A started")
@@ -215,7 +215,7 @@ func TestGenerateParallelToolCallsInterleaved(t *testing.T) {
 }
 
 func TestGenerateRetriesRateLimitHonouringRetryAfter(t *testing.T) {
-	for _, kind := range providers {
+	for _, kind := range streamFormats {
 		t.Run(kind, func(t *testing.T) {
 			limited := reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "1"},
 				body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`}
@@ -253,7 +253,7 @@ func TestGenerateClassifiesProviderErrors(t *testing.T) {
 		{http.StatusUnauthorized, retry.Permission},
 		{http.StatusBadRequest, retry.Validation},
 	}
-	for _, kind := range providers {
+	for _, kind := range streamFormats {
 		for _, tc := range tests {
 			t.Run(kind+"/"+http.StatusText(tc.status), func(t *testing.T) {
 				f := newFakeProvider(t, kind, reply{status: tc.status, body: `{"type":"error","error":{"type":"x","message":"no"}}`})

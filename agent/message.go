@@ -45,6 +45,9 @@ type Part struct {
 	URL string `json:"url,omitempty"`
 	// JSON is the value of a JSON part.
 	JSON json.RawMessage `json:"json,omitempty"`
+	// Citations are the provider's citations of a text part, each its
+	// citation object as JSON.
+	Citations []json.RawMessage `json:"citations,omitempty"`
 }
 
 // Text returns a text part.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,9 +82,16 @@ const (
 	openaiFirstToolBlock = 2
 )
 
+// MaxTools implements [ToolLimiter]: Chat Completions takes at most 128
+// tools.
+func (p *OpenAI) MaxTools() int { return 128 }
+
 // Stream implements [Provider].
 func (p *OpenAI) Stream(ctx context.Context, req *Request, emit func(Fragment)) (*StreamEnd, error) {
-	params := p.params(req)
+	params, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
 	w := newIdleWatch(p.idle)
 	stream := p.client.Chat.Completions.NewStreaming(ctx, params, option.WithMiddleware(w.middleware))
 	defer stream.Close()
@@ -96,7 +104,8 @@ func (p *OpenAI) Stream(ctx context.Context, req *Request, emit func(Fragment)) 
 			end.ID, end.Model = ch.ID, ch.Model
 		}
 		if u := ch.Usage; u.TotalTokens > 0 || u.PromptTokens > 0 {
-			end.Usage = Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, CacheReadTokens: u.PromptTokensDetails.CachedTokens}
+			cached := u.PromptTokensDetails.CachedTokens // OpenAI caches by itself
+			end.Usage = Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadTokens: cached}
 		}
 		for _, c := range ch.Choices {
 			if c.Index != 0 {
@@ -189,9 +198,36 @@ func openaiError(ctx context.Context, err error) error {
 	return transportError(ctx, "openai", err)
 }
 
-func (p *OpenAI) params(req *Request) openai.ChatCompletionNewParams {
+func (p *OpenAI) params(req *Request) (openai.ChatCompletionNewParams, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(p.model), Messages: OpenAIMessages(req.System, req.Messages)}
 	o := req.Options
+	if o.TopK != nil {
+		return params, &UnsupportedError{Provider: "openai", Option: "top_k"}
+	}
+	if o.TopP != nil {
+		params.TopP = openai.Float(*o.TopP)
+	}
+	if len(o.StopSequences) > 0 {
+		params.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: o.StopSequences}
+	}
+	if o.User != "" {
+		params.User = openai.String(o.User)
+	}
+	switch o.ToolChoice.Mode {
+	case ToolChoiceNone, ToolChoiceRequired, ToolChoiceAuto:
+		params.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(string(o.ToolChoice.Mode))}
+	case ToolChoiceTool:
+		params.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: o.ToolChoice.Name})
+	}
+	if req.Output != nil {
+		var schema map[string]any
+		if err := json.Unmarshal(req.Output.Schema, &schema); err != nil {
+			return params, fmt.Errorf("openai: the output schema is not a JSON object: %w", err)
+		}
+		name := cmp.Or(req.Output.Name, "answer")
+		params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: name, Schema: schema}}}
+	}
 	if o.Model != "" {
 		params.Model = shared.ChatModel(o.Model)
 	}
@@ -217,7 +253,7 @@ func (p *OpenAI) params(req *Request) openai.ChatCompletionNewParams {
 		fd.Parameters = schema
 		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fd))
 	}
-	return params
+	return params, nil
 }
 
 // OpenAIMessages converts a system prompt and a history to Chat

@@ -30,6 +30,47 @@ type Request struct {
 	Messages []Message
 	// Options are the model's settings for this call.
 	Options ModelOptions
+	// Output, when not nil, is the JSON Schema the final answer must
+	// match (structured output): OpenAI enforces it with response_format,
+	// Anthropic is told it in the system prompt; [Runner] validates it.
+	Output *OutputSchema
+	// Cache says where to put prompt-cache breakpoints (Anthropic's
+	// cache_control; OpenAI caches by itself and reports it in Usage).
+	Cache CacheHints
+}
+
+// OutputSchema is a JSON Schema the final answer must match.
+type OutputSchema struct {
+	// Name names the schema for the provider ("answer" when empty).
+	Name string
+	// Schema is the JSON Schema document.
+	Schema json.RawMessage
+}
+
+// CacheHints place prompt-cache breakpoints: after the system prompt,
+// after the tools, and after the first History messages (the prefix that
+// stays the same from one step to the next). The zero value places none.
+type CacheHints struct {
+	System, Tools bool
+	History       int
+}
+
+// ToolChoiceMode says whether and which tool the model must call.
+type ToolChoiceMode string
+
+// The tool choices.
+const (
+	ToolChoiceAuto     ToolChoiceMode = "auto"     // the model decides (the default)
+	ToolChoiceNone     ToolChoiceMode = "none"     // no tool call
+	ToolChoiceRequired ToolChoiceMode = "required" // at least one tool call
+	ToolChoiceTool     ToolChoiceMode = "tool"     // a call of ToolChoice.Name
+)
+
+// ToolChoice constrains the model's tool calls; the zero value is auto.
+type ToolChoice struct {
+	Mode ToolChoiceMode
+	// Name is the tool to call, for ToolChoiceTool.
+	Name string
 }
 
 // ModelOptions are the settings of a model call. A zero field means the
@@ -45,6 +86,18 @@ type ModelOptions struct {
 	// ThinkingBudget, when positive, turns on extended thinking with this
 	// many tokens (Anthropic; it must be below MaxTokens).
 	ThinkingBudget int64
+	// TopP, when not nil, sets nucleus sampling.
+	TopP *float64
+	// TopK, when not nil, samples from the K likeliest tokens (Anthropic
+	// and Gemini; OpenAI has none: an *[UnsupportedError]).
+	TopK *int64
+	// StopSequences end the output where one of them appears.
+	StopSequences []string
+	// ToolChoice constrains the tool calls; the zero value is auto.
+	ToolChoice ToolChoice
+	// User identifies the end user to the provider (Anthropic's
+	// metadata.user_id, OpenAI's user), for abuse monitoring.
+	User string
 }
 
 // ToolSpec describes a tool to the model.
@@ -76,6 +129,9 @@ const (
 	FragToolArgs FragmentType = "tool_args"
 	// FragBlockStop says block Index is complete.
 	FragBlockStop FragmentType = "block_stop"
+	// FragCitation is a citation of text block Index (Text holds the
+	// provider's citation object as JSON).
+	FragCitation FragmentType = "citation"
 )
 
 // Fragment is one raw piece of a streamed response, as the provider sent
@@ -115,12 +171,21 @@ func (r StopReason) Truncated() bool {
 	return r == StopLength || r == StopRefusal || r == StopFiltered
 }
 
-// Usage counts the tokens of a call.
+// Usage counts the tokens of a call, or of a run ([Runner.Outcome]).
+// InputTokens counts the input not read from the cache, for every
+// provider (OpenAI's prompt_tokens minus its cached_tokens), so that no
+// token is counted twice.
 type Usage struct {
 	InputTokens      int64 `json:"input_tokens"`
 	OutputTokens     int64 `json:"output_tokens"`
 	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + v.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens}
 }
 
 // Total returns every token counted.

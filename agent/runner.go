@@ -6,6 +6,7 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/toolgate/toolgate/retry"
 )
@@ -50,9 +51,12 @@ type AutoEnhance struct {
 // RunnerOptions configure a [Runner]. The zero value (or nil) works.
 type RunnerOptions struct {
 	// MaxIterations caps the steps of a run; zero means
-	// [DefaultMaxIterations]. Reaching it ends the run with a
-	// *[MaxIterationsError], the history so far kept.
-	MaxIterations int
+	// [DefaultMaxIterations]. Reaching it ends the run normally, the
+	// history so far kept, with [EndMaxIterations] as its
+	// [Outcome.Reason] (the SDKs' behaviour); MaxIterationsIsError makes it
+	// end with a *[MaxIterationsError] instead.
+	MaxIterations        int
+	MaxIterationsIsError bool
 	// MaxConsecutiveToolFailures ends the run with a *[ToolFailuresError]
 	// after that many steps in a row whose results include an error;
 	// zero means [DefaultMaxConsecutiveToolFailures], negative no limit.
@@ -68,12 +72,58 @@ type RunnerOptions struct {
 	// may change (system prompt, tools, model options) for this step
 	// only; an error ends the run with it.
 	PrepareStep func(ctx context.Context, step int, req *Request) error
-	// CompactAt is the token count (input and output of the last step)
-	// at or above which Compact is called; zero means never.
+	// CompactAt is the context size in tokens (the last step's input,
+	// cache writes, cache reads and output) at or above which Compact is
+	// called; zero means never.
 	CompactAt int64
 	// Compact, when not nil, may replace the history (a summary of it,
-	// say) once a step's usage reaches CompactAt; its error ends the run.
+	// say) once a step's context reaches CompactAt; its error ends the
+	// run. It is the hook for custom strategies; [Compaction] is the
+	// built-in summariser.
 	Compact func(ctx context.Context, history []Message, usage Usage) ([]Message, error)
+	// Compaction, when not nil, is the built-in summariser: past its
+	// threshold the model summarises the history, which the summary then
+	// replaces. It is used when Compact is nil.
+	Compaction *Compaction
+	// StopWhen ends the run normally after the first step that meets one
+	// of its conditions ([MaxTokens], [MaxCost], [HasToolCall],
+	// [FinishReasonIs], or the caller's own).
+	StopWhen []StopCondition
+	// Prices, when not nil, prices each step by its model, for
+	// [Outcome.Cost] and [MaxCost]; a step whose model it does not price
+	// ends the run with an *[UnknownPriceError].
+	Prices Prices
+	// ToolTimeout bounds each tool call (zero: none); ToolTimeouts bounds
+	// the tools it names instead. A call past it is answered with an
+	// isError result of class timeout.
+	ToolTimeout  time.Duration
+	ToolTimeouts map[string]time.Duration
+	// ReturnDirectly names tools whose successful result ends the run
+	// ([EndReturnDirectly]; the result is in [Outcome.Result]) instead
+	// of going back to the model.
+	ReturnDirectly []string
+	// ContinueOnPermission lets a run go on after a tool answered with a
+	// permission-class error; by default the run ends with a
+	// *[PermissionError] after that step.
+	ContinueOnPermission bool
+	// RepairToolCall, when not nil, gets one chance to fix a call whose
+	// arguments are malformed or break its input schema before it is
+	// answered with an isError result; [ModelRepair] asks the model.
+	RepairToolCall RepairFunc
+	// Output, when not nil, is the JSON Schema the final answer must
+	// match: it is sent to the provider, the answer is validated, and a
+	// violating one gets one repair round; [Outcome.Output] holds it.
+	Output *OutputSchema
+	// PromptCache places prompt-cache breakpoints (Anthropic) on the
+	// system prompt, the tools and the history so far, at each step.
+	PromptCache bool
+	// MaxTools caps the tools sent per request; zero means the
+	// provider's own cap when it has one ([ToolLimiter]). Past it, the
+	// model is offered a tool-search tool and the most relevant tools.
+	MaxTools int
+	// Journal, when not nil, records the history as it is committed, so
+	// that a run can be resumed from it ([OpenJournal]).
+	Journal *Journal
 	// OnIteration, when not nil, is called after each step's model call
 	// with the step's number and result.
 	OnIteration func(step int, s *StepResult)
@@ -106,13 +156,14 @@ type Runner struct {
 	ts   Toolset
 	opts RunnerOptions
 
-	mu       sync.Mutex // guards params, mutated, consumed, final and err
+	mu       sync.Mutex // guards params, mutated, consumed, final, err, done and outcome
 	params   Params
 	mutated  bool // the params changed since the current step started
 	consumed bool
 	final    Message
 	err      error
 	done     chan struct{} // closed when the run ends
+	outcome  Outcome
 }
 
 // NewRunner returns a runner that drives p through the tools of ts (nil
@@ -184,9 +235,41 @@ func (r *Runner) Steps(ctx context.Context) iter.Seq2[*StepResult, error] {
 		final, err := r.loop(ctx, yield)
 		r.mu.Lock()
 		r.final, r.err = final, err
+		if err != nil {
+			r.outcome.Reason = EndError
+		}
+		done := r.done
+		if rerunnable(err) {
+			// The seed's and the SDK's rule: a provider's failure leaves
+			// the runner usable; the next Steps goes on from the history.
+			r.consumed = false
+			r.done = make(chan struct{})
+		}
 		r.mu.Unlock()
-		close(r.done)
+		close(done)
 	}
+}
+
+// rerunnable reports whether err, which ended a run, came from the model
+// call: the run may then be run again from its history.
+func rerunnable(err error) bool {
+	var pe *providerError
+	return errors.As(err, &pe)
+}
+
+// providerError marks an error of a step's model call inside the loop; the
+// runner unwraps it before returning it.
+type providerError struct{ err error }
+
+func (e *providerError) Error() string { return e.err.Error() }
+func (e *providerError) Unwrap() error { return e.err }
+
+// Outcome returns why the run ended (EndRunning while it runs) and its
+// totals so far.
+func (r *Runner) Outcome() Outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.outcome
 }
 
 // RunUntilDone runs the loop to its end, unless someone already consumes
@@ -208,162 +291,31 @@ func (r *Runner) RunUntilDone(ctx context.Context) (Message, error) {
 // else the error ([MaxIterationsError], [ToolFailuresError], [LoopError],
 // [TruncatedError], a provider's error, ctx's error, [ErrStopped]).
 func (r *Runner) Done(ctx context.Context) (Message, error) {
+	r.mu.Lock()
+	done := r.done
+	if !r.consumed && r.err != nil {
+		// Ended by a provider's error and runnable again: that run is done.
+		defer r.mu.Unlock()
+		return r.final, unwrapProvider(r.err)
+	}
+	r.mu.Unlock()
 	select {
-	case <-r.done:
+	case <-done:
 	default:
 		select {
-		case <-r.done:
+		case <-done:
 		case <-ctx.Done():
 			return Message{}, ctx.Err()
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.final, r.err
+	return r.final, unwrapProvider(r.err)
 }
 
-// loop runs the steps and returns the final message and what ended the run.
-func (r *Runner) loop(ctx context.Context, yield func(*StepResult, error) bool) (final Message, err error) {
-	o := &r.opts
-	maxIter := o.MaxIterations
-	if maxIter <= 0 {
-		maxIter = DefaultMaxIterations
+func unwrapProvider(err error) error {
+	if pe, ok := err.(*providerError); ok {
+		return pe.err
 	}
-	maxFail := o.MaxConsecutiveToolFailures
-	if maxFail == 0 {
-		maxFail = DefaultMaxConsecutiveToolFailures
-	}
-	g := newGuard(o.LoopGuard)
-	stepOpts := &StepOptions{
-		Generate: GenerateOptions{
-			OnPart:     o.OnPart,
-			OnToolCall: o.OnToolCall,
-			Events:     o.Events,
-			Retry:      o.Retry,
-		},
-		OnToolResult: func(res ToolResult) {
-			g.done(res)
-			if o.OnToolResult != nil {
-				o.OnToolResult(res)
-			}
-		},
-		OnToolState: o.OnToolState,
-		MaxParallel: o.MaxParallel,
-		Before: func(ctx context.Context, c ToolCall) (ToolCall, *ToolResult) {
-			name, res := g.resolve(c.Name)
-			if res != nil {
-				return c, res
-			}
-			c.Name = name
-			return c, g.check(ctx, c)
-		},
-	}
-	fail := func(s *StepResult, err error) (Message, error) {
-		yield(s, err)
-		return final, err
-	}
-	failures := 0
-	enhanced := false
-	for step := 1; ; step++ {
-		if step > maxIter {
-			return fail(nil, &MaxIterationsError{Max: maxIter})
-		}
-		r.mu.Lock()
-		r.mutated = false
-		req := Request{System: r.params.System, Tools: r.params.Tools, Messages: slices.Clone(r.params.Messages), Options: r.params.Model}
-		r.mu.Unlock()
-		if req.Tools == nil && r.ts != nil {
-			tools, err := r.ts.Tools(ctx)
-			if err != nil {
-				return fail(nil, err)
-			}
-			req.Tools = tools
-		}
-		if o.PrepareStep != nil {
-			if err := o.PrepareStep(ctx, step, &req); err != nil {
-				return fail(nil, err)
-			}
-		}
-		if req.Tools == nil {
-			req.Tools = []ToolSpec{} // listed already: keep Step from listing again
-		}
-		g.setTools(req.Tools)
-		s, err := Step(ctx, r.p, r.ts, &req, stepOpts)
-		if err != nil {
-			if s != nil {
-				final = s.Message
-			}
-			return fail(s, err)
-		}
-		final = s.Message
-		if o.OnIteration != nil {
-			o.OnIteration(step, s)
-		}
-		results, err := s.ToolResults(ctx)
-		if err == nil {
-			// Tools cancelled with the run may have returned before
-			// ToolResults saw ctx end: a cancelled step commits nothing.
-			err = ctx.Err()
-		}
-		if err != nil {
-			return fail(nil, err)
-		}
-		r.mu.Lock()
-		if !r.mutated {
-			r.params.Messages = append(r.params.Messages, s.Message)
-			for _, res := range results {
-				r.params.Messages = append(r.params.Messages, ToolMessage(res))
-			}
-		}
-		r.mu.Unlock()
-		if slices.ContainsFunc(results, func(t ToolResult) bool { return t.IsError }) {
-			failures++
-		} else {
-			failures = 0
-		}
-		if o.Compact != nil && o.CompactAt > 0 && s.Usage.InputTokens+s.Usage.OutputTokens >= o.CompactAt {
-			if err := r.compact(ctx, s.Usage); err != nil {
-				return fail(nil, err)
-			}
-		}
-		if !yield(s, nil) {
-			return final, ErrStopped
-		}
-		if g.stop != nil {
-			return fail(nil, g.stop)
-		}
-		if maxFail > 0 && failures >= maxFail {
-			return fail(nil, &ToolFailuresError{Steps: failures})
-		}
-		if len(s.ToolCalls) > 0 {
-			continue
-		}
-		r.mu.Lock()
-		mutated := r.mutated
-		r.mu.Unlock()
-		if mutated {
-			continue // the caller added to the conversation: answer it
-		}
-		if ae := o.AutoEnhance; ae != nil && !enhanced && (ae.When == nil || ae.When(s)) {
-			enhanced = true
-			r.mu.Lock()
-			r.params.Messages = append(r.params.Messages, UserText(ae.Prompt))
-			r.mu.Unlock()
-			continue
-		}
-		return final, nil
-	}
-}
-
-// compact lets the Compact hook replace the history.
-func (r *Runner) compact(ctx context.Context, u Usage) error {
-	h := r.History()
-	out, err := r.opts.Compact(ctx, h, u)
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.params.Messages = slices.Clone(out)
-	r.mu.Unlock()
-	return nil
+	return err
 }

@@ -132,19 +132,36 @@ func TestRunnerRunsUntilTheModelStops(t *testing.T) {
 	}
 }
 
+// TestRunnerMaxIterations: reaching the cap ends the run normally with
+// the history and a reason (the SDKs' behaviour); MaxIterationsIsError
+// keeps the typed error for callers who want it.
 func TestRunnerMaxIterations(t *testing.T) {
-	var replies []reply
-	for i := range 3 {
-		replies = append(replies, streamed("anthropic", turn{calls: []agent.ToolCall{call(fmt.Sprint("c", i), "echo", fmt.Sprintf(`{"i":%d}`, i))}}))
-	}
-	f := newFakeProvider(t, "anthropic", replies...)
-	r := agent.NewRunner(f.provider(), echoTools(nil), agent.Params{Messages: []agent.Message{agent.UserText("loop")}}, &agent.RunnerOptions{MaxIterations: 3})
-	_, err := r.RunUntilDone(t.Context())
-	if me, ok := errors.AsType[*agent.MaxIterationsError](err); !ok || me.Max != 3 {
-		t.Fatalf("RunUntilDone() error = %v, want a MaxIterationsError of 3", err)
-	}
-	if n := len(r.History()); n != 7 {
-		t.Errorf("history has %d messages, want the 7 so far", n)
+	for _, asError := range []bool{false, true} {
+		t.Run(fmt.Sprint("error=", asError), func(t *testing.T) {
+			var replies []reply
+			for i := range 3 {
+				replies = append(replies, streamed("anthropic", turn{calls: []agent.ToolCall{call(fmt.Sprint("c", i), "echo", fmt.Sprintf(`{"i":%d}`, i))}}))
+			}
+			f := newFakeProvider(t, "anthropic", replies...)
+			r := agent.NewRunner(f.provider(), echoTools(nil), agent.Params{Messages: []agent.Message{agent.UserText("loop")}},
+				&agent.RunnerOptions{MaxIterations: 3, MaxIterationsIsError: asError})
+			_, err := r.RunUntilDone(t.Context())
+			if asError {
+				if me, ok := errors.AsType[*agent.MaxIterationsError](err); !ok || me.Max != 3 {
+					t.Fatalf("RunUntilDone() error = %v, want a MaxIterationsError of 3", err)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("RunUntilDone() error = %v, want the run to end normally at the cap", err)
+				}
+				if got := r.Outcome(); got.Reason != agent.EndMaxIterations || got.Steps != 3 {
+					t.Errorf("Outcome() = %+v, want reason max_iterations after 3 steps", got)
+				}
+			}
+			if n := len(r.History()); n != 7 {
+				t.Errorf("history has %d messages, want the 7 so far", n)
+			}
+		})
 	}
 }
 

@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Toolset is what a model's tool calls run against: [GatewayToolset],
@@ -55,6 +57,22 @@ type StepOptions struct {
 	// returns the call to run (its Name may be repaired) and, when not
 	// nil, a result that answers the call without running it.
 	Before func(ctx context.Context, call ToolCall) (ToolCall, *ToolResult)
+	// ToolTimeout bounds each call's run; zero means no bound beyond ctx.
+	// A call that takes longer is cancelled and answered with an isError
+	// result of class timeout.
+	ToolTimeout time.Duration
+	// ToolTimeouts bounds the calls of the tools it names, instead of
+	// ToolTimeout.
+	ToolTimeouts map[string]time.Duration
+	// Repair, when not nil, gets one chance to fix a call whose arguments
+	// are not a JSON object, or (Check) break its tool's rules, before
+	// it is answered with an isError result: it returns the call to run
+	// instead, or an error to give up. It runs on the call's goroutine.
+	Repair func(ctx context.Context, call ToolCall, problem error) (ToolCall, error)
+	// Check, when not nil, validates a call's arguments object (its
+	// schema, say) before it runs; a non-nil error is a problem Repair
+	// may fix, else the call's isError result.
+	Check func(call ToolCall) error
 }
 
 // StepResult is the outcome of one [Step]: the model's message, and the
@@ -64,6 +82,9 @@ type StepResult struct {
 	ID string
 	// Message is the assistant message.
 	Message Message
+	// Model is the model that answered, as the provider reported it
+	// (or as requested).
+	Model string
 	// Usage counts the model call's tokens.
 	Usage Usage
 	// StopReason says why the model stopped. When it is truncated
@@ -145,7 +166,7 @@ func Step(ctx context.Context, p Provider, ts Toolset, req *Request, opts *StepO
 		x.wg.Wait()
 		return nil, err
 	}
-	s := &StepResult{ID: res.ID, Message: res.Message, Usage: res.Usage, StopReason: res.StopReason,
+	s := &StepResult{ID: res.ID, Model: res.Model, Message: res.Message, Usage: res.Usage, StopReason: res.StopReason,
 		ToolCalls: res.Message.ToolCalls, done: make(chan struct{}), results: x.results}
 	if res.StopReason.Truncated() {
 		cancel()
@@ -217,9 +238,9 @@ func (x *executor) run(ctx context.Context, c ToolCall) (r *ToolResult) {
 	case <-ctx.Done():
 		return errorResult(fmt.Sprintf("cancelled: the call was not run (%v)", ctx.Err()))
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(c.Arguments), &obj); err != nil || obj == nil {
-		return errorResult(fmt.Sprintf("validation: the arguments of %q are not a JSON object (%s); call it again with a JSON object matching its input schema", c.Name, shortErr(err)))
+	c, problem := x.checked(ctx, c)
+	if problem != "" {
+		return errorResult(problem)
 	}
 	if x.ts == nil {
 		return errorResult(fmt.Sprintf("not_found: unknown tool %q; no tools are available", c.Name))
@@ -232,11 +253,52 @@ func (x *executor) run(ctx context.Context, c ToolCall) (r *ToolResult) {
 			r = errorResult(fmt.Sprintf("internal: the tool %q panicked: %v", c.Name, p))
 		}
 	}()
-	res, err := x.ts.Call(ctx, c)
+	d := x.opts.ToolTimeout
+	if t, ok := x.opts.ToolTimeouts[c.Name]; ok {
+		d = t
+	}
+	callCtx := ctx
+	if d > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	res, err := x.ts.Call(callCtx, c)
+	if d > 0 && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return errorResult(fmt.Sprintf("timeout: the tool %q did not finish within %v and was cancelled; try smaller work or another tool", c.Name, d))
+	}
 	if err != nil {
 		return errorResult(err.Error())
 	}
 	return &res
+}
+
+// checked returns c, repaired once by Repair when its arguments are not a
+// JSON object or Check refuses them, or the problem that answers it.
+func (x *executor) checked(ctx context.Context, c ToolCall) (ToolCall, string) {
+	problem := argsProblem(c, x.opts.Check)
+	if problem == nil {
+		return c, ""
+	}
+	if x.opts.Repair != nil {
+		if fixed, err := x.opts.Repair(ctx, c, problem); err == nil && argsProblem(fixed, x.opts.Check) == nil {
+			fixed.ID = c.ID
+			return fixed, ""
+		}
+	}
+	return c, problem.Error()
+}
+
+// argsProblem says what is wrong with c's arguments, or nil.
+func argsProblem(c ToolCall, check func(ToolCall) error) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(c.Arguments), &obj); err != nil || obj == nil {
+		return fmt.Errorf("validation: the arguments of %q are not a JSON object (%s); call it again with a JSON object matching its input schema", c.Name, shortErr(err))
+	}
+	if check != nil {
+		return check(c)
+	}
+	return nil
 }
 
 func shortErr(err error) string {
@@ -248,4 +310,25 @@ func shortErr(err error) string {
 
 func errorResult(text string) *ToolResult {
 	return &ToolResult{Content: []Part{Text(text)}, IsError: true}
+}
+
+// runCalls runs calls outside a stream, as a step runs its calls, and
+// returns their results in call order.
+func runCalls(ctx context.Context, ts Toolset, calls []ToolCall, opts *StepOptions) []ToolResult {
+	par := opts.MaxParallel
+	if par <= 0 {
+		par = DefaultMaxParallel
+	}
+	x := &executor{ts: ts, opts: opts, sem: make(chan struct{}, par), results: make(map[string]*ToolResult)}
+	for _, c := range calls {
+		x.start(ctx, c)
+	}
+	x.wg.Wait()
+	out := make([]ToolResult, 0, len(calls))
+	for _, c := range calls {
+		if r, ok := x.results[c.ID]; ok {
+			out = append(out, *r)
+		}
+	}
+	return out
 }

@@ -261,6 +261,22 @@ func TestAgentScratchpadInProcess(t *testing.T) {
 	}
 }
 
+// TestAgentBudget: the run's totals go to stderr at the end, and
+// --max-tokens-total ends the run normally once the budget is spent.
+func TestAgentBudget(t *testing.T) {
+	m := newFakeModel(t, "anthropic", scratchpadTask()...)
+	res := runAgent(t, keyEnv("anthropic"), "--provider", "anthropic", "--model", "test-model", "--base-url", m.baseURL(),
+		"--max-tokens-total", "1", "--price", "3/15", "--config", writeConfig(t, baseConfig), "remember Lisbon")
+	if res.code != 0 || !regexp.MustCompile(`(?m)^tokens: \d+ in, \d+ out, .* over 1 model calls; cost \d+\.\d{4}$`).MatchString(res.stderr) ||
+		!strings.Contains(res.stderr, "stopped: max_tokens(1) reached") {
+		t.Errorf("want exit 0 after one model call, with the totals and the budget named on stderr:\n%s", res)
+	}
+	res = runAgent(t, keyEnv("anthropic"), "--provider", "anthropic", "--model", "m", "--max-cost", "1", "task")
+	if res.code != 2 || !strings.Contains(res.stderr, "--price") {
+		t.Errorf("--max-cost without --price: want exit 2 naming --price:\n%s", res)
+	}
+}
+
 func TestAgentFailures(t *testing.T) {
 	t.Run("no key", func(t *testing.T) {
 		res := runAgent(t, []string{"ANTHROPIC_API_KEY="}, "--provider", "anthropic", "--model", "m", "task")

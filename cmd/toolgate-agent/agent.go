@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,7 +33,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fs, c := cli.NewFlags("agent", stderr)
-	provider := fs.String("provider", "", "model `provider`: anthropic or openai")
+	provider := fs.String("provider", "", "model `provider`: anthropic, openai (Chat Completions) or openai-responses (the Responses API)")
 	model := fs.String("model", "", "model `name`")
 	baseURL := fs.String("base-url", "", "the provider API's base `URL` (for compatible or local servers)")
 	mcpURL := fs.String("mcp", "", "use the tools of the MCP server at this streamable HTTP `URL` (instead of --config; for a stdio server, write its command after --)")
@@ -50,6 +51,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	maxTokens := fs.Int64("max-tokens", 0, "bound each response to `N` tokens (default: the provider's)")
 	thinking := fs.Int64("thinking-budget", 0, "let the model think with up to `N` tokens first (Anthropic extended thinking; below --max-tokens)")
 	idle := fs.Duration("idle-timeout", agent.DefaultIdleTimeout, "abandon a model call that sends nothing for this `long` (0: never)")
+	maxTotal := fs.Int64("max-tokens-total", 0, "end the run once it has used `N` tokens in all, cache tokens included (0: no limit)")
+	maxCost := fs.Float64("max-cost", 0, "end the run once it has cost this `much` by --price (0: no limit)")
+	price := fs.String("price", "", "the model's `price` per million tokens, \"INPUT/OUTPUT\" or \"INPUT/OUTPUT/CACHE-READ/CACHE-WRITE\", for the cost printed at the end and --max-cost")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolgate agent --provider anthropic|openai --model NAME [flags] TASK [-- STDIO-SERVER-COMMAND...]")
 		fmt.Fprintln(stderr, "the key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY")
@@ -72,19 +76,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case *mcpURL != "" && !strings.HasPrefix(*mcpURL, "http://") && !strings.HasPrefix(*mcpURL, "https://"):
 		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("--mcp %q is not an http:// or https:// URL; for a stdio MCP server, write its command after --, e.g. -- toolgate stdio --config tools.yaml", *mcpURL)}
 	}
+	budget, err := budgetOptions(*maxTotal, *maxCost, *price)
+	if err != nil {
+		return cli.ExitError{Code: 2, Msg: err.Error()}
+	}
 	idleTimeout := *idle
 	if idleTimeout == 0 {
 		idleTimeout = -1 // the flag's 0 means never; the options' zero means the default
 	}
 	var p agent.Provider
-	var err error
 	switch *provider {
 	case "anthropic":
 		p, err = agent.NewAnthropic(agent.AnthropicOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
 	case "openai":
 		p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
+	case "openai-responses":
+		p, err = agent.NewOpenAIResponses(agent.OpenAIOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
 	default:
-		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("unknown provider %q: use --provider anthropic or --provider openai", *provider)}
+		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("unknown provider %q: use --provider anthropic, openai or openai-responses", *provider)}
 	}
 	if err != nil {
 		return cli.ExitError{Code: 2, Msg: err.Error()}
@@ -124,13 +133,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r := agent.NewRunner(p, tools, agent.Params{System: *system, Messages: []agent.Message{agent.UserText(task)}, Model: agent.ModelOptions{MaxTokens: *maxTokens, ThinkingBudget: *thinking}},
 		&agent.RunnerOptions{
 			MaxIterations: *maxIter,
-			OnPart:        out.part,
-			OnIteration:   func(int, *agent.StepResult) { out.endText() },
-			OnToolState:   out.toolState,
-			OnToolResult:  out.toolResult,
+			// The CLI exits non-zero at the cap: the task may be unfinished.
+			MaxIterationsIsError: true,
+			OnPart:               out.part,
+			OnIteration:          func(int, *agent.StepResult) { out.endText() },
+			OnToolState:          out.toolState,
+			OnToolResult:         out.toolResult,
+			StopWhen:             budget.stop,
+			Prices:               budget.prices,
 		})
 	_, err = r.RunUntilDone(ctx)
 	out.endText()
+	printTotals(stderr, r.Outcome(), budget.prices != nil)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return cli.ErrInterrupted
@@ -203,3 +217,59 @@ func shorten(s string, n int) string { return cli.FirstLine(oneLine(s), n) }
 
 // oneLine joins the lines of s.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// budget is the run's stop conditions and price table from the flags.
+type budget struct {
+	stop   []agent.StopCondition
+	prices agent.Prices
+}
+
+// budgetOptions reads --max-tokens-total, --max-cost and --price.
+func budgetOptions(maxTotal int64, maxCost float64, price string) (budget, error) {
+	var b budget
+	if maxTotal < 0 || maxCost < 0 {
+		return b, errors.New("--max-tokens-total and --max-cost must not be negative")
+	}
+	if maxTotal > 0 {
+		b.stop = append(b.stop, agent.MaxTokens(maxTotal))
+	}
+	if price != "" {
+		var v [4]float64
+		fields := strings.Split(price, "/")
+		if len(fields) != 2 && len(fields) != 4 {
+			return b, fmt.Errorf("--price %q: write INPUT/OUTPUT or INPUT/OUTPUT/CACHE-READ/CACHE-WRITE, per million tokens, e.g. 3/15", price)
+		}
+		for i, f := range fields {
+			n, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || n < 0 {
+				return b, fmt.Errorf("--price %q: %q is not a price; write numbers like 3/15", price, f)
+			}
+			v[i] = n
+		}
+		b.prices = agent.Prices{"": {Input: v[0], Output: v[1], CacheRead: v[2], CacheWrite: v[3]}}
+	}
+	if maxCost > 0 {
+		if b.prices == nil {
+			return b, errors.New("--max-cost needs the model's price: add --price INPUT/OUTPUT (per million tokens)")
+		}
+		b.stop = append(b.stop, agent.MaxCost(maxCost))
+	}
+	return b, nil
+}
+
+// printTotals writes the run's totals, and why it ended when it was not
+// the model finishing, to stderr.
+func printTotals(w io.Writer, o agent.Outcome, priced bool) {
+	u := o.Usage
+	line := fmt.Sprintf("tokens: %d in, %d out, %d cache read, %d cache write (%d in all) over %d model calls", u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.Total(), o.Steps)
+	if priced {
+		line += fmt.Sprintf("; cost %.4f", o.Cost)
+	}
+	fmt.Fprintln(w, line)
+	switch o.Reason {
+	case agent.EndStopCondition:
+		fmt.Fprintf(w, "stopped: %s reached\n", o.Condition)
+	case agent.EndMaxIterations:
+		fmt.Fprintln(w, "stopped: --max-iterations reached; the task may be unfinished")
+	}
+}
