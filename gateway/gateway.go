@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/buildinfo"
 	"github.com/toolgate/toolgate/internal/cluster"
 	"github.com/toolgate/toolgate/internal/loopguard"
 	"github.com/toolgate/toolgate/internal/oauthclient"
@@ -30,7 +31,7 @@ import (
 
 // Version is reported to clients in the initialize result unless
 // [WithVersion] sets another.
-const Version = "0.1.0-dev"
+const Version = buildinfo.Devel
 
 // defaultMaxBytesPerPrincipal is threads.max_bytes_per_principal when the
 // configuration leaves it 0.

@@ -17,12 +17,12 @@ const module = "github.com/toolgate/toolgate"
 // mcp-go's server only in the MCP front (gateway/internal/mcpfront), its
 // client only in executors/mcpup; gateway itself imports no mcp-go.
 var allowed = map[string][]string{
-	"cmd/toolgate":                   {"config", "gateway", "internal/cli", "internal/gcfloor", "internal/oauthclient", "registry"},
+	"cmd/toolgate":                   {"config", "gateway", "internal/buildinfo", "internal/cli", "internal/gcfloor", "internal/oauthclient", "registry"},
 	"cmd/toolgate-agent":             {"agent", "internal/cli"},
-	"internal/cli":                   {"builtin", "config", "gateway", "internal/reload", "internal/textcut"},
+	"internal/cli":                   {"builtin", "config", "gateway", "internal/buildinfo", "internal/reload", "internal/textcut"},
 	"agent":                          {"executors", "gateway", "internal/canonjson", "internal/loopguard", "registry", "retry"},
 	"builtin":                        {"registry", "executors", "retry"},
-	"gateway":                        {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/callslot", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/oauthclient", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica", "internal/cluster", "internal/cluster/eventrelay", "gateway/internal/catalogtool", "gateway/internal/events", "gateway/internal/gzipjson"},
+	"gateway":                        {"config", "internal/buildinfo", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/callslot", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/oauthclient", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica", "internal/cluster", "internal/cluster/eventrelay", "gateway/internal/catalogtool", "gateway/internal/events", "gateway/internal/gzipjson"},
 	"gateway/internal/mcpfront":      {"executors", "gateway/internal/continuation", "gateway/internal/idle", "gateway/internal/mcpwire", "gateway/internal/origin", "gateway/internal/reqbody", "gateway/internal/sessionlimit", "gateway/internal/subscriptions", "internal/canonjson", "internal/mcppeer", "internal/principal", "registry", "gateway/internal/replica", "gateway/internal/forward", "threadctx"},
 	"gateway/internal/origin":        {"config"},
 	"gateway/internal/reqbody":       {},
@@ -56,6 +56,7 @@ var allowed = map[string][]string{
 	"internal/loopguard":             {"internal/canonjson"},
 	"internal/jsonscan":              {},
 	"internal/gcfloor":               {},
+	"internal/buildinfo":             {},
 	"internal/syncbuf":               {},
 	"internal/textcut":               {},
 	"internal/auth":                  {"config", "internal/httpheader", "internal/principal"},

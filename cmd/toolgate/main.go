@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/toolgate/toolgate/internal/buildinfo"
 	"github.com/toolgate/toolgate/internal/cli"
 )
 
@@ -67,7 +68,7 @@ func run(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Re
 	case "auth":
 		return cmdAuth(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "toolgate", cli.Version)
+		fmt.Fprintln(stdout, "toolgate", buildinfo.Read())
 		return nil
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
