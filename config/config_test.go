@@ -874,9 +874,9 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	// The commented-out upstreams block documents its keys too; it must
 	// load and validate once uncommented (TestExampleUpstreams checks what
 	// it loads to).
-	// So do the commented-out openapi, hooks, auth and cluster blocks.
+	// So do the commented-out openapi, hooks, auth, cluster and audit blocks.
 	env := envOf(map[string]string{"TOOLGATE_CLUSTER_SECRET": strings.Repeat("s", 48)})
-	for _, name := range []string{"openapi", "upstreams", "hooks", "auth", "cluster"} {
+	for _, name := range []string{"openapi", "upstreams", "hooks", "auth", "cluster", "audit"} {
 		block := commentedBlock(t, string(data), "# BEGIN "+name+" example", "# END "+name+" example")
 		if _, err := Parse("example-"+name, []byte(block), &Options{LookupEnv: env}); err != nil {
 			t.Errorf("the commented %s example does not load once uncommented:\n%v", name, err)

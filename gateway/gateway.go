@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/handles"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/buildinfo"
 	"github.com/toolgate/toolgate/internal/cluster"
@@ -117,6 +118,8 @@ type Gateway struct {
 	// (handles.go): stateful tools, and a thread-isolated upstream's.
 	handleTools handles.Marks
 
+	audit *audit.Trail // the audit trail (audit.go), or nil
+
 	httpOnce  sync.Once
 	router    http.Handler // built by Handler
 	closeOnce sync.Once
@@ -174,6 +177,12 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	}
 	g.res = newResilience(cfg, g.metrics)
 	g.events = newEventBus(g.metrics.reg, cfg, g.redis.Events())
+	if g.audit, err = g.openAudit(cfg); err != nil {
+		g.events.Close()
+		g.redis.Close()
+		g.rootCancel(err)
+		return nil, err
+	}
 	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{
 		DefaultTimeout: cfg.Defaults.Timeout.D(),
 		Logger:         g.logger,
@@ -430,6 +439,7 @@ func (g *Gateway) Close() error {
 		g.pool.Close()
 		g.rest.Close()
 		g.redis.Close()
+		_ = g.audit.Close()
 	})
 	return nil
 }

@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"internal/cli":                   {"builtin", "config", "gateway", "internal/buildinfo", "internal/reload", "internal/textcut"},
 	"agent":                          {"executors", "gateway", "internal/canonjson", "internal/loopguard", "registry", "retry"},
 	"builtin":                        {"registry", "executors", "retry"},
-	"gateway":                        {"config", "internal/buildinfo", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/callslot", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/oauthclient", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica", "internal/cluster", "internal/cluster/eventrelay", "gateway/internal/catalogtool", "gateway/internal/events", "gateway/internal/gzipjson"},
+	"gateway":                        {"config", "internal/audit", "internal/buildinfo", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/callslot", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/oauthclient", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica", "internal/cluster", "internal/cluster/eventrelay", "gateway/internal/catalogtool", "gateway/internal/events", "gateway/internal/gzipjson"},
 	"gateway/internal/mcpfront":      {"executors", "gateway/internal/continuation", "gateway/internal/idle", "gateway/internal/mcpwire", "gateway/internal/origin", "gateway/internal/reqbody", "gateway/internal/sessionlimit", "gateway/internal/subscriptions", "internal/canonjson", "internal/mcppeer", "internal/principal", "registry", "gateway/internal/replica", "gateway/internal/forward", "threadctx"},
 	"gateway/internal/origin":        {"config"},
 	"gateway/internal/reqbody":       {},
@@ -57,6 +57,7 @@ var allowed = map[string][]string{
 	"internal/jsonscan":              {},
 	"internal/gcfloor":               {},
 	"internal/buildinfo":             {},
+	"internal/audit":                 {},
 	"internal/syncbuf":               {},
 	"internal/textcut":               {},
 	"internal/auth":                  {"config", "internal/httpheader", "internal/principal"},
@@ -102,6 +103,7 @@ var thirdParty = map[string][]string{
 	"github.com/fsnotify/fsnotify":          {"internal/reload"},
 	"golang.org/x/oauth2":                   {"internal/oauthclient"},
 	"github.com/go-jose/go-jose":            {"internal/oauthclient", "internal/auth"},
+	"gopkg.in/natefinch/lumberjack":         {"internal/audit"},
 	"github.com/redis/go-redis":             {"internal/cluster/store", "internal/cluster/ratelimit", "internal/cluster/members", "internal/cluster/eventrelay"},
 }
 

@@ -75,8 +75,27 @@ func Open(o Options) (*Trail, error) {
 		return nil, fmt.Errorf("opening the audit file: %w", err)
 	}
 	_ = f.Close()
-	lj := &lumberjack.Logger{Filename: o.File, MaxSize: o.MaxSizeMB, MaxBackups: o.MaxBackups}
+	lj := rotator(o.File, o.MaxSizeMB, o.MaxBackups)
 	return New(lj, lj, o.File, o.Logger), nil
+}
+
+// rotatorKey names a rotating file with its settings.
+type rotatorKey struct {
+	file                string
+	maxSize, maxBackups int
+}
+
+// rotators holds every rotating file opened in this process, kept for
+// good. lumberjack starts a goroutine for each Logger at its first write
+// that outlives Close (docs/dependencies.md): a gateway built again with
+// the same audit section (a reload, a test) reuses its Logger, which
+// reopens its file on the next write, so that goroutines do not pile up.
+var rotators sync.Map // rotatorKey → *lumberjack.Logger
+
+func rotator(file string, maxSize, maxBackups int) *lumberjack.Logger {
+	k := rotatorKey{file, maxSize, maxBackups}
+	v, _ := rotators.LoadOrStore(k, &lumberjack.Logger{Filename: file, MaxSize: maxSize, MaxBackups: maxBackups})
+	return v.(*lumberjack.Logger)
 }
 
 // New returns a trail writing to w, closing closer (when not nil) on
@@ -129,9 +148,10 @@ func (t *Trail) loseLocked(err error) {
 // Lost returns how many lines the sink refused.
 func (t *Trail) Lost() uint64 { return t.lost.Load() }
 
-// Close closes the file. A line recorded after Close reopens it.
+// Close closes the file. A line recorded after Close reopens it. A nil
+// trail (none configured) closes as nothing.
 func (t *Trail) Close() error {
-	if t.closer == nil {
+	if t == nil || t.closer == nil {
 		return nil
 	}
 	t.mu.Lock()

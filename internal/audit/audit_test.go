@@ -180,3 +180,30 @@ func TestRecoveryIsLoggedAndNextOutageToo(t *testing.T) {
 		t.Errorf("Lost() = %d, lines written %d; want 3 and 1", tr.Lost(), strings.Count(w.String(), "\n"))
 	}
 }
+
+// TestReopenSharesTheRotator opens one file twice, as a reload does: the
+// second trail reuses the first's rotator (one goroutine, not two), and
+// writes after the first trail's Close.
+func TestReopenSharesTheRotator(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	o := Options{File: path, MaxSizeMB: 1, MaxBackups: 1}
+	a, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Record(entry(1))
+	b, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.w != b.w {
+		t.Error("a second Open of the same file made a second rotator")
+	}
+	a.Close()
+	b.Record(entry(2))
+	b.Close()
+	data, _ := os.ReadFile(path)
+	if n := strings.Count(string(data), "\n"); n != 2 {
+		t.Errorf("%d lines, want 2: the write after a Close reopens the file", n)
+	}
+}
