@@ -45,7 +45,7 @@ func (g *Gateway) auditCall(c *Call, class string, d time.Duration) {
 		Time: time.Now().UTC(), CallID: c.ID, Principal: c.Principal,
 		Session: threadLabel(c.Session), Thread: threadLabel(c.Thread),
 		Tool: c.Tool.Name, Kind: string(c.Tool.Kind), Outcome: outcome, Class: class,
-		Attempts: c.attempts, DurationMS: float64(d.Microseconds()) / 1000,
+		Attempts: c.attempts, DurationMS: durationMS(d),
 		TraceID: traceID(c.Meta), ArgsSHA256: auditArgsSum(c),
 	})
 }

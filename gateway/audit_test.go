@@ -2,18 +2,24 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/threadctx"
 )
 
@@ -107,4 +113,63 @@ func TestTraceID(t *testing.T) {
 			t.Errorf("traceID(%q) = %q, want %q", tp, got, want)
 		}
 	}
+}
+
+// TestCallLogDurationMS checks that a call's JSON log line gives its
+// duration in milliseconds under a key that says so, not as slog's bare
+// nanoseconds.
+func TestCallLogDurationMS(t *testing.T) {
+	var logs lockedBuffer
+	g, err := New(testConfig(t), WithLogger(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.RegisterStateless(registry.Tool{Name: "nap", Description: "sleeps 20ms"}, func(context.Context, map[string]any) (executors.Result, error) {
+		time.Sleep(20 * time.Millisecond) // the duration under test, not a synchronisation
+		return executors.Text("ok"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Call(t.Context(), "nap", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if m["msg"] != "tool call" && m["msg"] != "tool call completed" {
+			continue
+		}
+		seen++
+		if _, has := m["duration"]; has {
+			t.Errorf("%q still has a bare duration: %s", m["msg"], line)
+		}
+		if ms, ok := m["duration_ms"].(float64); !ok || ms < 20 || ms > 60_000 {
+			t.Errorf("%q duration_ms = %v, want the call's ~20 ms in milliseconds", m["msg"], m["duration_ms"])
+		}
+	}
+	if seen != 2 {
+		t.Errorf("saw %d call lines, want the info and the debug one:\n%s", seen, logs.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
