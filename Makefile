@@ -22,26 +22,24 @@ npm-deps: $(NPM_DIR)/node_modules/.package-lock.json
 $(NPM_DIR)/node_modules/.package-lock.json: $(NPM_DIR)/package-lock.json $(NPM_DIR)/package.json
 	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund
 
-# Headless Chromium for the /ui browser test (tests/ui_test.go), from
-# Debian's packages. apt-get update runs only when the install fails.
+# The programs the end-to-end tests run, each installed only if missing,
+# by .ci/need: from Debian's packages with apt-get install --no-upgrade
+# (nothing already installed is upgraded). Without apt-get it names what is
+# missing and how to get it, and the tests that need it are skipped (under
+# CI=true both fail): internal/prereq.
+#   chromium: headless Chromium for the /ui browser tests (tests/ui_test.go)
+#   redis-server: the cluster tests' Redis (internal/redistest starts it in
+#     the foreground on a free port of 127.0.0.1, with no persistence)
+#   balancers: HAProxy and nginx in front of three replicas with the configs
+#     shipped in examples/cluster/ (tests/cluster_lb_test.go)
 chromium:
-	@command -v chromium >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y chromium || \
-		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+	@.ci/need chromium
 
-# Redis for the cluster tests (internal/redistest starts it in the
-# foreground on a free port of 127.0.0.1, with no persistence), from
-# Debian's packages. apt-get update runs only when the install fails.
 redis-server:
-	@command -v redis-server >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server || \
-		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server)
+	@.ci/need redis-server
 
-# HAProxy and nginx for the cluster tests (tests/cluster_lb_test.go), which
-# run them in front of three replicas with the configs shipped in
-# examples/cluster/. From Debian's packages; apt-get update runs only when
-# the install fails.
 balancers:
-	@(command -v haproxy && command -v nginx) >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy nginx-light || \
-		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy nginx-light)
+	@.ci/need haproxy nginx
 
 vet:
 	$(GO) vet $(PKGS)

@@ -74,12 +74,13 @@ var allowed = map[string][]string{
 	"internal/cluster/eventrelay":    {},
 	"bench/cluster":                  {},
 	"bench":                          {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/rest/openapi/corpus", "builtin"},
-	"tests":                          {},
+	"tests":                          {"internal/prereq"},
 	"examples/petstore-api":          {},
 
 	// Test helpers, imported by tests only.
 	"internal/loopguard/loopguardtest": {},
-	"internal/redistest":               {"internal/syncbuf"},
+	"internal/redistest":               {"internal/prereq", "internal/syncbuf"},
+	"internal/prereq":                  {},
 }
 
 // thirdParty lists, for third-party module prefixes confined to some
