@@ -5,7 +5,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt-check build bench peerbench npm-deps chromium redis-server balancers
+.PHONY: test vet fmt-check build release image bench peerbench npm-deps chromium redis-server balancers
 
 NPM_DIR := tests/npm
 
@@ -22,26 +22,24 @@ npm-deps: $(NPM_DIR)/node_modules/.package-lock.json
 $(NPM_DIR)/node_modules/.package-lock.json: $(NPM_DIR)/package-lock.json $(NPM_DIR)/package.json
 	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund
 
-# Headless Chromium for the /ui browser test (tests/ui_test.go), from
-# Debian's packages. apt-get update runs only when the install fails.
+# The programs the end-to-end tests run, each installed only if missing,
+# by .ci/need: from Debian's packages with apt-get install --no-upgrade
+# (nothing already installed is upgraded). Without apt-get it names what is
+# missing and how to get it, and the tests that need it are skipped (under
+# CI=true both fail): internal/prereq.
+#   chromium: headless Chromium for the /ui browser tests (tests/ui_test.go)
+#   redis-server: the cluster tests' Redis (internal/redistest starts it in
+#     the foreground on a free port of 127.0.0.1, with no persistence)
+#   balancers: HAProxy and nginx in front of three replicas with the configs
+#     shipped in examples/cluster/ (tests/cluster_lb_test.go)
 chromium:
-	@command -v chromium >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y chromium || \
-		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+	@.ci/need chromium
 
-# Redis for the cluster tests (internal/redistest starts it in the
-# foreground on a free port of 127.0.0.1, with no persistence), from
-# Debian's packages. apt-get update runs only when the install fails.
 redis-server:
-	@command -v redis-server >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server || \
-		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server)
+	@.ci/need redis-server
 
-# HAProxy and nginx for the cluster tests (tests/cluster_lb_test.go), which
-# run them in front of three replicas with the configs shipped in
-# examples/cluster/. From Debian's packages; apt-get update runs only when
-# the install fails.
 balancers:
-	@(command -v haproxy && command -v nginx) >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy nginx-light || \
-		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy nginx-light)
+	@.ci/need haproxy nginx
 
 vet:
 	$(GO) vet $(PKGS)
@@ -55,7 +53,45 @@ fmt-check:
 # Static (CGO_ENABLED=0), as release builds are: no libc mapped, and Go's own
 # DNS resolver; toolgate serve starts 1.7 MB smaller (docs/benchmarks.md §10).
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/toolgate ./cmd/toolgate-agent
+	CGO_ENABLED=0 $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/ ./cmd/toolgate ./cmd/toolgate-agent
+
+# What `toolgate version` and toolgate_build_info report
+# (internal/buildinfo): the tag or commit, and the commit, given here
+# because go build stamps no VCS information in a git worktree or a source
+# archive. Override with make release VERSION=v1.2.3.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+VERSION_LDFLAGS := -X github.com/toolgate/toolgate/internal/buildinfo.version=$(VERSION) -X github.com/toolgate/toolgate/internal/buildinfo.revision=$(REVISION)
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+# Release archives in dist/ (docs/install.md): for each platform,
+# toolgate_VERSION_OS_ARCH.tar.gz with static toolgate and toolgate-agent
+# (CGO_ENABLED=0, -trimpath, symbols stripped), LICENSE and README.md, and
+# dist/SHA256SUMS over them. Owner and order are fixed in the tarballs.
+release:
+	rm -rf dist && mkdir -p dist
+	@set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; d=toolgate_$(VERSION)_$${os}_$${arch}; \
+		echo "building $$d"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/$$d/ ./cmd/toolgate ./cmd/toolgate-agent; \
+		cp LICENSE README.md dist/$$d/; \
+		tar -C dist --owner=0 --group=0 --numeric-owner --sort=name -czf dist/$$d.tar.gz $$d; \
+		rm -rf dist/$$d; \
+	done
+	cd dist && if command -v sha256sum >/dev/null 2>&1; then sha256sum *.tar.gz; else shasum -a 256 *.tar.gz; fi > SHA256SUMS
+	@cat dist/SHA256SUMS
+
+# The container image (Dockerfile), with whichever of buildah, podman and
+# docker is installed. Its build stage pulls the golang image, so it needs
+# a container registry; the sandbox these tests run in has none
+# (tests/image_test.go runs the build stage's go build instead).
+IMAGE ?= toolgate:$(VERSION)
+image:
+	@b=$$(command -v buildah || command -v podman || command -v docker) || \
+		{ echo "make image needs buildah, podman or docker: apt-get install buildah (Debian), brew install podman (macOS)"; exit 1; }; \
+	case $$b in *buildah) sub=bud;; *) sub=build;; esac; \
+	echo "$$b $$sub -t $(IMAGE) ."; \
+	$$b $$sub --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .
 
 bench:
 	$(GO) run ./bench -n 20000 -c 1,16,64

@@ -42,6 +42,9 @@ type Config struct {
 	// TokenStore is where the OAuth tokens of upstreams are kept,
 	// encrypted. Used only when an upstream has oauth.
 	TokenStore TokenStore `yaml:"token_store"`
+	// Audit writes every tool call as one JSON line to a file or stdout.
+	// Default none.
+	Audit *Audit `yaml:"audit"`
 
 	// Source is where the configuration came from: a file path, or
 	// "(embedded default)". Set by the loader.

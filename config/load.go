@@ -115,6 +115,7 @@ func Parse(name string, data []byte, opts *Options) (*Config, error) {
 	completeOAuth(&cfg, name)
 	completeHooks(&cfg, d.written)
 	completeAuth(&cfg)
+	completeAudit(&cfg, name, d.written)
 	errs := append(d.errs, validate(&cfg, opts, name, d)...)
 	if err := joinSorted(errs); err != nil {
 		return nil, err

@@ -114,7 +114,7 @@ func (g *Gateway) onAttempt(ctx context.Context, c *Call) func(n int) {
 func (g *Gateway) callEnded(ctx context.Context, c *Call, res *Result, err error, class string, d time.Duration) {
 	debug := g.logger.Enabled(ctx, slog.LevelDebug)
 	e := callEvent(c, events.StateCompleted)
-	e.Attempts, e.DurationMS = c.attempts, float64(d.Microseconds())/1000
+	e.Attempts, e.DurationMS = c.attempts, durationMS(d)
 	if class != "" {
 		e.State, e.Class = events.StateError, class
 		e.Message = events.Message(errorMessage(res, err))
@@ -123,6 +123,7 @@ func (g *Gateway) callEnded(ctx context.Context, c *Call, res *Result, err error
 	if g.events.Active() {
 		g.events.Publish(e)
 	}
+	g.auditCall(c, class, d)
 	if debug {
 		msg := "tool call completed"
 		if class != "" {
@@ -130,9 +131,15 @@ func (g *Gateway) callEnded(ctx context.Context, c *Call, res *Result, err error
 		}
 		g.logger.LogAttrs(ctx, slog.LevelDebug, msg,
 			slog.String("call_id", c.ID), slog.String("tool", c.Tool.Name), slog.Int("attempts", c.attempts),
-			slog.String("class", class), slog.Duration("duration", d))
+			slog.String("class", class), slog.Float64("duration_ms", durationMS(d)))
 	}
 }
+
+// durationMS is d in milliseconds, to the microsecond, as log lines,
+// events and the audit trail give a call's duration: a key that says its
+// unit, and a number every log pipeline reads (slog writes a bare
+// time.Duration as nanoseconds in JSON).
+func durationMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // errorMessage is the text the model saw of a failed call.
 func errorMessage(res *Result, err error) string {

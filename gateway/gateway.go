@@ -20,7 +20,9 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/handles"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/buildinfo"
 	"github.com/toolgate/toolgate/internal/cluster"
 	"github.com/toolgate/toolgate/internal/loopguard"
 	"github.com/toolgate/toolgate/internal/oauthclient"
@@ -30,7 +32,7 @@ import (
 
 // Version is reported to clients in the initialize result unless
 // [WithVersion] sets another.
-const Version = "0.1.0-dev"
+const Version = buildinfo.Devel
 
 // defaultMaxBytesPerPrincipal is threads.max_bytes_per_principal when the
 // configuration leaves it 0.
@@ -116,6 +118,8 @@ type Gateway struct {
 	// (handles.go): stateful tools, and a thread-isolated upstream's.
 	handleTools handles.Marks
 
+	audit *audit.Trail // the audit trail (audit.go), or nil
+
 	httpOnce  sync.Once
 	router    http.Handler // built by Handler
 	closeOnce sync.Once
@@ -173,6 +177,12 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	}
 	g.res = newResilience(cfg, g.metrics)
 	g.events = newEventBus(g.metrics.reg, cfg, g.redis.Events())
+	if g.audit, err = g.openAudit(cfg); err != nil {
+		g.events.Close()
+		g.redis.Close()
+		g.rootCancel(err)
+		return nil, err
+	}
 	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{
 		DefaultTimeout: cfg.Defaults.Timeout.D(),
 		Logger:         g.logger,
@@ -429,6 +439,7 @@ func (g *Gateway) Close() error {
 		g.pool.Close()
 		g.rest.Close()
 		g.redis.Close()
+		_ = g.audit.Close()
 	})
 	return nil
 }

@@ -22,7 +22,11 @@ import (
 	"github.com/toolgate/toolgate/retry"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// An audit file's rotator keeps a goroutine for the process's life
+// (internal/audit).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("gopkg.in/natefinch/lumberjack%2ev2.(*Logger).millRun"))
+}
 
 const echoSchema = `{"type":"object","properties":{"text":{"type":"string","maxLength":20},"n":{"type":"integer"}},"required":["text"],"additionalProperties":false}`
 

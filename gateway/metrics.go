@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/toolgate/toolgate/internal/buildinfo"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/threadctx"
@@ -126,6 +127,7 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter) *met
 			Help: "Tool calls waiting for a free slot: of max_parallel (at most defaults.max_queue), or of their session's max_parallel_per_session (at most defaults.max_queue more).",
 		}, func() float64 { return float64(lim.queuedAll()) }),
 		&instancesCollector{pool: pool, reg: reg},
+		buildInfoGauge(buildinfo.Read()),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -136,6 +138,19 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter) *met
 		m.reloads.WithLabelValues(r) // exported at 0
 	}
 	return m
+}
+
+// buildInfoGauge is toolgate_build_info: always 1, its labels say which
+// build is running, so that a dashboard can tell replicas apart after a
+// rollout.
+func buildInfoGauge(bi buildinfo.Info) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "toolgate_build_info",
+		Help:        "Always 1; the labels name the running build: version, VCS revision and Go version.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "go_version": bi.GoVersion},
+	})
+	g.Set(1)
+	return g
 }
 
 func (m *metrics) observe(t *registry.Tool, outcome, class string, d time.Duration) {

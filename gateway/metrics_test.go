@@ -10,7 +10,15 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/toolgate/toolgate/internal/buildinfo"
 )
+
+// buildInfoLine is the toolgate_build_info sample a scrape must hold for
+// bi.
+func buildInfoLine(bi buildinfo.Info) string {
+	return `toolgate_build_info{go_version="` + bi.GoVersion + `",revision="` + bi.Revision + `",version="` + bi.Version + `"} 1`
+}
 
 // TestMetricsLint runs the linter `promtool check metrics` uses over a real
 // scrape, after calls of every outcome.
@@ -41,6 +49,7 @@ func TestMetricsLint(t *testing.T) {
 		`toolgate_tool_calls_in_flight 0`,
 		`toolgate_sessions 0`,
 		`process_`,
+		buildInfoLine(buildinfo.Read()),
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -145,7 +145,7 @@ func (g *Gateway) record(next Handler) Handler {
 		if g.logger.Enabled(ctx, slog.LevelInfo) {
 			attrs := []slog.Attr{
 				slog.String("tool", c.Tool.Name), slog.String("kind", string(c.Tool.Kind)), slog.String("thread", threadLabel(c.Thread)),
-				slog.Duration("duration", d), slog.String("outcome", outcome), slog.String("class", class),
+				slog.Float64("duration_ms", durationMS(d)), slog.String("outcome", outcome), slog.String("class", class),
 				slog.String("call_id", c.ID), slog.Int("attempts", c.attempts),
 			}
 			if c.Principal != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -69,7 +70,7 @@ func (p Plan) Decide(ctx context.Context, attempt int, err error) (wait time.Dur
 		if n == 1 {
 			return 0, false, "not retried: the retry policy of " + p.subject() + " allows only 1 attempt"
 		}
-		return 0, false, "gave up after " + pluralize(attempt, "attempt", "attempts")
+		return 0, false, gaveUp + pluralize(attempt, "attempt", "attempts")
 	}
 	if !p.Idempotent {
 		return 0, false, "not retried: " + p.subject() + " is not idempotent (mark it idempotent: true if repeating it is safe)"
@@ -88,6 +89,15 @@ func (p Plan) Decide(ctx context.Context, attempt int, err error) (wait time.Dur
 	}
 	return wait, true, ""
 }
+
+// gaveUp begins [Plan.Decide]'s reason when the attempts ran out.
+const gaveUp = "gave up after "
+
+// GaveUp reports whether reason, one from [Plan.Decide], says only that
+// the attempts ran out: a caller whose message already gives the count
+// (the REST executor's "after 3 attempts") leaves it out rather than say
+// it twice.
+func GaveUp(reason string) bool { return strings.HasPrefix(reason, gaveUp) }
 
 // Annotate returns err with "; " and reason appended to its message,
 // keeping its class, RetryAfter and Status, and err in its chain

@@ -411,3 +411,14 @@ type net503 struct{}
 func (*net503) Error() string   { return "503" }
 func (*net503) Timeout() bool   { return false }
 func (*net503) Temporary() bool { return false }
+
+func TestGaveUp(t *testing.T) {
+	p := Plan{Idempotent: true} // the default policy: 3 attempts
+	_, _, reason := p.Decide(t.Context(), 3, Errorf(Unavailable, "down"))
+	if !GaveUp(reason) {
+		t.Errorf("GaveUp(%q) = false for the attempts running out", reason)
+	}
+	if GaveUp("not retried: the call was cancelled") || GaveUp("") {
+		t.Error("GaveUp is true for another reason")
+	}
+}

@@ -397,7 +397,7 @@ func TestAgentLauncher(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := "toolgate: toolgate agent runs the separate toolgate-agent binary (it carries the model providers' SDKs, which would cost every toolgate serve about 9 MiB of RSS), and none was found next to " +
-			real + " or in PATH: install it with go install github.com/toolgate/toolgate/cmd/toolgate-agent@latest, or make build\n"
+			real + " or in PATH: build it next to toolgate with make build (bin/toolgate-agent), or use a release archive, which holds both\n"
 		if res.code != 2 || res.stderr != want || res.stdout != "" {
 			t.Errorf("want exit 2 and stderr %q:\n%s", want, res)
 		}

@@ -21,6 +21,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/internal/prereq"
 )
 
 // clusterSecret is the replicas' cluster.secret (at least 32 bytes).
@@ -30,24 +32,16 @@ const clusterSecret = "e2e-cluster-secret-0123456789abcdef-0123456789"
 // them.
 var replicaIDs = []string{"r1", "r2", "r3"}
 
-// needProgram returns the path of the balancer program name (from
-// Debian's package pkg). A missing one skips t, or fails it under CI=true,
-// where `make test` installs it.
+// needProgram returns the path of the balancer program name, from
+// Debian's package pkg (internal/prereq: a missing one skips t, or fails
+// it under CI=true, where `make test` installs it).
 func needProgram(t *testing.T, name, pkg string) string {
 	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
+	c, ok := prereq.Lookup(name)
+	if !ok || c.Debian != pkg {
+		t.Fatalf("internal/prereq knows no %s from Debian's %s", name, pkg)
 	}
-	for _, dir := range []string{"/usr/sbin", "/sbin"} { // not on every user's PATH
-		if p := filepath.Join(dir, name); fileExists(p) {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not installed, and CI=true: `make balancers` installs Debian's %s", name, pkg)
-	}
-	t.Skipf("%s is not installed; `make balancers` installs Debian's %s", name, pkg)
-	return ""
+	return prereq.Need(t, c)
 }
 
 func fileExists(path string) bool {

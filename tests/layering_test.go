@@ -17,12 +17,12 @@ const module = "github.com/toolgate/toolgate"
 // mcp-go's server only in the MCP front (gateway/internal/mcpfront), its
 // client only in executors/mcpup; gateway itself imports no mcp-go.
 var allowed = map[string][]string{
-	"cmd/toolgate":                   {"config", "gateway", "internal/cli", "internal/gcfloor", "internal/oauthclient", "registry"},
+	"cmd/toolgate":                   {"config", "gateway", "internal/buildinfo", "internal/cli", "internal/gcfloor", "internal/oauthclient", "registry"},
 	"cmd/toolgate-agent":             {"agent", "internal/cli"},
-	"internal/cli":                   {"builtin", "config", "gateway", "internal/reload", "internal/textcut"},
+	"internal/cli":                   {"builtin", "config", "gateway", "internal/buildinfo", "internal/reload", "internal/textcut"},
 	"agent":                          {"executors", "gateway", "internal/canonjson", "internal/loopguard", "registry", "retry", "schemas"},
 	"builtin":                        {"registry", "executors", "retry"},
-	"gateway":                        {"config", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/callslot", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/oauthclient", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica", "internal/cluster", "internal/cluster/eventrelay", "gateway/internal/catalogtool", "gateway/internal/events", "gateway/internal/gzipjson"},
+	"gateway":                        {"config", "internal/audit", "internal/buildinfo", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/mcpup", "gateway/internal/mcpfront", "gateway/internal/handles", "gateway/internal/hooks", "gateway/internal/mcpwire", "gateway/internal/resultedit", "gateway/internal/origin", "internal/auth", "internal/callslot", "internal/canonjson", "internal/httpheader", "internal/loopguard", "internal/mcppeer", "internal/oauthclient", "internal/principal", "internal/textcut", "threadctx", "retry", "schemas", "gateway/internal/forward", "gateway/internal/replica", "internal/cluster", "internal/cluster/eventrelay", "gateway/internal/catalogtool", "gateway/internal/events", "gateway/internal/gzipjson"},
 	"gateway/internal/mcpfront":      {"executors", "gateway/internal/continuation", "gateway/internal/idle", "gateway/internal/mcpwire", "gateway/internal/origin", "gateway/internal/reqbody", "gateway/internal/sessionlimit", "gateway/internal/subscriptions", "internal/canonjson", "internal/mcppeer", "internal/principal", "registry", "gateway/internal/replica", "gateway/internal/forward", "threadctx"},
 	"gateway/internal/origin":        {"config"},
 	"gateway/internal/reqbody":       {},
@@ -56,6 +56,8 @@ var allowed = map[string][]string{
 	"internal/loopguard":             {"internal/canonjson"},
 	"internal/jsonscan":              {},
 	"internal/gcfloor":               {},
+	"internal/buildinfo":             {},
+	"internal/audit":                 {},
 	"internal/syncbuf":               {},
 	"internal/textcut":               {},
 	"internal/auth":                  {"config", "internal/httpheader", "internal/principal"},
@@ -72,12 +74,13 @@ var allowed = map[string][]string{
 	"internal/cluster/eventrelay":    {},
 	"bench/cluster":                  {},
 	"bench":                          {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/rest/openapi/corpus", "builtin"},
-	"tests":                          {},
+	"tests":                          {"internal/prereq"},
 	"examples/petstore-api":          {},
 
 	// Test helpers, imported by tests only.
 	"internal/loopguard/loopguardtest": {},
-	"internal/redistest":               {"internal/syncbuf"},
+	"internal/redistest":               {"internal/prereq", "internal/syncbuf"},
+	"internal/prereq":                  {},
 }
 
 // thirdParty lists, for third-party module prefixes confined to some
@@ -101,6 +104,7 @@ var thirdParty = map[string][]string{
 	"github.com/fsnotify/fsnotify":          {"internal/reload"},
 	"golang.org/x/oauth2":                   {"internal/oauthclient"},
 	"github.com/go-jose/go-jose":            {"internal/oauthclient", "internal/auth"},
+	"gopkg.in/natefinch/lumberjack":         {"internal/audit"},
 	"github.com/redis/go-redis":             {"internal/cluster/store", "internal/cluster/ratelimit", "internal/cluster/members", "internal/cluster/eventrelay"},
 }
 

@@ -5,8 +5,9 @@
 // Prometheus scrapes of /metrics, signals, and the command line.
 //
 // The tests talk only to 127.0.0.1 and to processes they start themselves.
-// Nothing here imports a toolgate package: the binaries' behaviour is the
-// contract under test.
+// Nothing here imports a toolgate package but internal/prereq, which finds
+// the programs the tests run (or skips, under CI=true fails, a test that
+// lacks one): the binaries' behaviour is the contract under test.
 package tests
 
 import (

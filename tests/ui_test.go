@@ -10,27 +10,22 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/prereq"
 )
 
-// chromiumPath finds the headless browser the /ui test drives. `make
-// test` installs it (the chromium target); without it the test fails,
-// naming the prerequisite, rather than skipping.
+// chromiumPath finds the headless browser the /ui tests drive. `make
+// test` installs it (the chromium target); without it the test is skipped,
+// or fails under CI=true, naming the prerequisite (internal/prereq).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("the /ui test needs Chromium: `make chromium` installs it (apt-get install -y chromium), or put chromium on PATH")
-	return ""
+	return prereq.Need(t, prereq.Chromium)
 }
 
 // callRows returns "id state" of each call row of page, newest first.

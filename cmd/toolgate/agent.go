@@ -29,7 +29,7 @@ func cmdAgent(args []string) error {
 	if self, ok := debug.ReadBuildInfo(); ok {
 		if agent, err := buildinfo.ReadFile(path); err == nil {
 			if w := agentMismatch(self, agent); w != "" {
-				fmt.Fprintf(os.Stderr, "toolgate: warning: %s at %s %s; its flags and messages may differ from this toolgate's docs: install both from one version (make build, or go install github.com/toolgate/toolgate/cmd/...@VERSION)\n", agentBinary, path, w)
+				fmt.Fprintf(os.Stderr, "toolgate: warning: %s at %s %s; its flags and messages may differ from this toolgate's docs: install both from one version (make build puts both in bin/)\n", agentBinary, path, w)
 			}
 		}
 	}
@@ -72,7 +72,7 @@ func buildVersion(bi *debug.BuildInfo) string {
 }
 
 // findAgent returns the path of toolgate-agent: next to this executable
-// (symbolic links resolved), as `make build` and `go install` put it,
+// (symbolic links resolved), as `make build` and a release archive put it,
 // else the first in PATH.
 func findAgent() (string, error) {
 	where := "the toolgate executable"
@@ -88,5 +88,5 @@ func findAgent() (string, error) {
 	if p, err := exec.LookPath(agentBinary); err == nil {
 		return p, nil
 	}
-	return "", cli.ExitError{Code: 2, Msg: fmt.Sprintf("toolgate agent runs the separate %s binary (it carries the model providers' SDKs, which would cost every toolgate serve about 9 MiB of RSS), and none was found next to %s or in PATH: install it with go install github.com/toolgate/toolgate/cmd/%s@latest, or make build", agentBinary, where, agentBinary)}
+	return "", cli.ExitError{Code: 2, Msg: fmt.Sprintf("toolgate agent runs the separate %s binary (it carries the model providers' SDKs, which would cost every toolgate serve about 9 MiB of RSS), and none was found next to %s or in PATH: build it next to toolgate with make build (bin/%s), or use a release archive, which holds both", agentBinary, where, agentBinary)}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,12 +23,25 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
+// listenEnv names the environment variable that gives serve's listen
+// address when --listen does not (a container image sets it).
+const listenEnv = "TOOLGATE_LISTEN"
+
+// parseNoArgs parses the flags of a command that takes no positional
+// argument, refusing any.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	return cli.MaxArgs(fs, 0, "")
+}
+
 func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr io.Writer) (err error) {
 	fs, c := cli.NewFlags("serve", stderr)
-	listen := fs.String("listen", "", "listen `address` host:port, overriding server.listen (port 0 picks a free port)")
+	listen := fs.String("listen", os.Getenv(listenEnv), "listen `address` host:port, overriding server.listen (port 0 picks a free port); default $"+listenEnv+" when set")
 	insecure := fs.Bool("insecure-no-auth", false, "listen beyond loopback without authentication (no auth section): any client that reaches the port may call every tool")
 	pidFile := fs.String("pid-file", "", "write the process ID to `file` (removed at exit), for toolgate reload --pid-file")
-	if err := cli.Parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfg, logger, g, err := cli.Build(c, stderr)
@@ -249,7 +263,7 @@ const (
 func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	fs, c := cli.NewFlags("stdio", stderr)
 	pidFile := fs.String("pid-file", "", "write the process ID to `file` (removed at exit), for toolgate reload --pid-file")
-	if err := cli.Parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfg, logger, g, err := cli.Build(c, stderr)
@@ -422,7 +436,7 @@ func (c *closer) abort() {
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs, c := cli.NewFlags("validate", stderr)
-	if err := cli.Parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfg, tools, err := cli.Check(c.Config)
@@ -463,7 +477,7 @@ func cmdTools(ctx context.Context, again <-chan os.Signal, args []string, stdout
 	fs, c := cli.NewFlags("tools", stderr)
 	asJSON := fs.Bool("json", false, "print the tools as JSON")
 	skipped := fs.Bool("skipped", false, "list the OpenAPI operations that made no tool, with the reason, instead of the tools")
-	if err := cli.Parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfg, _, g, err := cli.Build(c, stderr, gateway.WithOAuthBrowser(newBrowser(stderr, false)))
@@ -538,9 +552,12 @@ func cmdCall(ctx context.Context, again <-chan os.Signal, args []string, stdout,
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
+	if err := cli.MaxArgs(fs, 2, "a tool NAME and at most one JSON-ARGUMENTS object (quote it as one argument)"); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 {
 		fs.Usage()
-		return cli.ExitError{Code: 2}
+		return cli.ExitError{Code: 2, Msg: "no tool named: write its NAME, e.g. toolgate call calc '{\"expression\": \"1+2\"}'"}
 	}
 	var raw json.RawMessage
 	if fs.NArg() == 2 {

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
+	"github.com/toolgate/toolgate/internal/buildinfo"
 	"github.com/toolgate/toolgate/internal/cli"
 )
 
@@ -29,13 +32,17 @@ usage:
   toolgate call     [flags] NAME [JSON] call one tool through the full pipeline
   toolgate agent    [flags] TASK        let a model do TASK with the tools (--provider, --model)
   toolgate auth     login|status|logout authorize OAuth upstreams (see toolgate auth)
-  toolgate version                      print the version
+  toolgate version                      print the version, VCS revision and Go version
+  toolgate completion bash|zsh|fish     print a shell completion script
 
 common flags:
   --config FILE        configuration (default ./toolgate.yaml if present, else the embedded default)
   --log-level LEVEL    debug, info, warn or error (default from config: info)
   --log-format FORMAT  text or json (default from config: text)
 
+Flags go after the command, before or after its arguments; after -- every
+argument is positional. serve listens per --listen, else $TOOLGATE_LISTEN,
+else server.listen.
 run 'toolgate COMMAND --help' for a command's own flags.
 `
 
@@ -67,13 +74,31 @@ func run(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Re
 	case "auth":
 		return cmdAuth(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "toolgate", cli.Version)
+		fmt.Fprintln(stdout, "toolgate", buildinfo.Read())
 		return nil
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return nil
+	case "completion":
+		return cmdCompletion(rest, stdout)
 	default:
+		if strings.HasPrefix(cmd, "-") {
+			return flagsFirst(args, stderr)
+		}
 		fmt.Fprint(stderr, usage)
 		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("unknown command %q", cmd)}
 	}
+}
+
+// flagsFirst is the error of a command line that starts with a flag:
+// flags go after the command, which it shows when it finds one in args.
+func flagsFirst(args []string, stderr io.Writer) error {
+	for i, a := range args {
+		if _, ok := commandFlags[a]; ok {
+			fixed := append([]string{a}, append(slices.Clone(args[:i]), args[i+1:]...)...)
+			return cli.ExitError{Code: 2, Msg: fmt.Sprintf("flags go after the command: toolgate %s", strings.Join(fixed, " "))}
+		}
+	}
+	fmt.Fprint(stderr, usage)
+	return cli.ExitError{Code: 2, Msg: fmt.Sprintf("%s: flags go after the command, like toolgate serve --config FILE", args[0])}
 }

@@ -412,6 +412,9 @@ func (c *callState) checkRetry(ctx context.Context, resp *http.Response, err err
 	}
 	var ok bool
 	c.wait, ok, c.reason = c.plan.Decide(ctx, c.attempt, c.last)
+	if retry.GaveUp(c.reason) {
+		c.reason = "" // the error says "after N attempts" itself
+	}
 	if !ok && bodyErr != nil {
 		return false, bodyErr
 	}

@@ -568,14 +568,14 @@ func TestOneDecisionPerAttempt(t *testing.T) {
 		{
 			name:        "503 on the last attempt stays a 503",
 			status:      503,
-			want:        `GET http://api.test/x returned 503 Service Unavailable after 3 attempts; gave up after 3 attempts`,
+			want:        `GET http://api.test/x returned 503 Service Unavailable after 3 attempts`,
 			wantClass:   retry.Unavailable,
 			wantRetries: []retry.Class{retry.Unavailable, retry.Unavailable},
 		},
 		{
 			name:        "200 without its body is a network error",
 			status:      200,
-			want:        `GET http://api.test/x failed after 3 attempts: unexpected EOF; gave up after 3 attempts`,
+			want:        `GET http://api.test/x failed after 3 attempts: unexpected EOF`,
 			wantClass:   retry.Network,
 			wantRetries: []retry.Class{retry.Network, retry.Network},
 		},

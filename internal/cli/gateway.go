@@ -11,11 +11,12 @@ import (
 	"github.com/toolgate/toolgate/builtin"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/buildinfo"
 )
 
-// Version is both commands' version, set at build time with -ldflags
-// "-X github.com/toolgate/toolgate/internal/cli.Version=...".
-var Version = gateway.Version
+// Version is both commands' version (internal/buildinfo says where it
+// comes from); Build reports it to clients.
+var Version = buildinfo.Read().Version
 
 // load reads the configuration and builds a logger from it and the flags.
 func (c *Common) load(stderr io.Writer) (*config.Config, *slog.Logger, error) {

@@ -1,12 +1,12 @@
 // Package redistest starts a real redis-server for a test: in the
 // foreground, on a free port of 127.0.0.1, with no persistence, stopped
 // by its PID when the test ends. Tests of the cluster's Redis use it end
-// to end; unit tests use miniredis instead. Without redis-server on PATH
-// the test fails under CI=true (CI must have installed it: `make
-// redis-server`) and is skipped, saying so, elsewhere.
+// to end; unit tests use miniredis instead. Without redis-server the test
+// fails under CI=true (CI must have installed it: `make redis-server`) and
+// is skipped, saying so, elsewhere (internal/prereq).
 //
 // It is imported by tests only, and imports no toolgate package but
-// internal/syncbuf.
+// internal/prereq and internal/syncbuf.
 package redistest
 
 import (
@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/prereq"
 	"github.com/toolgate/toolgate/internal/syncbuf"
 )
 
@@ -62,14 +62,7 @@ func (s *Server) Exited() <-chan struct{} { return s.exited }
 // has exited already.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		msg := "this test needs redis-server: `make redis-server` installs it (apt-get install -y redis-server), or put it on PATH"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	bin := prereq.Need(t, prereq.RedisServer)
 	for i := 1; ; i++ {
 		s, err := start(t, bin)
 		if err == nil {
