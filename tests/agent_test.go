@@ -363,7 +363,7 @@ func TestAgentLauncher(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := runProgram(t, bin, []string{"PATH=" + pathDir}, "agent", "--provider", "nope", "--model", "m", "task")
-		if want := "toolgate: unknown provider \"nope\": use --provider anthropic or --provider openai\n"; res.code != 2 || res.stderr != want {
+		if want := "toolgate: unknown provider \"nope\": use --provider anthropic, openai or openai-responses\n"; res.code != 2 || res.stderr != want {
 			t.Errorf("want toolgate-agent's exit 2 and stderr %q:\n%s", want, res)
 		}
 	})
