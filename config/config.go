@@ -42,6 +42,9 @@ type Config struct {
 	// TokenStore is where the OAuth tokens of upstreams are kept,
 	// encrypted. Used only when an upstream has oauth.
 	TokenStore TokenStore `yaml:"token_store"`
+	// Telemetry sends OpenTelemetry traces to an OTLP collector. Default
+	// none: no tracing unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	Telemetry *Telemetry `yaml:"telemetry"`
 
 	// Source is where the configuration came from: a file path, or
 	// "(embedded default)". Set by the loader.

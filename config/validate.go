@@ -129,6 +129,7 @@ func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 	c.hooks(cfg)
 	c.auth(cfg)
 	c.cluster(cfg)
+	c.telemetry(cfg)
 	c.resilience(&cfg.Defaults)
 	return c.errs
 }
