@@ -164,6 +164,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	redisMetrics, err := g.openRedis(cfg)
 	if err != nil {
 		g.rootCancel(err)
+		g.closeTracer()
 		return nil, err
 	}
 	g.pool = threadctx.NewPool(&threadctx.Options{
@@ -440,12 +441,17 @@ func (g *Gateway) Close() error {
 		g.pool.Close()
 		g.rest.Close()
 		g.redis.Close()
-		// Last: the spans of everything above are flushed, bounded.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(g.root), traceFlushWait)
-		defer cancel()
-		_ = g.tracer.Close(ctx)
+		g.closeTracer() // last: the spans of everything above are flushed
 	})
 	return nil
+}
+
+// closeTracer flushes the spans still queued, for at most traceFlushWait,
+// and stops the exporter.
+func (g *Gateway) closeTracer() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(g.root), traceFlushWait)
+	defer cancel()
+	_ = g.tracer.Close(ctx)
 }
 
 // traceFlushWait bounds flushing the last spans when the gateway closes:
