@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"go.uber.org/goleak"
+	"google.golang.org/grpc"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -148,5 +152,62 @@ func TestNewBadProtocol(t *testing.T) {
 	}})
 	if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_PROTOCOL") {
 		t.Errorf("New with protocol thrift: %v, want an error naming OTEL_EXPORTER_OTLP_PROTOCOL", err)
+	}
+}
+
+// grpcReceiver is an OTLP/gRPC trace receiver on the official service
+// definition; it counts the spans it receives.
+type grpcReceiver struct {
+	coltracepb.UnimplementedTraceServiceServer
+	got chan string
+}
+
+func (r *grpcReceiver) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				r.got <- s.Name
+			}
+		}
+	}
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+// TestNewGRPC: protocol grpc exports over OTLP/gRPC to the endpoint the
+// section names.
+func TestNewGRPC(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	rec := &grpcReceiver{got: make(chan string, 16)}
+	coltracepb.RegisterTraceServiceServer(srv, rec)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Serve(lis) })
+	defer wg.Wait()
+	defer srv.Stop()
+
+	tr, err := New(t.Context(), Options{
+		Config: &config.Telemetry{Endpoint: "http://" + lis.Addr().String(), Protocol: config.TelemetryGRPC},
+		Getenv: func(string) string { return "" },
+	})
+	if err != nil || tr == nil {
+		t.Fatalf("New(grpc) = %v, %v", tr, err)
+	}
+	_, span := tr.Start(t.Context(), "execute_tool x", telemetry.Internal)
+	span.End()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 10*time.Second)
+	defer cancel()
+	if err := tr.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case name := <-rec.got:
+		if name != "execute_tool x" {
+			t.Errorf("the receiver got span %q, want execute_tool x", name)
+		}
+	default:
+		t.Errorf("the gRPC receiver got no span; dropped %d", tr.Dropped())
 	}
 }
