@@ -45,6 +45,9 @@ type Config struct {
 	// Audit writes every tool call as one JSON line to a file or stdout.
 	// Default none.
 	Audit *Audit `yaml:"audit"`
+	// Telemetry sends OpenTelemetry traces to an OTLP collector. Default
+	// none: no tracing unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	Telemetry *Telemetry `yaml:"telemetry"`
 
 	// Source is where the configuration came from: a file path, or
 	// "(embedded default)". Set by the loader.

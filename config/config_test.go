@@ -291,7 +291,7 @@ func TestParseErrors(t *testing.T) {
 			"unknown top-level key",
 			yamlLines("builtins: [calc]"),
 			nil,
-			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit"},
+			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry"},
 		},
 		{
 			"odd key is quoted in the path",
@@ -363,7 +363,7 @@ func TestParseErrors(t *testing.T) {
 			"root must be a mapping",
 			yamlLines("- calc"),
 			nil,
-			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, got a list`},
+			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry, got a list`},
 		},
 		{
 			"duration without a unit",
@@ -874,9 +874,9 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	// The commented-out upstreams block documents its keys too; it must
 	// load and validate once uncommented (TestExampleUpstreams checks what
 	// it loads to).
-	// So do the commented-out openapi, hooks, auth, cluster and audit blocks.
+	// So do the commented-out openapi, hooks, auth, cluster, audit and telemetry blocks.
 	env := envOf(map[string]string{"TOOLGATE_CLUSTER_SECRET": strings.Repeat("s", 48)})
-	for _, name := range []string{"openapi", "upstreams", "hooks", "auth", "cluster", "audit"} {
+	for _, name := range []string{"openapi", "upstreams", "hooks", "auth", "cluster", "audit", "telemetry"} {
 		block := commentedBlock(t, string(data), "# BEGIN "+name+" example", "# END "+name+" example")
 		if _, err := Parse("example-"+name, []byte(block), &Options{LookupEnv: env}); err != nil {
 			t.Errorf("the commented %s example does not load once uncommented:\n%v", name, err)

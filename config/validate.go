@@ -130,6 +130,7 @@ func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 	c.auth(cfg)
 	c.cluster(cfg)
 	c.audit(cfg)
+	c.telemetry(cfg)
 	c.resilience(&cfg.Defaults)
 	return c.errs
 }

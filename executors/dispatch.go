@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -90,7 +91,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, e Executor, call Call) (Resul
 	defer cancel()
 	plan := call.Retry
 	if sr, ok := e.(SelfRetrying); ok && sr.RetriesItself() {
-		return d.attempt(ctx, cctx, e, call, timeout)
+		// Its attempts are its own to trace (the REST executor's HTTP
+		// requests).
+		return d.attempt(ctx, cctx, e, call, timeout, 0)
 	}
 	call.Retry = retry.Plan{}
 	if plan.Backend == nil && (!plan.Idempotent || plan.Policy.Attempts == 1) {
@@ -99,7 +102,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, e Executor, call Call) (Resul
 		if call.OnAttempt != nil {
 			call.OnAttempt(1)
 		}
-		res, err := d.attempt(ctx, cctx, e, call, timeout)
+		res, err := d.attempt(ctx, cctx, e, call, timeout, 1)
 		if err != nil {
 			_, _, reason := plan.Decide(cctx, 1, err)
 			err = retry.Annotate(err, reason)
@@ -115,7 +118,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, e Executor, call Call) (Resul
 		if call.OnAttempt != nil {
 			call.OnAttempt(n)
 		}
-		r, err := d.attempt(ctx, actx, e, call, timeout)
+		r, err := d.attempt(ctx, actx, e, call, timeout, n)
 		if err != nil {
 			lastClass = retry.Classify(err)
 			return err
@@ -137,8 +140,22 @@ func (d *Dispatcher) Dispatch(ctx context.Context, e Executor, call Call) (Resul
 }
 
 // attempt makes one Execute call under cctx (the call's deadline; ctx is
-// the caller's), recovering a panic and classifying the error.
-func (d *Dispatcher) attempt(ctx, cctx context.Context, e Executor, call Call, timeout time.Duration) (res Result, err error) {
+// the caller's), recovering a panic and classifying the error. n numbers
+// the attempt, from 1, in its trace span; 0 records none.
+func (d *Dispatcher) attempt(ctx, cctx context.Context, e Executor, call Call, timeout time.Duration, n int) (res Result, err error) {
+	if n > 0 {
+		var span telemetry.Span
+		cctx, span = telemetry.Child(cctx, "attempt", telemetry.Internal)
+		if span.Recording() {
+			span.Int("toolgate.attempt", n)
+			defer func() {
+				if err != nil {
+					span.Fail(string(retry.Classify(err)), "the attempt failed")
+				}
+				span.End()
+			}()
+		}
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			d.logger.Error("tool panicked", "tool", call.Tool.Name, "kind", string(call.Tool.Kind), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
@@ -26,6 +27,8 @@ import (
 	"github.com/toolgate/toolgate/internal/cluster"
 	"github.com/toolgate/toolgate/internal/loopguard"
 	"github.com/toolgate/toolgate/internal/oauthclient"
+	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/internal/telemetry/otlp"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/threadctx"
 )
@@ -81,6 +84,7 @@ type Gateway struct {
 	auth        *auth.Authenticator                // nil without authentication (auth.go)
 	authLive    atomic.Pointer[auth.Authenticator] // the tokens a reload applied, replacing auth's; nil before (auth.go)
 	redis       *cluster.Redis                     // nil without cluster.redis (redis.go)
+	tracer      *telemetry.Tracer                  // nil without tracing (docs/tracing.md)
 	unsubscribe func()
 	regMu       sync.Mutex // serialises Register* and Unregister
 
@@ -155,9 +159,16 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		g.reg.ReserveNamespaces(o.Name)
 	}
 	g.root, g.rootCancel = context.WithCancelCause(context.Background())
+	var err error
+	g.tracer, err = otlp.New(g.root, otlp.Options{Config: cfg.Telemetry, Logger: g.logger, Version: g.version})
+	if err != nil {
+		g.rootCancel(err)
+		return nil, err
+	}
 	redisMetrics, err := g.openRedis(cfg)
 	if err != nil {
 		g.rootCancel(err)
+		g.closeTracer()
 		return nil, err
 	}
 	g.pool = threadctx.NewPool(&threadctx.Options{
@@ -171,7 +182,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	})
 	g.stateful = executors.NewStateful(g.pool)
 	g.limiter = newLimiter(cfg.Defaults.MaxParallel, cfg.Defaults.MaxParallelPerSession, principalShare(&cfg.Defaults), cfg.Defaults.MaxQueue)
-	g.metrics = newMetrics(g.pool, g.reg, g.limiter)
+	g.metrics = newMetrics(g.pool, g.reg, g.limiter, g.tracer)
 	if g.redis != nil {
 		g.metrics.reg.MustRegister(redisMetrics...)
 	}
@@ -214,6 +225,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		MCPPath: s.MCPPath, SSE: s.SSE, SessionIdleTTL: s.SessionIdleTTL.D(), MaxSessions: s.MaxSessions,
 		MaxBodyBytes: s.MaxBodyBytes, ReadTimeout: s.ReadTimeout.D(), AllowedOrigins: s.AllowedOrigins,
 		MaxSessionsPerPrincipal: principalSessions, Authenticate: authenticate,
+		Tracer: g.tracer,
 	})
 	g.unsubscribe = g.reg.Subscribe(g.syncTools)
 	// Every problem of the file at once: REST and OpenAPI sources, then
@@ -440,6 +452,19 @@ func (g *Gateway) Close() error {
 		g.rest.Close()
 		g.redis.Close()
 		_ = g.audit.Close()
+		g.closeTracer() // last: the spans of everything above are flushed
 	})
 	return nil
 }
+
+// closeTracer flushes the spans still queued, for at most traceFlushWait,
+// and stops the exporter.
+func (g *Gateway) closeTracer() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(g.root), traceFlushWait)
+	defer cancel()
+	_ = g.tracer.Close(ctx)
+}
+
+// traceFlushWait bounds flushing the last spans when the gateway closes:
+// a collector that hangs must not hold the shutdown.
+const traceFlushWait = 3 * time.Second

@@ -7,6 +7,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
+	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
 // hooks is the pipeline step of the configured hooks (the engine is
@@ -38,7 +39,9 @@ func hooksWith(set []*hooks.Hook, next Handler) Handler {
 			return next(ctx, c)
 		}
 		hc := hookCall(c)
-		res := matched.Before(ctx, hc)
+		hctx, span := telemetry.Child(ctx, "hooks before", telemetry.Internal)
+		res := matched.Before(hctx, hc)
+		span.End()
 		c.Args, c.Raw = hc.Args, hc.Raw // a webhook's new arguments
 		if res != nil {
 			return (*Result)(res), nil
@@ -47,8 +50,10 @@ func hooksWith(set []*hooks.Hook, next Handler) Handler {
 		if err != nil || out == nil {
 			return out, err
 		}
+		hctx, span = telemetry.Child(ctx, "hooks after", telemetry.Internal)
+		defer span.End()
 		// The call as it is now: a middleware may have changed its Args.
-		return (*Result)(matched.After(ctx, hookCall(c), (*executors.Result)(out))), nil
+		return (*Result)(matched.After(hctx, hookCall(c), (*executors.Result)(out))), nil
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/handles"
 	"github.com/toolgate/toolgate/internal/callslot"
 	"github.com/toolgate/toolgate/internal/canonjson"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 	"github.com/toolgate/toolgate/schemas"
@@ -132,6 +133,11 @@ func (g *Gateway) record(next Handler) Handler {
 		g.callPending(ctx, c)
 		g.metrics.inFlight.Inc()
 		defer g.metrics.inFlight.Dec()
+		var span telemetry.Span
+		if g.tracer != nil { // not even the span's name when tracing is off
+			ctx, span = g.tracer.Start(ctx, "execute_tool "+c.Tool.Name, telemetry.Internal)
+		}
+		defer span.End()
 		res, err := next(ctx, c)
 		d := time.Since(start)
 		outcome, class := "ok", ""
@@ -142,6 +148,9 @@ func (g *Gateway) record(next Handler) Handler {
 			outcome, class = "error", string(resultClass(res))
 		}
 		g.metrics.observe(c.Tool, outcome, class, d)
+		if span.Recording() {
+			traceCall(span, c, outcome, class)
+		}
 		if g.logger.Enabled(ctx, slog.LevelInfo) {
 			attrs := []slog.Attr{
 				slog.String("tool", c.Tool.Name), slog.String("kind", string(c.Tool.Kind)), slog.String("thread", threadLabel(c.Thread)),
@@ -153,10 +162,30 @@ func (g *Gateway) record(next Handler) Handler {
 				// is authentication.
 				attrs = append(attrs, slog.String("principal", c.Principal))
 			}
+			if id := telemetry.TraceID(ctx); id != "" {
+				attrs = append(attrs, slog.String("trace_id", id))
+			}
 			g.logger.LogAttrs(ctx, slog.LevelInfo, "tool call", attrs...)
 		}
 		g.callEnded(ctx, c, res, err, class, d)
 		return res, err
+	}
+}
+
+// traceCall describes the call on its span, as OpenTelemetry's GenAI
+// conventions name a tool's execution; never its arguments.
+func traceCall(span telemetry.Span, c *Call, outcome, class string) {
+	span.Str("gen_ai.operation.name", "execute_tool")
+	span.Str("gen_ai.tool.name", c.Tool.Name)
+	span.Str("gen_ai.tool.call.id", c.ID)
+	span.Str("toolgate.tool.kind", string(c.Tool.Kind))
+	span.Str("toolgate.outcome", outcome)
+	span.Int("toolgate.attempts", c.attempts)
+	if c.Principal != "" {
+		span.Str("toolgate.principal", c.Principal)
+	}
+	if class != "" {
+		span.Fail(class, "the tool call failed: "+class)
 	}
 }
 
@@ -347,10 +376,15 @@ func (g *Gateway) limit(next Handler) Handler {
 		if key == "" && !c.oneShot {
 			key = c.Thread
 		}
-		s, waited, err := g.limiter.acquire(ctx, key, c.Principal)
+		qctx, span := telemetry.Child(ctx, "queue wait", telemetry.Internal)
+		s, waited, err := g.limiter.acquire(qctx, key, c.Principal)
 		if err != nil {
-			return errorResult(queueError(ctx, c, err)), nil
+			err = queueError(ctx, c, err)
+			span.Fail(string(retry.Classify(err)), "no free slot")
+			span.End()
+			return errorResult(err), nil
 		}
+		span.End()
 		h := &hold{l: g.limiter, s: s, held: true}
 		defer h.end()
 		g.metrics.queueWait.Observe(waited.Seconds())

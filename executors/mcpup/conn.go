@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -297,18 +298,50 @@ type callParams struct {
 	Meta      *callMeta       `json:"_meta,omitempty"`
 }
 
+// callMeta is the _meta toolgate sends with a tools/call: its progress
+// token, and the trace context of the call (the MCP trace-context
+// proposal puts W3C traceparent and tracestate in _meta).
 type callMeta struct {
-	ProgressToken string `json:"progressToken"`
+	ProgressToken string `json:"progressToken,omitempty"`
+	Traceparent   string `json:"traceparent,omitempty"`
+	Tracestate    string `json:"tracestate,omitempty"`
 }
 
-// call runs the upstream tool orig for call.
+// call runs the upstream tool orig for call; a traced call in the client
+// span of its tools/call, the trace context passed on in _meta (and, over
+// streamable HTTP, in headers: httpSession.post).
 func (c *conn) call(ctx context.Context, orig string, call executors.Call) (executors.Result, error) {
+	if !telemetry.Traced(ctx) {
+		return c.send(ctx, orig, call, nil)
+	}
+	ctx, span := telemetry.Child(ctx, "tools/call "+orig, telemetry.Client)
+	defer span.End()
+	if span.Recording() {
+		span.Str("mcp.method.name", string(mcp.MethodToolsCall))
+		span.Str("gen_ai.operation.name", "execute_tool")
+		span.Str("gen_ai.tool.name", orig)
+		span.Str("toolgate.upstream", c.u.cfg.Name)
+	}
+	parent, state := telemetry.Meta(ctx)
+	res, err := c.send(ctx, orig, call, &callMeta{Traceparent: parent, Tracestate: state})
+	switch {
+	case err != nil:
+		span.Fail(string(retry.Classify(err)), "the upstream call failed")
+	case res.IsError:
+		span.Fail("tool_error", "the upstream tool answered isError")
+	}
+	return res, err
+}
+
+// send sends the tools/call of orig for call, with meta (nil for none) as
+// its _meta, and reads the result.
+func (c *conn) send(ctx context.Context, orig string, call executors.Call, meta *callMeta) (executors.Result, error) {
 	name := c.u.cfg.Name
 	args, err := arguments(call)
 	if err != nil {
 		return executors.Result{}, c.u.errorf(retry.Validation, err, "calling upstream %q tool %q: encoding arguments: %v", name, orig, err)
 	}
-	params := callParams{Name: orig, Arguments: args}
+	params := callParams{Name: orig, Arguments: args, Meta: meta}
 	if call.Progress != nil {
 		tok := "toolgate-progress-" + strconv.FormatUint(c.u.m.nextID(), 10)
 		r := &progressRoute{fn: call.Progress}
@@ -323,7 +356,10 @@ func (c *conn) call(ctx context.Context, orig string, call executors.Call) (exec
 			r.done = true
 			r.mu.Unlock()
 		}()
-		params.Meta = &callMeta{ProgressToken: tok}
+		if params.Meta == nil {
+			params.Meta = &callMeta{}
+		}
+		params.Meta.ProgressToken = tok
 	}
 
 	resp, err := c.request(ctx, string(mcp.MethodToolsCall), params)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
 // A tools/call to a streamable HTTP upstream goes out through mcpup's own
@@ -84,6 +86,10 @@ func (s *httpSession) post(ctx context.Context, msg []byte) (*http.Response, err
 		return nil, err
 	}
 	req.Header = s.header
+	if telemetry.Traced(ctx) {
+		req.Header = s.header.Clone() // shared by every request
+		telemetry.Inject(ctx, req.Header)
+	}
 	return s.client.Do(req)
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/internal/httpheader"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -114,10 +115,13 @@ func newTransport() *http.Transport {
 	}
 }
 
-// poolKeeper is a RoundTripper without CloseIdleConnections.
+// poolKeeper is a RoundTripper without CloseIdleConnections. Each request
+// of a traced call is a client span, its trace context sent in headers.
 type poolKeeper struct{ rt http.RoundTripper }
 
-func (p poolKeeper) RoundTrip(r *http.Request) (*http.Response, error) { return p.rt.RoundTrip(r) }
+func (p poolKeeper) RoundTrip(r *http.Request) (*http.Response, error) {
+	return telemetry.RoundTrip(p.rt, r)
+}
 
 // Add validates and compiles s, and returns the registry definition of its
 // tool (kind REST, the given or derived input schema, and annotations:

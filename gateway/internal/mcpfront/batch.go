@@ -163,7 +163,7 @@ func (f *Front) serveElement(x exchange, e *batchElem, respond func(*message)) (
 			}
 		}
 	}()
-	return f.handle(&x, &e.m).body
+	return f.traced(&x, &e.m).body
 }
 
 // serveHTTPBatch answers a batch POSTed to the streamable HTTP endpoint in

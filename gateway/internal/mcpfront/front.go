@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/subscriptions"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/internal/principal"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -146,6 +147,10 @@ type Options struct {
 	// principal may hold open, as MaxSessions caps everyone's; 0 sets no
 	// cap.
 	MaxSessionsPerPrincipal int
+	// Tracer, when not nil, records a server span per MCP request, under
+	// the trace context the request brings (trace.go). Nil traces
+	// nothing.
+	Tracer *telemetry.Tracer
 }
 
 // Front serves MCP for a [Backend]: it owns the streamable HTTP transport

@@ -111,7 +111,7 @@ func (f *Front) exchange(r *http.Request, s *session, info *server.RequestProtoc
 func (f *Front) serveRequest(w http.ResponseWriter, x *exchange, m *message, status func(code int) int) {
 	st := newReplyStream(w)
 	x.stream, x.ctx = st, withStream(x.ctx, st)
-	a := f.handle(x, m)
+	a := f.traced(x, m)
 	if st == nil {
 		writeAnswer(w, status(a.code), a.body)
 		return

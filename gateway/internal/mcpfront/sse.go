@@ -111,7 +111,7 @@ func (f *Front) serveSSE(w http.ResponseWriter, r *http.Request, p *httpParts, s
 		case !frontServes(&m) && !frontChecks(&m):
 			return false
 		}
-		run = func() { st.send(f.handle(&x, &m).body) }
+		run = func() { st.send(f.traced(&x, &m).body) }
 	}
 	if !p.sseRuns.start(run) {
 		writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR, "toolgate is shutting down"))

@@ -239,7 +239,7 @@ func (c *stdioCalls) serve(line []byte) (served bool, err error) {
 		return false, nil
 	case !batch:
 		m.raw = bytes.Clone(line)
-		c.runs.start(func() { c.write(c.f.handle(x, &m).body) })
+		c.runs.start(func() { c.write(c.f.traced(x, &m).body) })
 		return true, nil
 	}
 	elems, reject := splitBatch(line)
