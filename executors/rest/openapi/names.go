@@ -1,9 +1,6 @@
 package openapi
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -25,33 +22,10 @@ var (
 
 // oapiUniqueName returns <source>__<sanitized id>, shortened to 64
 // characters when longer, with "_2", "_3", ... added when the name is in
-// used. note says what changed; name is "" when source leaves no room.
+// used ([registry.UniqueName]). note says what changed; name is "" when
+// source leaves no room.
 func oapiUniqueName(source, id string, used map[string]string) (name, note string) {
-	full := source + registry.Separator + oapiSanitize(id)
-	for n := 1; ; n++ {
-		want := full
-		if n > 1 {
-			want = fmt.Sprintf("%s_%d", full, n)
-		}
-		cand, shortened, ok := oapiToolName(want)
-		if !ok {
-			return "", ""
-		}
-		other, taken := used[cand]
-		if taken {
-			if n == 1 {
-				note = fmt.Sprintf("tool name %s is taken by %s", cand, other)
-			}
-			continue
-		}
-		switch {
-		case n > 1:
-			note += "; named " + cand
-		case shortened:
-			note = fmt.Sprintf("tool name %s is longer than %d characters; shortened to %s", full, oapiMaxName, cand)
-		}
-		return cand, note
-	}
+	return registry.UniqueName(source+registry.Separator+oapiSanitize(id), used)
 }
 
 // oapiSanitize drops characters outside [A-Za-z0-9_.-] from both ends of
@@ -70,22 +44,4 @@ func oapiDerivedName(method, p string) string {
 		return strings.ToLower(method)
 	}
 	return strings.ToLower(method + "_" + rest)
-}
-
-// oapiToolName returns full, or when it is over 64 characters full cut
-// to end in "_" and 8 hex digits of its hash (shortened is true); ok is
-// false when the source name leaves no room for that.
-func oapiToolName(full string) (name string, shortened, ok bool) {
-	if len(full) <= oapiMaxName {
-		return full, false, true
-	}
-	prefix, _, _ := strings.Cut(full, registry.Separator)
-	prefix += registry.Separator
-	sum := sha256.Sum256([]byte(full))
-	hash := hex.EncodeToString(sum[:4])
-	keep := oapiMaxName - len(prefix) - 1 - len(hash)
-	if keep < 1 {
-		return "", false, false
-	}
-	return full[:len(prefix)+keep] + "_" + hash, true, true
 }

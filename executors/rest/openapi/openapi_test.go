@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/executors/rest"
+	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schemas"
 )
 
@@ -611,26 +612,12 @@ func TestOpenAPINames(t *testing.T) {
 			if oapiSanitize(id) == "" {
 				id = oapiDerivedName(tc.method, tc.path)
 			}
-			got, shortened, ok := oapiToolName("pets__" + oapiSanitize(id))
+			got, shortened, ok := registry.ShortName("pets__" + oapiSanitize(id))
 			if got != tc.want || shortened || !ok {
-				t.Errorf("oapiToolName(pets, %q) = %q, %v, %v, want %q, false, true", id, got, shortened, ok, tc.want)
+				t.Errorf("registry.ShortName(pets, %q) = %q, %v, %v, want %q, false, true", id, got, shortened, ok, tc.want)
 			}
 		})
 	}
-	t.Run("shortened", func(t *testing.T) {
-		long := strings.Repeat("a", 59)
-		got, shortened, ok := oapiToolName("pets__" + long)
-		if len(got) != 64 || !shortened || !ok || !strings.HasPrefix(got, "pets__aaa") {
-			t.Errorf("oapiToolName(pets, 59×a) = %q (%d), %v, %v, want 64 chars, true, true", got, len(got), shortened, ok)
-		}
-		other, _, _ := oapiToolName("pets__" + long + "b")
-		if other == got {
-			t.Errorf("oapiToolName gives %q for two different long names", got)
-		}
-		if _, _, ok := oapiToolName(strings.Repeat("s", 60) + "__" + long); ok {
-			t.Errorf("oapiToolName with a 60-char source = ok, want no room to shorten")
-		}
-	})
 }
 
 // FuzzFromOpenAPI checks that no document makes Specs panic, and
