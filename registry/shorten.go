@@ -68,3 +68,25 @@ func UniqueName(full string, used map[string]string) (name, note string) {
 		return cand, note
 	}
 }
+
+// SanitizeName drops characters MCP does not allow in a tool name (outside
+// A-Z a-z 0-9 _ . -) from both ends of s and replaces each run of them
+// inside with one "_": "search pets!" → "search_pets". The result may be
+// empty.
+func SanitizeName(s string) string {
+	s = strings.TrimFunc(s, func(r rune) bool { return r >= 0x80 || !nameChar(byte(r)) })
+	var b strings.Builder
+	bad := false
+	for i := 0; i < len(s); i++ {
+		if !nameChar(s[i]) {
+			bad = true
+			continue
+		}
+		if bad {
+			b.WriteByte('_')
+			bad = false
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -27,6 +27,10 @@ type Annotations struct {
 	OpenWorldHint   *bool
 }
 
+// UpstreamNameMetaKey is the key of a listed tool's _meta that holds its
+// [Tool.UpstreamName].
+const UpstreamNameMetaKey = "toolgate/upstream_name"
+
 // Tool is the definition of one tool. Tools are values while being built;
 // once added to a [Registry] they are shared as *Tool and must not be
 // modified.
@@ -54,6 +58,10 @@ type Tool struct {
 	Timeout time.Duration
 	// Idempotent reports that repeating a call has no further effect.
 	Idempotent bool
+	// UpstreamName is the name the tool's source gives it, when Name had
+	// to differ (too long, or characters MCP does not allow): calls use
+	// it upstream, and clients see it in _meta ([UpstreamNameMetaKey]).
+	UpstreamName string
 
 	schema *schemas.Schema // compiled InputSchema; set by Registry.Add
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -96,27 +98,21 @@ func (u *upstream) importTools(ctx context.Context, c *conn) error {
 }
 
 // convert turns an upstream's listing into registry tools (filtered,
-// prefixed, schemas raw), each bound to its executor. Tools whose prefixed
-// name is not a valid MCP name, and repeated names, are skipped with a
-// warning.
+// prefixed, schemas raw), each bound to its executor. No tool is dropped
+// for its name: one whose prefixed name is not a valid MCP name (longer
+// than registry.MaxNameLen, or with characters MCP does not allow) gets a
+// valid one (names), and is called upstream by its own. Repeated names are
+// skipped with a warning.
 func (u *upstream) convert(raw []rawTool) []executors.Bound {
-	names := make(map[string]bool, len(raw))
+	raw = u.uniqueWanted(raw)
+	named := u.names(raw)
 	tools := make([]executors.Bound, 0, len(raw))
 	source := "upstream:" + u.cfg.Name
 	for _, rt := range raw {
-		if !u.wanted(rt.Name) {
-			continue
+		name := named[rt.Name]
+		if name == "" {
+			continue // no room beside the prefix; logged by names
 		}
-		name := u.cfg.NamePrefix() + rt.Name
-		if err := registry.ValidateName(name); err != nil {
-			u.m.logger.Warn("skipping upstream tool with an invalid name", "upstream", u.cfg.Name, "tool", logLine([]byte(rt.Name)), "error", err)
-			continue
-		}
-		if _, dup := names[name]; dup {
-			u.m.logger.Warn("skipping repeated upstream tool", "upstream", u.cfg.Name, "tool", rt.Name)
-			continue
-		}
-		names[name] = true
 		t := registry.Tool{
 			Name:         name,
 			Title:        rt.Title,
@@ -126,6 +122,13 @@ func (u *upstream) convert(raw []rawTool) []executors.Bound {
 			InputSchema:  schemaOrNil(rt.InputSchema),
 			OutputSchema: schemaOrNil(rt.OutputSchema),
 			Timeout:      u.cfg.Timeout,
+		}
+		if name != u.cfg.NamePrefix()+rt.Name {
+			t.UpstreamName = rt.Name
+			if t.Title == "" {
+				// The readable name, for clients that show titles.
+				t.Title = rt.Name
+			}
 		}
 		if a := rt.Annotations; a != nil {
 			t.Annotations = registry.Annotations{
@@ -144,6 +147,82 @@ func (u *upstream) convert(raw []rawTool) []executors.Bound {
 		tools = append(tools, executors.Bound{Tool: t, Exec: u.bind(rt.Name)})
 	}
 	return tools
+}
+
+// uniqueWanted is raw without the tools the filters leave out and without
+// repeats of a name (warned about).
+func (u *upstream) uniqueWanted(raw []rawTool) []rawTool {
+	seen := make(map[string]bool, len(raw))
+	out := make([]rawTool, 0, len(raw))
+	for _, rt := range raw {
+		if !u.wanted(rt.Name) {
+			continue
+		}
+		if seen[rt.Name] {
+			u.m.logger.Warn("skipping repeated upstream tool", "upstream", u.cfg.Name, "tool", logLine([]byte(rt.Name)))
+			continue
+		}
+		seen[rt.Name] = true
+		out = append(out, rt)
+	}
+	return out
+}
+
+// names maps each tool's own name to its name in toolgate ("" when the
+// prefix leaves it no room). Valid prefixed names are kept; then the
+// others, in the order of their own names (so that the same listing gives
+// the same names on every run and replica, whatever order the upstream
+// lists in), get [registry.UniqueName] of their sanitized prefixed name: a
+// readable start and a hash of the whole when too long, numbered on a
+// clash. Each rename is logged once per upstream.
+func (u *upstream) names(raw []rawTool) map[string]string {
+	prefix := u.cfg.NamePrefix()
+	named := make(map[string]string, len(raw))
+	used := make(map[string]string, len(raw))
+	var renames []string
+	for _, rt := range raw {
+		if registry.ValidateName(prefix+rt.Name) == nil {
+			named[rt.Name] = prefix + rt.Name
+			used[prefix+rt.Name] = prefix + rt.Name
+		} else {
+			renames = append(renames, rt.Name)
+		}
+	}
+	slices.Sort(renames)
+	for _, orig := range renames {
+		own := registry.SanitizeName(orig)
+		if own == "" {
+			own = "tool"
+		}
+		name, note := registry.UniqueName(prefix+own, used)
+		named[orig] = name
+		if name != "" {
+			used[name] = prefix + orig
+		}
+		u.logRename(orig, name, note)
+	}
+	return named
+}
+
+// logRename logs, the first time it is decided, what orig is named in
+// toolgate.
+func (u *upstream) logRename(orig, name, note string) {
+	u.renamesMu.Lock()
+	old, seen := u.renames[orig]
+	u.renames[orig] = name
+	u.renamesMu.Unlock()
+	if seen && old == name {
+		return
+	}
+	tool := logLine([]byte(orig))
+	switch {
+	case name == "":
+		u.m.logger.Warn("skipping upstream tool: the prefix leaves no room for its name", "upstream", u.cfg.Name, "tool", tool, "max", registry.MaxNameLen)
+	case strings.Contains(note, "taken by"):
+		u.m.logger.Warn("upstream tool renamed: its shortened name clashed", "upstream", u.cfg.Name, "tool", tool, "name", name, "note", note)
+	default:
+		u.m.logger.Info("upstream tool renamed: its name is not a valid MCP tool name", "upstream", u.cfg.Name, "tool", tool, "name", name)
+	}
 }
 
 func schemaOrNil(s json.RawMessage) json.RawMessage {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -46,6 +47,9 @@ type upstream struct {
 	lines           *lineLimiter        // stderr lines, across all its processes
 	logs            *lineLimiter        // log notifications, limited apart so that chatty stderr cannot hide them
 	runner          *runner
+
+	renamesMu sync.Mutex
+	renames   map[string]string // a tool's own name → its name in toolgate, for the tools renamed (tools.go)
 }
 
 func newUpstream(m *Manager, cfg Upstream) *upstream {
@@ -60,6 +64,7 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 		cfg.Prefix = &p
 	}
 	u := &upstream{
+		renames:         map[string]string{},
 		m:               m,
 		cfg:             cfg,
 		thread:          cfg.Isolation == IsolationThread,

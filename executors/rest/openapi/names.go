@@ -14,8 +14,6 @@ var (
 	// oapiNameRE is MCP's rule for tool names, used for the source name
 	// and for property names (which become {placeholders}).
 	oapiNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-	// oapiBadNameRun matches what sanitizing replaces with one "_".
-	oapiBadNameRun = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 	// oapiNonAlnumRun matches what a derived name replaces with one "_".
 	oapiNonAlnumRun = regexp.MustCompile(`[^A-Za-z0-9]+`)
 )
@@ -28,13 +26,9 @@ func oapiUniqueName(source, id string, used map[string]string) (name, note strin
 	return registry.UniqueName(source+registry.Separator+oapiSanitize(id), used)
 }
 
-// oapiSanitize drops characters outside [A-Za-z0-9_.-] from both ends of
-// s and replaces each run of them inside with "_": "search pets!" →
+// oapiSanitize is [registry.SanitizeName]: "search pets!" →
 // "search_pets". The result may be empty.
-func oapiSanitize(s string) string {
-	s = strings.TrimFunc(s, func(r rune) bool { return !oapiNameRE.MatchString(string(r)) })
-	return oapiBadNameRun.ReplaceAllString(s, "_")
-}
+func oapiSanitize(s string) string { return registry.SanitizeName(s) }
 
 // oapiDerivedName names an operation without an operationId: GET
 // /pets/{petId} → "get_pets_petid".

@@ -27,7 +27,12 @@ func Tool(t *registry.Tool) mcp.Tool {
 	if len(in) == 0 {
 		in = objectSchema
 	}
+	var meta *mcp.Meta
+	if t.UpstreamName != "" {
+		meta = &mcp.Meta{AdditionalFields: map[string]any{registry.UpstreamNameMetaKey: t.UpstreamName}}
+	}
 	return mcp.Tool{
+		Meta:            meta,
 		Name:            t.Name,
 		Title:           t.Title,
 		Description:     t.Description,
