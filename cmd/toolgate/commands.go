@@ -499,10 +499,12 @@ func cmdTools(ctx context.Context, again <-chan os.Signal, args []string, stdout
 			Source      string          `json:"source"`
 			Description string          `json:"description"`
 			InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+			// UpstreamName is the source's own name of a renamed tool.
+			UpstreamName string `json:"upstreamName,omitempty"`
 		}
 		rows := make([]row, 0, len(tools))
 		for _, t := range tools {
-			rows = append(rows, row{t.Name, t.Kind, t.Source, t.Description, t.InputSchema})
+			rows = append(rows, row{t.Name, t.Kind, t.Source, t.Description, t.InputSchema, t.UpstreamName})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -513,7 +515,24 @@ func cmdTools(ctx context.Context, again <-chan os.Signal, args []string, stdout
 	for _, t := range tools {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Kind, t.Source, cli.FirstLine(t.Description, 70))
 	}
+	printRenamed(tw, tools)
 	return tw.Flush()
+}
+
+// printRenamed adds the tools whose source names them otherwise (too
+// long, or characters MCP does not allow) to the table, with that name.
+func printRenamed(tw io.Writer, tools []*registry.Tool) {
+	header := false
+	for _, t := range tools {
+		if t.UpstreamName == "" {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(tw, "\nRENAMED\tSOURCE\tUPSTREAM NAME\t")
+			header = true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", t.Name, t.Source, t.UpstreamName)
+	}
 }
 
 // printSkipped writes the OpenAPI operations that made no tool, as a
