@@ -79,9 +79,11 @@ func TestImportTools(t *testing.T) {
 	for _, tool := range tools {
 		byName[tool.Name] = tool
 	}
-	// Every page was listed, the long name was skipped, and the stdio-only
-	// garbage tool is there.
-	wantNames := []string{"fs__add_tool", "fs__big", "fs__cancel_stats", "fs__churn", "fs__crash", "fs__echo", "fs__fail", "fs__garbage", "fs__getenv", "fs__image", "fs__log", "fs__pid", "fs__raw", "fs__slow"}
+	// Every page was listed, the long name was shortened (not dropped),
+	// and the stdio-only garbage tool is there.
+	long := strings.Repeat("x", 62) // testdata's LongName
+	short, _, _ := registry.ShortName("fs__" + long)
+	wantNames := []string{"fs__add_tool", "fs__big", "fs__cancel_stats", "fs__churn", "fs__crash", "fs__echo", "fs__fail", "fs__garbage", "fs__getenv", "fs__image", "fs__log", "fs__pid", "fs__raw", "fs__slow", short}
 	gotNames := slices.Sorted(func(yield func(string) bool) {
 		for n := range byName {
 			if !yield(n) {
@@ -91,6 +93,9 @@ func TestImportTools(t *testing.T) {
 	})
 	if diff := cmp.Diff(wantNames, gotNames); diff != "" {
 		t.Fatalf("tool names (-want +got):\n%s", diff)
+	}
+	if got := byName[short]; got.UpstreamName != long || got.Title != long {
+		t.Errorf("shortened tool: UpstreamName %q, Title %q, want both %q", got.UpstreamName, got.Title, long)
 	}
 
 	raw := byName["fs__raw"]
