@@ -321,7 +321,10 @@ func TestResilienceREST(t *testing.T) {
 		// The first call's 9 retries leave 1 of the 10 a backend may make.
 		res := mustCall(t, c, "budget_get", map[string]any{"key": "b1"}, "")
 		wantError(t, res, "rate_limited")
-		wantTextContains(t, res, "after 10 attempts", "gave up after 10 attempts")
+		wantTextContains(t, res, "after 10 attempts")
+		if text := resultText(res); strings.Count(text, "10 attempts") != 1 {
+			t.Errorf("result text %q gives the attempt count more than once, want it once", text)
+		}
 		if n := budgetAPI.hits("b1"); n != 10 {
 			t.Errorf("the API received %d requests for the first call, want 10", n)
 		}
