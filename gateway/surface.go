@@ -42,15 +42,16 @@ func (g *Gateway) upstreamCatalog(upstream string, c *mcpup.Catalog) {
 
 // upstreamNotify passes an upstream's notification on to the clients it is
 // for: a log message to the client of the call that caused it (to), or to
-// every client; a resource update to the sessions subscribed to it.
-func (g *Gateway) upstreamNotify(_, method string, params map[string]any, to mcppeer.Peer) {
+// every client whose principal may use the upstream; a resource update to
+// the sessions subscribed to it.
+func (g *Gateway) upstreamNotify(upstream, method string, params map[string]any, to mcppeer.Peer) {
 	switch method {
 	case "notifications/message":
 		if to != nil {
 			to.Notify(method, params)
 			return
 		}
-		g.front.Log(params)
+		g.front.Log("upstream:"+upstream, g.upstreamNamespace(upstream), params)
 	case "notifications/resources/updated":
 		if uri, _ := params["uri"].(string); uri != "" {
 			g.front.ResourceUpdated(uri)
@@ -71,4 +72,14 @@ func withPeer(ctx context.Context, req *mcpfront.Request) context.Context {
 // upstream that logs.
 func (b frontBackend) SetLogLevel(ctx context.Context, level string) {
 	b.g.ups.setLogLevel(ctx, level)
+}
+
+// upstreamNamespace is the prefix of upstream's tool and prompt names, or
+// "" for an upstream no longer configured.
+func (g *Gateway) upstreamNamespace(upstream string) string {
+	u, ok := g.ups.configured()[upstream]
+	if !ok {
+		return ""
+	}
+	return upstreamOf(u, nil).NamePrefix()
 }

@@ -36,12 +36,19 @@ func sourceTools(tools map[string]*frontTool) map[string][]string {
 
 // entitled reports whether id may see cat's source.
 func (f *Front) entitled(id *principal.Identity, cat *Catalog) bool {
+	return f.entitledTo(id, cat.source, cat.Namespace)
+}
+
+// entitledTo reports whether id may see what source (whose namespace is
+// namespace, "" if none) serves besides tools: its catalog, its log
+// messages.
+func (f *Front) entitledTo(id *principal.Identity, source, namespace string) bool {
 	if id == nil || id.Policy == nil {
 		return true
 	}
-	names := (*f.bySource.Load())[cat.source]
+	names := (*f.bySource.Load())[source]
 	if len(names) == 0 {
-		return cat.Namespace != "" && id.Policy.Permits(cat.Namespace)
+		return namespace != "" && id.Policy.Permits(namespace)
 	}
 	for _, n := range names {
 		if id.Policy.Permits(n) {

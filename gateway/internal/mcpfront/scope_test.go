@@ -140,3 +140,77 @@ func scopedClient(t *testing.T, url, who string) *client.Client {
 	t.Helper()
 	return surfaceClientWith(t, url, []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(map[string]string{"X-Test-Principal": who})})
 }
+
+// TestLogScoped: a source's log message that relates to no call reaches
+// only the sessions whose principal may see the source (issue 31, item 3:
+// ev's log messages triggered by admin reached bob, who may use none of
+// ev's tools). bob, denied s__*, gets o's messages but never s's, though
+// each round sends s's first on the same session stream; alice gets s's.
+func TestLogScoped(t *testing.T) {
+	auth := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			who := r.Header.Get("X-Test-Principal")
+			id := &principal.Identity{Name: who, Policy: denyPolicy{deny: "none"}}
+			if who == "bob" {
+				id.Policy = denyPolicy{deny: "s__*"}
+			}
+			next.ServeHTTP(w, r.WithContext(principal.With(r.Context(), id)))
+		})
+	}
+	f := New(&fakeBackend{reg: registry.New()}, Options{Name: "toolgate", Version: "test", MCPPath: "/mcp",
+		SessionIdleTTL: time.Minute, MaxBodyBytes: 1 << 20, ReadTimeout: 10 * time.Second, Authenticate: auth})
+	t.Cleanup(f.Close)
+	f.SetTools([]Tool{
+		{Def: &registry.Tool{Name: "s__t", Kind: registry.MCP, Source: "upstream:s"}},
+		{Def: &registry.Tool{Name: "o__t", Kind: registry.MCP, Source: "upstream:o"}},
+	}, nil)
+	mux := http.NewServeMux()
+	f.Mount(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	type note struct{ who, data string }
+	logs := make(chan note, 1000)
+	listen := func(who string) {
+		c := surfaceClientWith(t, srv.URL, []transport.StreamableHTTPCOption{
+			transport.WithHTTPHeaders(map[string]string{"X-Test-Principal": who}), transport.WithContinuousListening()})
+		c.OnNotification(func(n mcp.JSONRPCNotification) {
+			if n.Method == "notifications/message" {
+				d, _ := n.Params.AdditionalFields["data"].(string)
+				logs <- note{who, d}
+			}
+		})
+		if err := c.SetLevel(t.Context(), mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelInfo}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listen("alice")
+	listen("bob")
+	// The messages travel on each session's GET stream, which opens after
+	// initialize: send until bob has o's message and alice s's.
+	send := func() {
+		f.Log("upstream:s", "s__", map[string]any{"level": "info", "logger": "s", "data": "from s"})
+		f.Log("upstream:o", "o__", map[string]any{"level": "info", "logger": "o", "data": "from o"})
+	}
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	send()
+	for bobO, aliceS := false, false; !bobO || !aliceS; {
+		select {
+		case n := <-logs:
+			switch n {
+			case note{"bob", "from s"}:
+				t.Fatal("bob got s's log message; he may use none of s's tools")
+			case note{"bob", "from o"}:
+				bobO = true
+			case note{"alice", "from s"}:
+				aliceS = true
+			}
+		case <-tick.C:
+			send()
+		case <-deadline:
+			t.Fatalf("within 10s: bob got o's message %v, alice s's %v; want both", bobO, aliceS)
+		}
+	}
+}

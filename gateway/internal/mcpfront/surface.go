@@ -391,13 +391,15 @@ func (f *Front) ResourceUpdated(uri string) {
 	}
 }
 
-// Log sends a source's log message (the params of notifications/message)
-// to every session whose level lets it through.
-func (f *Front) Log(params map[string]any) {
+// Log sends source's log message (the params of notifications/message),
+// one that relates to no call, to every session whose level lets it
+// through and whose principal may see source (issue 31, item 3: the
+// rule of its catalog, scope.go); namespace is the source's tool prefix.
+func (f *Front) Log(source, namespace string, params map[string]any) {
 	n := logNotification(params)
-	f.clients.Range(func(k, _ any) bool {
-		if id, ok := k.(string); ok {
-			_ = f.mcp.SendLogMessageToSpecificClient(id, n)
+	f.clients.Range(func(_, v any) bool {
+		if s := v.(*session); f.entitledTo(s.ident, source, namespace) {
+			_ = f.mcp.SendLogMessageToSpecificClient(s.id, n)
 		}
 		return true
 	})

@@ -241,7 +241,7 @@ func TestSurfaceSubscribeAndLevel(t *testing.T) {
 	// Updates and logs travel on the session's GET stream, which opens
 	// after initialize: send until one arrives.
 	waitNote(t, updates, func() { g.ResourceUpdated("test://w") })
-	waitNote(t, logs, func() { g.Log(map[string]any{"level": "info", "logger": "s", "data": "hello"}) })
+	waitNote(t, logs, func() { g.Log("upstream:s", "s__", map[string]any{"level": "info", "logger": "s", "data": "hello"}) })
 }
 
 // waitNote calls send every 50 ms until ch delivers a notification.
