@@ -48,6 +48,9 @@ type Config struct {
 	// Telemetry sends OpenTelemetry traces to an OTLP collector. Default
 	// none: no tracing unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
 	Telemetry *Telemetry `yaml:"telemetry"`
+	// Endpoints are virtual MCP servers, each a bundle of the tools
+	// (docs/endpoints.md). Default none: one endpoint serving every tool.
+	Endpoints []Endpoint `yaml:"endpoints"`
 
 	// Source is where the configuration came from: a file path, or
 	// "(embedded default)". Set by the loader.

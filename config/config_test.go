@@ -291,7 +291,7 @@ func TestParseErrors(t *testing.T) {
 			"unknown top-level key",
 			yamlLines("builtins: [calc]"),
 			nil,
-			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry"},
+			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry, endpoints"},
 		},
 		{
 			"odd key is quoted in the path",
@@ -363,7 +363,7 @@ func TestParseErrors(t *testing.T) {
 			"root must be a mapping",
 			yamlLines("- calc"),
 			nil,
-			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry, got a list`},
+			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry, endpoints, got a list`},
 		},
 		{
 			"duration without a unit",
@@ -876,7 +876,7 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	// it loads to).
 	// So do the commented-out openapi, hooks, auth, cluster, audit and telemetry blocks.
 	env := envOf(map[string]string{"TOOLGATE_CLUSTER_SECRET": strings.Repeat("s", 48)})
-	for _, name := range []string{"openapi", "upstreams", "hooks", "auth", "cluster", "audit", "telemetry"} {
+	for _, name := range []string{"openapi", "upstreams", "hooks", "auth", "cluster", "audit", "telemetry", "endpoints"} {
 		block := commentedBlock(t, string(data), "# BEGIN "+name+" example", "# END "+name+" example")
 		if _, err := Parse("example-"+name, []byte(block), &Options{LookupEnv: env}); err != nil {
 			t.Errorf("the commented %s example does not load once uncommented:\n%v", name, err)

@@ -131,6 +131,7 @@ func validate(cfg *Config, opts *Options, file string, d *decoder) []*PosError {
 	c.cluster(cfg)
 	c.audit(cfg)
 	c.telemetry(cfg)
+	c.endpoints(cfg)
 	c.resilience(&cfg.Defaults)
 	return c.errs
 }
