@@ -118,8 +118,14 @@ type Options struct {
 	Logger *slog.Logger
 	// MCPPath is where streamable HTTP is served.
 	MCPPath string
-	// SSE serves the legacy SSE transport at /sse and /message.
+	// SSE serves the legacy SSE transport at SSEPath and MessagePath.
 	SSE bool
+	// SSEPath and MessagePath are where SSE is served. Default /sse and
+	// /message.
+	SSEPath, MessagePath string
+	// Scope, when not nil, gives the identity stdio's one principal has
+	// (a virtual server narrows its permissions to its tools).
+	Scope func(*principal.Identity) *principal.Identity
 	// SessionIdleTTL ends streamable HTTP sessions idle that long; 0
 	// keeps them until the client ends them.
 	SessionIdleTTL time.Duration

@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"cmp"
 	"context"
 	"mime"
 	"net/http"
@@ -34,7 +35,8 @@ func (p *httpParts) close() {
 }
 
 // Mount puts the MCP endpoints on mux: streamable HTTP at
-// Options.MCPPath and, with Options.SSE, legacy SSE at /sse and /message.
+// Options.MCPPath and, with Options.SSE, legacy SSE at Options.SSEPath and
+// Options.MessagePath.
 // Request bodies are capped at Options.MaxBodyBytes and cross-origin
 // browser requests are refused unless their origin is in
 // Options.AllowedOrigins; pages on those origins get CORS answers
@@ -42,8 +44,10 @@ func (p *httpParts) close() {
 // the gateway's, applied before. Mount once.
 func (f *Front) Mount(mux Mux) {
 	p := &httpParts{bodies: reqbody.Reader{Limit: f.o.MaxBodyBytes, Timeout: f.o.ReadTimeout}}
+	ssePath, messagePath := cmp.Or(f.o.SSEPath, "/sse"), cmp.Or(f.o.MessagePath, "/message")
 	if f.o.SSE {
-		p.sse = server.NewSSEServer(f.mcp, server.WithKeepAlive(true), server.WithUseFullURLForMessageEndpoint(false))
+		p.sse = server.NewSSEServer(f.mcp, server.WithKeepAlive(true), server.WithUseFullURLForMessageEndpoint(false),
+			server.WithSSEEndpoint(ssePath), server.WithMessageEndpoint(messagePath))
 	}
 	f.mu.Lock()
 	if ttl := f.o.SessionIdleTTL; ttl > 0 && !f.closed { // not after Close, which would not stop it
@@ -63,8 +67,8 @@ func (f *Front) Mount(mux Mux) {
 	}
 	mux.Handle(f.o.MCPPath, c.CORS(authed(f.mcpHandler(p))))
 	if p.sse != nil {
-		mux.Handle("/sse", c.CORS(authed(f.sseHandler(p))))
-		mux.Handle("/message", c.CORS(authed(f.messageHandler(p))))
+		mux.Handle(ssePath, c.CORS(authed(f.sseHandler(p))))
+		mux.Handle(messagePath, c.CORS(authed(f.messageHandler(p))))
 	}
 }
 

@@ -41,8 +41,13 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	server.WithWorkerPoolSize(stdioWorkers)(stdio)
 	server.WithErrorLogger(slog.NewLogLogger(f.logger.Handler(), slog.LevelWarn))(stdio)
 
-	// The launching process is the one principal, with every tool.
-	listenCtx, stopListen := context.WithCancel(principal.With(context.WithoutCancel(ctx), &principal.Identity{Name: principal.Stdio}))
+	// The launching process is the one principal, with every tool (of the
+	// virtual server, with Options.Scope).
+	id := &principal.Identity{Name: principal.Stdio}
+	if f.o.Scope != nil {
+		id = f.o.Scope(id)
+	}
+	listenCtx, stopListen := context.WithCancel(principal.With(context.WithoutCancel(ctx), id))
 	defer stopListen()
 	calls := f.newStdioCalls(listenCtx, lw, pw)
 	server.WithStdioContextFunc(calls.learn)(stdio)
