@@ -276,7 +276,9 @@ func (p *applyPlan) run(g *Gateway) error {
 		// new permissions, and every call is checked by them.
 		g.authLive.Store(p.auth)
 		g.srcs.auth = p.authCfg
-		g.front.ToolsChanged()
+		for _, f := range g.fronts() {
+			f.ToolsChanged()
+		}
 	}
 	for _, n := range p.drop {
 		g.dropUpstream(n)

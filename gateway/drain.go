@@ -44,7 +44,11 @@ func (g *Gateway) ready() bool { return !g.unready.Load() && !g.calls.isDraining
 // replica leaving its cluster calls it once its listener has closed, so
 // that they reconnect to another replica. Legacy SSE streams, which carry
 // their session's answers, end with [Gateway.Close].
-func (g *Gateway) EndStreams() { g.front.EndStreams() }
+func (g *Gateway) EndStreams() {
+	for _, f := range g.fronts() {
+		f.EndStreams()
+	}
+}
 
 // serveReadiness answers ReadinessPath: a status and one word, nothing
 // that names a tool, an upstream or a principal.

@@ -81,6 +81,7 @@ type Gateway struct {
 	res         *resilience
 	events      *events.Bus // call lifecycle events (events.go)
 	front       *mcpfront.Front
+	endpoints   []*endpoint                        // config endpoints: virtual servers (endpoints.go)
 	auth        *auth.Authenticator                // nil without authentication (auth.go)
 	authLive    atomic.Pointer[auth.Authenticator] // the tokens a reload applied, replacing auth's; nil before (auth.go)
 	redis       *cluster.Redis                     // nil without cluster.redis (redis.go)
@@ -218,7 +219,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	if cfg.Cluster != nil {
 		g.handleTools.Header = handles.HeaderName
 	}
-	g.front = mcpfront.New(frontBackend{g}, mcpfront.Options{
+	frontOpts := mcpfront.Options{
 		Name: "toolgate", Version: g.version, Instructions: instructions,
 		Replica: self, Peers: peers, HandleOwner: g.handles.Owner,
 		Logger:  g.logger,
@@ -226,7 +227,9 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		MaxBodyBytes: s.MaxBodyBytes, ReadTimeout: s.ReadTimeout.D(), AllowedOrigins: s.AllowedOrigins,
 		MaxSessionsPerPrincipal: principalSessions, Authenticate: authenticate,
 		Tracer: g.tracer,
-	})
+	}
+	g.front = mcpfront.New(frontBackend{g}, frontOpts)
+	g.endpoints = g.newEndpoints(cfg, frontOpts)
 	g.unsubscribe = g.reg.Subscribe(g.syncTools)
 	// Every problem of the file at once: REST and OpenAPI sources, then
 	// upstreams.
@@ -445,7 +448,9 @@ func (g *Gateway) Close() error {
 		g.calls.cancelAll(errShutdown)
 		g.rootCancel(errShutdown)
 		g.events.Close()
-		g.front.Close()
+		for _, f := range g.fronts() {
+			f.Close()
+		}
 		g.unsubscribe()
 		g.ups.close() // kills and reaps every upstream process
 		g.pool.Close()

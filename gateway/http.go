@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -70,7 +71,9 @@ func (g *Gateway) Handler() http.Handler {
 			page := browsers.ReadOnly(http.HandlerFunc(ev.ServeUI))
 			r.Handle("/ui", page)
 			r.Handle("/ui/*", page)
-			g.front.Mount(gzipjson.Mux(r)) // large JSON answers gzip-compressed
+			for _, f := range g.fronts() {
+				f.Mount(gzipjson.Mux(r)) // large JSON answers gzip-compressed
+			}
 		})
 		g.router = r
 	})
@@ -128,4 +131,14 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 // per process (an mcp-go limit). The caller still calls Close.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	return g.front.ServeStdio(ctx, in, out)
+}
+
+// ServeStdioEndpoint is [Gateway.ServeStdio] for the configured endpoint
+// name (config endpoints): its tools and instructions only.
+func (g *Gateway) ServeStdioEndpoint(ctx context.Context, name string, in io.Reader, out io.Writer) error {
+	f := g.endpointFront(name)
+	if f == nil {
+		return fmt.Errorf("no endpoint %q in %s; the endpoints section names %s", name, g.cfg.Source, g.endpointNames())
+	}
+	return f.ServeStdio(ctx, in, out)
 }

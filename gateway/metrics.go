@@ -37,6 +37,7 @@ type metrics struct {
 	circuit      *prometheus.GaugeVec
 	exhausted    *prometheus.CounterVec
 	reloads      *prometheus.CounterVec
+	endpoints    *prometheus.CounterVec
 
 	perTool  sync.Map // *registry.Tool → *toolMetrics, to skip label hashing on the hot path
 	httpByTC sync.Map // toolCode → prometheus.Counter, the children of httpRequests, likewise
@@ -120,9 +121,13 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter, trac
 			Name: "toolgate_config_reloads_total",
 			Help: "Configuration reloads (SIGHUP or a changed file), by result: ok (applied) or error (invalid; the configuration before it still serves).",
 		}, []string{"result"}),
+		endpoints: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_endpoint_calls_total",
+			Help: "Tool calls made through a configured endpoint (config endpoints), by endpoint and outcome (ok or error); calls through the default endpoint are not counted here.",
+		}, []string{"endpoint", "outcome"}),
 	}
 	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.sessions, m.unknownTools, m.nameRepairs, m.httpRequests, m.retries,
-		m.upstreamUp, m.restarts, m.relists, m.queueWait, m.circuit, m.exhausted, m.reloads,
+		m.upstreamUp, m.restarts, m.relists, m.queueWait, m.circuit, m.exhausted, m.reloads, m.endpoints,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "toolgate_queue_length",
 			Help: "Tool calls waiting for a free slot: of max_parallel (at most defaults.max_queue), or of their session's max_parallel_per_session (at most defaults.max_queue more).",

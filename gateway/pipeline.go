@@ -148,6 +148,11 @@ func (g *Gateway) record(next Handler) Handler {
 			outcome, class = "error", string(resultClass(res))
 		}
 		g.metrics.observe(c.Tool, outcome, class, d)
+		endpoint := ""
+		if c.ident != nil && c.ident.Endpoint != "" {
+			endpoint = c.ident.Endpoint
+			g.metrics.endpoints.WithLabelValues(endpoint, outcome).Inc()
+		}
 		if span.Recording() {
 			traceCall(span, c, outcome, class)
 		}
@@ -161,6 +166,9 @@ func (g *Gateway) record(next Handler) Handler {
 				// Who made the call: the audit trail needs it once there
 				// is authentication.
 				attrs = append(attrs, slog.String("principal", c.Principal))
+			}
+			if endpoint != "" {
+				attrs = append(attrs, slog.String("endpoint", endpoint))
 			}
 			if id := telemetry.TraceID(ctx); id != "" {
 				attrs = append(attrs, slog.String("trace_id", id))

@@ -190,6 +190,7 @@ func (g *Gateway) syncTools(c registry.Change) {
 	// A replaced tool (an upstream listing its tools again) is in both
 	// lists; the front replaces it in place.
 	g.front.SetTools(add, c.Removed)
+	g.setEndpointTools(add, c.Removed)
 }
 
 // serveFront returns the function the MCP front calls for r's tool.

@@ -148,7 +148,9 @@ func (g *Gateway) dropUpstream(name string) bool {
 	if err := g.setSourceTools(source, nil); err != nil {
 		g.logger.Error("removing an upstream's tools", "upstream", name, "error", err)
 	}
-	g.front.SetCatalog(source, nil)
+	for _, f := range g.fronts() {
+		f.SetCatalog(source, nil)
+	}
 	g.res.setPolicy(source, nil)
 	g.metrics.forgetUpstream(name)
 	return true

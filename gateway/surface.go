@@ -37,7 +37,9 @@ func (g *Gateway) upstreamCatalog(upstream string, c *mcpup.Catalog) {
 	for _, p := range c.Prompts {
 		cat.Prompts = append(cat.Prompts, mcpfront.CatalogPrompt{Name: p.Name, Orig: p.Orig, Raw: p.Raw})
 	}
-	g.front.SetCatalog("upstream:"+upstream, cat)
+	for _, f := range g.fronts() {
+		f.SetCatalog("upstream:"+upstream, cat)
+	}
 }
 
 // upstreamNotify passes an upstream's notification on to the clients it is
@@ -51,10 +53,15 @@ func (g *Gateway) upstreamNotify(upstream, method string, params map[string]any,
 			to.Notify(method, params)
 			return
 		}
-		g.front.Log("upstream:"+upstream, g.upstreamNamespace(upstream), params)
+		ns := g.upstreamNamespace(upstream)
+		for _, f := range g.fronts() {
+			f.Log("upstream:"+upstream, ns, params)
+		}
 	case "notifications/resources/updated":
 		if uri, _ := params["uri"].(string); uri != "" {
-			g.front.ResourceUpdated(uri)
+			for _, f := range g.fronts() {
+				f.ResourceUpdated(uri)
+			}
 		}
 	}
 }

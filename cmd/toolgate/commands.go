@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"syscall"
 	"text/tabwriter"
@@ -78,7 +79,15 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 		// No WriteTimeout: SSE and streamable-HTTP GET streams are long-lived.
 	}
 	url := "http://" + ln.Addr().String()
-	logger.Info("listening", "addr", ln.Addr().String(), "mcp", url+cfg.Server.MCPPath, "config", cfg.Source, "tools", len(g.Tools()))
+	attrs := []any{"addr", ln.Addr().String(), "mcp", url + cfg.Server.MCPPath, "config", cfg.Source, "tools", len(g.Tools())}
+	if len(cfg.Endpoints) > 0 {
+		eps := make([]string, len(cfg.Endpoints))
+		for i, e := range cfg.Endpoints {
+			eps[i] = url + config.EndpointPath(cfg.Server.MCPPath, e.Name)
+		}
+		attrs = append(attrs, "endpoints", eps)
+	}
+	logger.Info("listening", attrs...)
 	releaseStartup()
 	defer gcFloor()()
 	serveErr := make(chan error, 1)
@@ -263,12 +272,17 @@ const (
 func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	fs, c := cli.NewFlags("stdio", stderr)
 	pidFile := fs.String("pid-file", "", "write the process ID to `file` (removed at exit), for toolgate reload --pid-file")
+	endpoint := fs.String("endpoint", "", "serve the configured endpoint `name` (config endpoints): its tools and instructions only")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfg, logger, g, err := cli.Build(c, stderr)
 	if err != nil {
 		return err
+	}
+	if *endpoint != "" && !slices.ContainsFunc(cfg.Endpoints, func(e config.Endpoint) bool { return e.Name == *endpoint }) {
+		_ = g.Close()
+		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("--endpoint %q: %s has no endpoint by that name; add it to the endpoints section or drop --endpoint", *endpoint, cfg.Source)}
 	}
 	gc := newCloser(ctx, g, again, cfg.Server.ShutdownGrace.D())
 	defer gc.closeInto(&err)
@@ -284,7 +298,7 @@ func cmdStdio(ctx context.Context, again <-chan os.Signal, args []string, stdin 
 	// ServeStdio drains and returns when ctx ends, even while the client
 	// keeps stdin open (its reader is then left behind; the process exits).
 	served := make(chan error, 1)
-	go func() { served <- g.ServeStdio(ctx, stdin, stdout) }()
+	go func() { served <- g.ServeStdioEndpoint(ctx, *endpoint, stdin, stdout) }()
 	select {
 	case err = <-served:
 	case <-ctx.Done():

@@ -19,7 +19,7 @@ var commonFlags = []string{"config", "log-level", "log-format"}
 // as the same command line.
 var commandFlags = map[string][]string{
 	"serve":      {"listen", "insecure-no-auth", "pid-file"},
-	"stdio":      {"pid-file"},
+	"stdio":      {"pid-file", "endpoint"},
 	"reload":     {"pid-file", "pid"},
 	"auth":       {"no-browser"},
 	"validate":   {},

@@ -33,6 +33,10 @@ type Identity struct {
 	// Admin may read what names every tool and every principal's calls
 	// (/metrics, /readyz, all of /events and /ui).
 	Admin bool
+	// Endpoint is the virtual server (config endpoints) the principal
+	// came through, "" for the default endpoint; Policy then permits
+	// only the endpoint's tools.
+	Endpoint string
 }
 
 // Permits reports whether id may see and call tool; a nil id or Policy may.
