@@ -109,6 +109,7 @@ func (g *Gateway) newEndpoints(cfg *config.Config, base mcpfront.Options) []*end
 		}
 		o.Authenticate = e.authenticate(base.Authenticate)
 		o.Scope = e.scopedIdentity
+		o.SessionsOf = g.front // server.max_sessions and auth.max_sessions count every endpoint's
 		e.front = mcpfront.New(frontBackend{g}, o)
 		out = append(out, e)
 	}

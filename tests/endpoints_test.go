@@ -177,6 +177,7 @@ func TestEndpointsStdio(t *testing.T) {
 func TestEndpointsAuth(t *testing.T) {
 	srv := startServe(t, `builtin: [calc, clock_now]
 auth:
+  max_sessions: 1
   tokens:
     - name: alice
       token: `+aliceToken+`
@@ -211,6 +212,10 @@ endpoints:
 	}
 	if got := toolNames(t, bob); !slices.Equal(got, []string{"clock_now"}) {
 		t.Errorf("bob's tools at ops = %v, want [clock_now]: his deny of calc applies inside an endpoint", got)
+	}
+	// auth.max_sessions counts a principal's sessions at every endpoint.
+	if _, _, err := endpointClient(t, srv.URL+"/mcp", false, bearer(bobToken)); err == nil || !strings.Contains(err.Error(), "max_sessions") {
+		t.Errorf("bob's second session, at the default endpoint: %v; want refused naming auth.max_sessions", err)
 	}
 	alice, _, err := endpointClient(t, srv.URL+"/mcp/all", false, bearer(aliceToken))
 	if err != nil {

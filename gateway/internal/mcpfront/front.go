@@ -153,6 +153,10 @@ type Options struct {
 	// principal may hold open, as MaxSessions caps everyone's; 0 sets no
 	// cap.
 	MaxSessionsPerPrincipal int
+	// SessionsOf, when not nil, is the front whose session caps this one
+	// counts against (MaxSessions and MaxSessionsPerPrincipal are then
+	// its): a virtual server's sessions are the gateway's.
+	SessionsOf *Front
 	// Tracer, when not nil, records a server span per MCP request, under
 	// the trace context the request brings (trace.go). Nil traces
 	// nothing.
@@ -208,7 +212,12 @@ func New(b Backend, o Options) *Front {
 	if o.Replica == nil {
 		o.Replica = replica.Alone()
 	}
-	f := &Front{b: b, o: o, logger: o.Logger, mrtr: continuation.New(o.Replica), limits: sessionlimit.New(o.MaxSessions, o.MaxSessionsPerPrincipal)}
+	f := &Front{b: b, o: o, logger: o.Logger, mrtr: continuation.New(o.Replica)}
+	if o.SessionsOf != nil {
+		f.limits = o.SessionsOf.limits
+	} else {
+		f.limits = sessionlimit.New(o.MaxSessions, o.MaxSessionsPerPrincipal)
+	}
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
