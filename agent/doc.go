@@ -21,8 +21,9 @@
 //     compaction, and params that may change between steps.
 //
 // Providers: [Anthropic] (the Messages API through the official
-// anthropic-sdk-go) and [OpenAI] (OpenAI-compatible Chat Completions through
-// the official openai-go). Toolsets: [GatewayToolset] (an in-process
+// anthropic-sdk-go), [OpenAI] (OpenAI-compatible Chat Completions through
+// the official openai-go), [OpenAIResponses] (OpenAI's Responses API, the
+// same SDK) and [Gemini] (the Gemini API through Google's official genai). Toolsets: [GatewayToolset] (an in-process
 // gateway, every kind of tool through the whole pipeline) and [MCPToolset]
 // (any MCP endpoint, by URL or stdio command, through mcp-go's client).
 //

@@ -9,8 +9,8 @@ import (
 // time: a run can be consumed once.
 var ErrConsumed = errors.New("agent: the runner's steps were already consumed; build a new Runner to run again")
 
-// ErrNoAPIKey is returned by [NewAnthropic] and [NewOpenAI] when no API key
-// was given and the environment has none.
+// ErrNoAPIKey is returned by [NewAnthropic], [NewOpenAI] and [NewGemini]
+// when no API key was given and the environment has none.
 var ErrNoAPIKey = errors.New("no API key")
 
 // EmptyResponseError reports a model response with no content at all: no

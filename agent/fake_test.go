@@ -38,12 +38,13 @@ type reply struct {
 // the test releases barrier NAME; ": cut" aborts the connection there.
 type fakeProvider struct {
 	t    *testing.T
-	kind string // "anthropic" or "openai"
+	kind string // "anthropic", "openai", "responses" or "gemini"
 	srv  *httptest.Server
 
-	mu       sync.Mutex // guards replies, requests and barriers
+	mu       sync.Mutex // guards replies, requests, urls and barriers
 	replies  []reply
 	requests []json.RawMessage
+	urls     []string // the request URIs (path and query)
 	barriers map[string]chan struct{}
 }
 
@@ -67,6 +68,13 @@ func (f *fakeProvider) barrier(name string) chan struct{} {
 	return ch
 }
 
+// URLs returns the request URIs received so far.
+func (f *fakeProvider) URLs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.urls...)
+}
+
 // Requests returns the request bodies received so far.
 func (f *fakeProvider) Requests() []json.RawMessage {
 	f.mu.Lock()
@@ -78,6 +86,7 @@ func (f *fakeProvider) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	f.requests = append(f.requests, body)
+	f.urls = append(f.urls, r.URL.RequestURI())
 	var rp reply
 	ok := len(f.replies) > 0
 	if ok {
@@ -134,6 +143,8 @@ func (f *fakeProvider) provider() agent.Provider {
 	switch f.kind {
 	case "anthropic":
 		p, err = agent.NewAnthropic(agent.AnthropicOptions{Model: "claude-test", APIKey: "test-key", BaseURL: f.srv.URL})
+	case "gemini":
+		p, err = agent.NewGemini(agent.GeminiOptions{Model: "gemini-test", APIKey: "test-key", BaseURL: f.srv.URL})
 	case "responses":
 		p, err = agent.NewOpenAIResponses(agent.OpenAIOptions{Model: "gpt-test", APIKey: "test-key", BaseURL: f.srv.URL + "/v1"})
 	default:
@@ -325,8 +336,8 @@ func (f *fakeTools) Calls() []agent.ToolCall {
 var providers = []string{"anthropic", "openai"}
 
 // streamFormats are the providers whose recorded stream formats
-// testdata holds: the two above and the OpenAI Responses API.
-var streamFormats = []string{"anthropic", "openai", "responses"}
+// testdata holds: the two above, the OpenAI Responses API and Gemini.
+var streamFormats = []string{"anthropic", "openai", "responses", "gemini"}
 
 // noRetry is a retry policy that tries once.
 var noRetry = &retry.Policy{Attempts: 1}

@@ -302,7 +302,7 @@ func (b *block) call() ToolCall {
 		// A provider that sends no ID still needs one to pair the result.
 		id = "call_" + strconv.Itoa(b.index)
 	}
-	return ToolCall{ID: id, Name: b.name, Arguments: args}
+	return ToolCall{ID: id, Name: b.name, Arguments: args, Signature: b.sig.String()}
 }
 
 func (b *block) part() Part {
@@ -312,7 +312,7 @@ func (b *block) part() Part {
 	case FragRedacted:
 		return Part{Type: PartThinking, Redacted: b.text.String()}
 	}
-	return Part{Type: PartText, Text: b.text.String(), Citations: b.citations}
+	return Part{Type: PartText, Text: b.text.String(), Signature: b.sig.String(), Citations: b.citations}
 }
 
 // closesJSON reports whether s ends (trailing space aside) with a closing

@@ -21,16 +21,19 @@ import (
 // (and the fake server fails the test when its barrier times out).
 func TestGenerateStalledStream(t *testing.T) {
 	const idle = 200 * time.Millisecond
-	for _, kind := range providers {
+	for _, kind := range append(providers, "gemini") {
 		t.Run(kind, func(t *testing.T) {
 			r := script(t, kind, "cut")
 			r.body = strings.Replace(r.body, ": cut", ": wait stall", 1)
 			f := newFakeProvider(t, kind, r)
 			var p agent.Provider
 			var err error
-			if kind == "anthropic" {
+			switch kind {
+			case "anthropic":
 				p, err = agent.NewAnthropic(agent.AnthropicOptions{Model: "claude-test", APIKey: "test-key", BaseURL: f.srv.URL, IdleTimeout: idle})
-			} else {
+			case "gemini":
+				p, err = agent.NewGemini(agent.GeminiOptions{Model: "gemini-test", APIKey: "test-key", BaseURL: f.srv.URL, IdleTimeout: idle})
+			default:
 				p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: "gpt-test", APIKey: "test-key", BaseURL: f.srv.URL + "/v1", IdleTimeout: idle})
 			}
 			if err != nil {
@@ -73,13 +76,16 @@ func TestGenerateNoResponse(t *testing.T) {
 		<-r.Context().Done() // until the client gives up
 	}))
 	t.Cleanup(srv.Close)
-	for _, kind := range providers {
+	for _, kind := range append(providers, "gemini") {
 		t.Run(kind, func(t *testing.T) {
 			var p agent.Provider
 			var err error
-			if kind == "anthropic" {
+			switch kind {
+			case "anthropic":
 				p, err = agent.NewAnthropic(agent.AnthropicOptions{Model: "claude-test", APIKey: "test-key", BaseURL: srv.URL, IdleTimeout: 100 * time.Millisecond})
-			} else {
+			case "gemini":
+				p, err = agent.NewGemini(agent.GeminiOptions{Model: "gemini-test", APIKey: "test-key", BaseURL: srv.URL, IdleTimeout: 100 * time.Millisecond})
+			default:
 				p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: "gpt-test", APIKey: "test-key", BaseURL: srv.URL + "/v1", IdleTimeout: 100 * time.Millisecond})
 			}
 			if err != nil {

@@ -33,9 +33,10 @@ type Part struct {
 	Type PartType `json:"type"`
 	// Text is the text of a text part and the reasoning of a thinking part.
 	Text string `json:"text,omitempty"`
-	// Signature is the provider's signature of a thinking part. Anthropic
-	// requires it back, unchanged, with the thinking it signs; it is kept
-	// and sent so.
+	// Signature is the provider's signature of a thinking part (or, from
+	// Gemini, its thought signature of a text part). Anthropic and Gemini
+	// require it back, unchanged, with the part it signs; it is kept and
+	// sent so.
 	Signature string `json:"signature,omitempty"`
 	// Redacted holds a thinking part the provider sent encrypted (Anthropic's
 	// redacted_thinking data); Text is then empty.
@@ -69,6 +70,9 @@ type ToolCall struct {
 	// (it may be malformed; [Step] answers such a call with an isError
 	// result).
 	Arguments string `json:"arguments"`
+	// Signature is Gemini's thought signature of the call, which must go
+	// back with it on the next request; other providers send none.
+	Signature string `json:"signature,omitempty"`
 }
 
 // ToolResult is the outcome of one tool call.

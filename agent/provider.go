@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 )
 
-// Provider makes streamed model calls. Implementations: [Anthropic] and
-// [OpenAI]. A Provider must be safe for concurrent use.
+// Provider makes streamed model calls. Implementations: [Anthropic],
+// [OpenAI], [OpenAIResponses] and [Gemini]. A Provider must be safe for concurrent use.
 type Provider interface {
 	// Stream makes one streamed model call for req and calls emit with
 	// each fragment, in stream order, from the calling goroutine; it
@@ -32,10 +32,12 @@ type Request struct {
 	Options ModelOptions
 	// Output, when not nil, is the JSON Schema the final answer must
 	// match (structured output): OpenAI enforces it with response_format,
-	// Anthropic is told it in the system prompt; [Runner] validates it.
+	// Gemini with responseJsonSchema, Anthropic is told it in the system
+	// prompt; [Runner] validates it.
 	Output *OutputSchema
 	// Cache says where to put prompt-cache breakpoints (Anthropic's
-	// cache_control; OpenAI caches by itself and reports it in Usage).
+	// cache_control; OpenAI and Gemini cache by themselves and report it
+	// in Usage).
 	Cache CacheHints
 }
 
@@ -84,7 +86,8 @@ type ModelOptions struct {
 	// Temperature, when not nil, sets the sampling temperature.
 	Temperature *float64
 	// ThinkingBudget, when positive, turns on extended thinking with this
-	// many tokens (Anthropic; it must be below MaxTokens).
+	// many tokens (Anthropic, where it must be below MaxTokens; Gemini,
+	// which then also returns its thought summaries).
 	ThinkingBudget int64
 	// TopP, when not nil, sets nucleus sampling.
 	TopP *float64
@@ -96,7 +99,8 @@ type ModelOptions struct {
 	// ToolChoice constrains the tool calls; the zero value is auto.
 	ToolChoice ToolChoice
 	// User identifies the end user to the provider (Anthropic's
-	// metadata.user_id, OpenAI's user), for abuse monitoring.
+	// metadata.user_id, OpenAI's user), for abuse monitoring; Gemini has
+	// none: an *[UnsupportedError].
 	User string
 }
 
@@ -118,7 +122,9 @@ const (
 	FragText FragmentType = "text"
 	// FragThinking is a thinking delta of block Index.
 	FragThinking FragmentType = "thinking"
-	// FragSignature is (a piece of) the signature of thinking block Index.
+	// FragSignature is (a piece of) the signature of thinking block Index,
+	// or of the text block or tool call Index it follows (Gemini's thought
+	// signatures).
 	FragSignature FragmentType = "signature"
 	// FragRedacted is an encrypted thinking block (Text holds its data).
 	FragRedacted FragmentType = "redacted_thinking"

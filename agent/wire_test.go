@@ -84,3 +84,33 @@ func TestHistoryQueries(t *testing.T) {
 		t.Errorf("LastAssistant() = %v, %v", m, ok)
 	}
 }
+
+// TestGeminiRoundTrip converts a history with every part Gemini has to
+// its contents and back.
+func TestGeminiRoundTrip(t *testing.T) {
+	const sig = "BwgJCgsMDQ4PEBESExQVFhcYGRobHB0e"
+	history := []agent.Message{
+		{Role: agent.RoleUser, Parts: []agent.Part{agent.Text("look at these"), agent.Image("data:image/png;base64,iVBORw0KGgo="), agent.Image("https://example.com/cat.jpg")}},
+		{Role: agent.RoleAssistant, Parts: []agent.Part{
+			{Type: agent.PartThinking, Text: "two images", Signature: sig},
+			agent.Text("Let me check."),
+		}, ToolCalls: []agent.ToolCall{{ID: "fc1", Name: "lookup", Arguments: `{"q":"cat"}`, Signature: sig}, {ID: "fc2", Name: "ping", Arguments: `{}`}}},
+		agent.ToolMessage(agent.ToolResult{CallID: "fc1", Name: "lookup", Content: []agent.Part{agent.Text("a cat"), agent.Image("data:image/gif;base64,R0lGOA==")}}),
+		agent.ToolMessage(agent.ToolResult{CallID: "fc2", Name: "ping", Content: []agent.Part{agent.Text("timeout: no answer")}, IsError: true}),
+		agent.UserText("and?"),
+		{Role: agent.RoleAssistant, Parts: []agent.Part{{Type: agent.PartText, Text: "A cat.", Signature: sig}}},
+	}
+	wire, system := agent.GeminiContents(append([]agent.Message{agent.SystemText("be kind")}, history...))
+	if system != "be kind" {
+		t.Errorf("system = %q", system)
+	}
+	if len(wire) != 4 {
+		t.Errorf("got %d contents, want 4 (the function responses and the next user text in one user content)", len(wire))
+	}
+	if _, err := json.Marshal(wire); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(history, agent.FromGeminiContents(wire)); diff != "" {
+		t.Errorf("round trip mismatch (-want +got):\n%s", diff)
+	}
+}

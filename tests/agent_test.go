@@ -77,9 +77,12 @@ func (f *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		tr.check(f.t, string(body))
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	if f.kind == "anthropic" {
+	switch f.kind {
+	case "anthropic":
 		io.WriteString(w, anthropicTurn(tr))
-	} else {
+	case "gemini":
+		io.WriteString(w, geminiTurn(tr))
+	default:
 		io.WriteString(w, openaiTurn(tr))
 	}
 }
@@ -141,6 +144,32 @@ func openaiTurn(tr modelTurn) string {
 	return b.String()
 }
 
+// geminiTurn renders tr as Gemini's streamGenerateContent SSE: the text,
+// then each function call whole, its arguments an object.
+func geminiTurn(tr modelTurn) string {
+	var b strings.Builder
+	var parts []any
+	if tr.text != "" {
+		parts = append(parts, map[string]any{"text": tr.text})
+	}
+	for _, c := range tr.calls {
+		var args map[string]any
+		if err := json.Unmarshal([]byte(c[1]), &args); err != nil {
+			panic(err)
+		}
+		parts = append(parts, map[string]any{"functionCall": map[string]any{"name": c[0], "args": args}})
+	}
+	for i, p := range parts {
+		cand := map[string]any{"index": 0, "content": map[string]any{"role": "model", "parts": []any{p}}}
+		if i == len(parts)-1 {
+			cand["finishReason"] = "STOP"
+		}
+		sse(&b, "", map[string]any{"candidates": []any{cand}, "modelVersion": "gemini-e2e", "responseId": "e2e",
+			"usageMetadata": map[string]any{"promptTokenCount": 50, "candidatesTokenCount": 10, "totalTokenCount": 60}})
+	}
+	return b.String()
+}
+
 // runAgent runs `toolgate agent` (which runs the toolgate-agent built next
 // to it) with args and the provider's key in its environment, bounded by
 // callTimeout.
@@ -150,8 +179,11 @@ func runAgent(t *testing.T, env []string, args ...string) cliResult {
 }
 
 func keyEnv(kind string) []string {
-	if kind == "anthropic" {
+	switch kind {
+	case "anthropic":
 		return []string{"ANTHROPIC_API_KEY=test-key"}
+	case "gemini":
+		return []string{"GEMINI_API_KEY=test-key"}
 	}
 	return []string{"OPENAI_API_KEY=test-key"}
 }
@@ -198,6 +230,40 @@ func TestAgentScratchpadOverMCP(t *testing.T) {
 				t.Errorf("the model got %d requests, want 3", n)
 			}
 		})
+	}
+}
+
+// TestAgentGeminiOverMCP runs `toolgate agent --provider gemini` against
+// the fake Gemini API and a real `toolgate serve`: the key comes from
+// GEMINI_API_KEY, and the note read back reaches the model as the
+// function response's output.
+func TestAgentGeminiOverMCP(t *testing.T) {
+	srv := startServe(t, baseConfig)
+	turns := scratchpadTask()
+	turns[2].check = func(t *testing.T, body string) {
+		if !strings.Contains(body, `"functionResponse":{"name":"scratchpad","response":{"output":"Lisbon"}}`) {
+			t.Errorf("the last request does not carry the note read back from the scratchpad: %s", body)
+		}
+	}
+	m := newFakeModel(t, "gemini", turns...)
+	res := runAgent(t, keyEnv("gemini"), "--provider", "gemini", "--model", "test-model", "--base-url", m.baseURL(), "--mcp", srv.URL+"/mcp", "remember Lisbon")
+	if res.code != 0 {
+		t.Fatalf("toolgate agent failed:\n%s", res)
+	}
+	if want := "I'll note the city.\nThe city is Lisbon.\n"; res.stdout != want {
+		t.Errorf("stdout = %q, want %q", res.stdout, want)
+	}
+	for _, want := range []string{`→ scratchpad {"key":"city","op":"put","value":"Lisbon"}`, "← scratchpad ok (", `→ scratchpad {"key":"city","op":"get"}`} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		}
+	}
+	if n := m.requests(); n != 3 {
+		t.Errorf("the model got %d requests, want 3", n)
+	}
+	res = runAgent(t, []string{"GEMINI_API_KEY=", "GOOGLE_API_KEY="}, "--provider", "gemini", "--model", "m", "task")
+	if res.code != 2 || !strings.Contains(res.stderr, "no API key: set GEMINI_API_KEY") {
+		t.Errorf("without a key: exit %d, stderr %q; want 2 and where to set one", res.code, res.stderr)
 	}
 }
 
@@ -363,7 +429,7 @@ func TestAgentLauncher(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := runProgram(t, bin, []string{"PATH=" + pathDir}, "agent", "--provider", "nope", "--model", "m", "task")
-		if want := "toolgate: unknown provider \"nope\": use --provider anthropic, openai or openai-responses\n"; res.code != 2 || res.stderr != want {
+		if want := "toolgate: unknown provider \"nope\": use --provider anthropic, openai, openai-responses or gemini\n"; res.code != 2 || res.stderr != want {
 			t.Errorf("want toolgate-agent's exit 2 and stderr %q:\n%s", want, res)
 		}
 	})

@@ -185,20 +185,46 @@ func longerPrefixAllows(imp, prefix, rel string) bool {
 // linked package's init whatever the subcommand): the agent loop is the
 // separate toolgate-agent binary, which `toolgate agent` runs.
 func TestToolgateLinksNoModelSDK(t *testing.T) {
-	list := exec.Command("go", "list", "-deps", "./cmd/toolgate")
-	list.Dir = ".." // the module root
-	out, err := list.Output()
-	if err != nil {
-		t.Fatalf("go list -deps ./cmd/toolgate: %v\n%s", err, out)
+	// The SDKs, by import path prefix.
+	sdks := []string{"github.com/anthropics/anthropic-sdk-go", "github.com/openai/openai-go", "google.golang.org/genai"}
+	isSDK := func(dep string) string {
+		for _, p := range sdks {
+			if dep == p || strings.HasPrefix(dep, p+"/") {
+				return p
+			}
+		}
+		return ""
 	}
-	deps := strings.Fields(string(out))
+	deps := goListDeps(t, "./cmd/toolgate")
 	if !slices.Contains(deps, module+"/gateway") {
-		t.Fatalf("go list -deps ./cmd/toolgate does not list %s/gateway; is it listing the right package?\n%s", module, out)
+		t.Fatalf("go list -deps ./cmd/toolgate does not list %s/gateway; is it listing the right package?\n%s", module, deps)
 	}
 	for _, dep := range deps {
-		if dep == module+"/agent" || strings.HasPrefix(dep, module+"/agent/") ||
-			strings.HasPrefix(dep, "github.com/anthropics/") || strings.HasPrefix(dep, "github.com/openai/") {
+		if dep == module+"/agent" || strings.HasPrefix(dep, module+"/agent/") || isSDK(dep) != "" {
 			t.Errorf("cmd/toolgate depends on %s: the agent loop and the model SDKs belong in cmd/toolgate-agent only", dep)
 		}
 	}
+	// The prefixes name what toolgate-agent does link: each one is seen.
+	seen := map[string]bool{}
+	for _, dep := range goListDeps(t, "./cmd/toolgate-agent") {
+		seen[isSDK(dep)] = true
+	}
+	for _, p := range sdks {
+		if !seen[p] {
+			t.Errorf("cmd/toolgate-agent links no package of %s: the check above would miss it under another path", p)
+		}
+	}
+}
+
+// goListDeps returns the packages pkg (relative to the module root)
+// depends on.
+func goListDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	list := exec.Command("go", "list", "-deps", pkg)
+	list.Dir = ".." // the module root
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+	}
+	return strings.Fields(string(out))
 }

@@ -33,7 +33,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fs, c := cli.NewFlags("agent", stderr)
-	provider := fs.String("provider", "", "model `provider`: anthropic, openai (Chat Completions) or openai-responses (the Responses API)")
+	provider := fs.String("provider", "", "model `provider`: anthropic, openai (Chat Completions), openai-responses (the Responses API) or gemini")
 	model := fs.String("model", "", "model `name`")
 	baseURL := fs.String("base-url", "", "the provider API's base `URL` (for compatible or local servers)")
 	mcpURL := fs.String("mcp", "", "use the tools of the MCP server at this streamable HTTP `URL` (instead of --config; for a stdio server, write its command after --)")
@@ -49,14 +49,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	maxIter := fs.Int("max-iterations", agent.DefaultMaxIterations, "stop after `N` model calls")
 	system := fs.String("system", "", "the system prompt `text`")
 	maxTokens := fs.Int64("max-tokens", 0, "bound each response to `N` tokens (default: the provider's)")
-	thinking := fs.Int64("thinking-budget", 0, "let the model think with up to `N` tokens first (Anthropic extended thinking; below --max-tokens)")
+	thinking := fs.Int64("thinking-budget", 0, "let the model think with up to `N` tokens first (Anthropic extended thinking, below --max-tokens; Gemini thinking)")
 	idle := fs.Duration("idle-timeout", agent.DefaultIdleTimeout, "abandon a model call that sends nothing for this `long` (0: never)")
 	maxTotal := fs.Int64("max-tokens-total", 0, "end the run once it has used `N` tokens in all, cache tokens included (0: no limit)")
 	maxCost := fs.Float64("max-cost", 0, "end the run once it has cost this `much` by --price (0: no limit)")
 	price := fs.String("price", "", "the model's `price` per million tokens, \"INPUT/OUTPUT\" or \"INPUT/OUTPUT/CACHE-READ/CACHE-WRITE\", for the cost printed at the end and --max-cost")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolgate agent --provider anthropic|openai --model NAME [flags] TASK [-- STDIO-SERVER-COMMAND...]")
-		fmt.Fprintln(stderr, "the key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY")
+		fmt.Fprintln(stderr, "usage: toolgate agent --provider anthropic|openai|openai-responses|gemini --model NAME [flags] TASK [-- STDIO-SERVER-COMMAND...]")
+		fmt.Fprintln(stderr, "the key comes from ANTHROPIC_API_KEY, OPENAI_API_KEY, or GEMINI_API_KEY (or GOOGLE_API_KEY)")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args); err != nil {
@@ -92,8 +92,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		p, err = agent.NewOpenAI(agent.OpenAIOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
 	case "openai-responses":
 		p, err = agent.NewOpenAIResponses(agent.OpenAIOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
+	case "gemini":
+		p, err = agent.NewGemini(agent.GeminiOptions{Model: *model, BaseURL: *baseURL, IdleTimeout: idleTimeout})
 	default:
-		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("unknown provider %q: use --provider anthropic, openai or openai-responses", *provider)}
+		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("unknown provider %q: use --provider anthropic, openai, openai-responses or gemini", *provider)}
 	}
 	if err != nil {
 		return cli.ExitError{Code: 2, Msg: err.Error()}

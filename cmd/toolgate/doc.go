@@ -7,7 +7,7 @@
 //	toolgate validate [--config FILE]
 //	toolgate tools    [--config FILE] [--json] [--skipped]
 //	toolgate call     [--config FILE] [--thread ID] NAME [JSON]
-//	toolgate agent    --provider anthropic|openai --model NAME [--mcp URL|--config FILE] TASK [-- STDIO-SERVER-COMMAND...]
+//	toolgate agent    --provider anthropic|openai|openai-responses|gemini --model NAME [--mcp URL|--config FILE] TASK [-- STDIO-SERVER-COMMAND...]
 //	toolgate version
 //
 // Every command also takes --log-level and --log-format. Logs go to stderr.
