@@ -51,6 +51,7 @@ var allowed = map[string][]string{
 	"internal/principal":             {},
 	"internal/reload":                {},
 	"internal/canonjson":             {},
+	"internal/resultcache":           {},
 	"internal/mcppeer":               {},
 	"internal/callslot":              {},
 	"internal/loopguard":             {"internal/canonjson"},
