@@ -788,6 +788,7 @@ func exampleREST(c *Config) {
 			Retry:            &Retry{Attempts: 4, InitialBackoff: Duration(200 * time.Millisecond), MaxBackoff: Duration(2 * time.Second), On: defaultRetryOn},
 			MaxResponseBytes: 262144,
 			AllowedHosts:     []string{"127.0.0.1:9000"},
+			Cache:            &Cache{TTL: Duration(30 * time.Second), MaxBytes: 1 << 20},
 		},
 		{
 			Name:        "create_ticket",

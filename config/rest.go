@@ -81,6 +81,10 @@ type RESTTool struct {
 	// AllowedHosts are the hosts (host or host:port) the call and its
 	// redirects may reach. Default none, which means the host of URL only.
 	AllowedHosts []string `yaml:"allowed_hosts"`
+	// Cache keeps the tool's results for a while (see [Cache]); only a GET
+	// or HEAD tool not marked idempotent: false may have one. Default
+	// none: every call reaches the backend.
+	Cache *Cache `yaml:"cache"`
 }
 
 // Retry is a retry policy. Only idempotent calls are retried, and only
@@ -154,6 +158,10 @@ type OpenAPISource struct {
 	Timeout          Duration `yaml:"timeout"`
 	Retry            *Retry   `yaml:"retry"`
 	MaxResponseBytes int64    `yaml:"max_response_bytes"`
+	// Cache keeps the results of the source's GET and HEAD operations for
+	// a while (see [Cache]); its other operations are never cached.
+	// Default none.
+	Cache *Cache `yaml:"cache"`
 }
 
 // Catalog is how an openapi source's tools are listed to clients.
@@ -198,6 +206,7 @@ func complete(cfg *Config, file string, present func(path string) bool) {
 			t.MaxResponseBytes = defaultMaxResponseBytes
 		}
 		inheritRetry(t.Retry, cfg.Defaults.Retry, p+".retry", present)
+		completeCache(t.Cache, p+".cache", present)
 	}
 	for i := range cfg.OpenAPI {
 		o := &cfg.OpenAPI[i]
@@ -209,6 +218,7 @@ func complete(cfg *Config, file string, present func(path string) bool) {
 			o.MaxSpecBytes = defaultMaxSpecBytes
 		}
 		inheritRetry(o.Retry, cfg.Defaults.Retry, p+".retry", present)
+		completeCache(o.Cache, p+".cache", present)
 		o.Spec = resolveSpec(o.Spec, file)
 	}
 }
@@ -259,6 +269,9 @@ func (c *checker) restSections(cfg *Config) {
 		c.spec(p+".spec", o.Spec)
 		c.callLimits(p, o.Timeout, o.Retry, o.MaxResponseBytes)
 		c.catalog(p+".catalog", o.Catalog)
+		if o.Cache != nil {
+			c.cache(p+".cache", o.Cache)
+		}
 		if o.MaxSpecBytes < 0 || o.MaxSpecBytes > maxMaxSpecBytes {
 			c.fail(p+".max_spec_bytes", strconv.FormatInt(o.MaxSpecBytes, 10), "must be between 1 and %d (1 GiB); leave it out for the default, %d (16 MiB)", maxMaxSpecBytes, defaultMaxSpecBytes)
 		}
@@ -272,6 +285,7 @@ func (c *checker) restSections(cfg *Config) {
 			c.fail(p+".input_schema", "", "must be a mapping (a JSON Schema object), like {type: object, properties: {id: {type: string}}}")
 		}
 		c.callLimits(p, t.Timeout, t.Retry, t.MaxResponseBytes)
+		c.restCache(p, t)
 	}
 }
 

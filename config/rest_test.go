@@ -366,7 +366,7 @@ func TestParseRESTErrors(t *testing.T) {
 			nil,
 			[]string{
 				`t.yaml:4:17: rest[0].idempotent: expected true or false, got string "maybe"`,
-				`t.yaml:5:5: rest[0].urll: unknown key; valid keys: name, description, method, url, query, headers, body, input_schema, idempotent, timeout, retry, max_response_bytes, allowed_hosts`,
+				`t.yaml:5:5: rest[0].urll: unknown key; valid keys: name, description, method, url, query, headers, body, input_schema, idempotent, timeout, retry, max_response_bytes, allowed_hosts, cache`,
 				`t.yaml:6:1: rest_tools: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry, endpoints`,
 			},
 		},
@@ -388,7 +388,7 @@ func TestParseRESTErrors(t *testing.T) {
 			nil,
 			[]string{
 				`t.yaml:1:7: rest: expected a list, got a mapping`,
-				`t.yaml:3:5: openapi[0]: expected a mapping with keys name, spec, base_url, include, exclude, auth, max_spec_bytes, headers, catalog, timeout, retry, max_response_bytes, got a list`,
+				`t.yaml:3:5: openapi[0]: expected a mapping with keys name, spec, base_url, include, exclude, auth, max_spec_bytes, headers, catalog, timeout, retry, max_response_bytes, cache, got a list`,
 				`t.yaml:4:19: defaults.retry: expected a mapping with keys attempts, initial_backoff, max_backoff, on, got integer 3`,
 			},
 		},

@@ -106,6 +106,11 @@ type Upstream struct {
 	// streamable-http only): see [UpstreamOAuth]. Default none: requests
 	// carry only Headers.
 	OAuth *UpstreamOAuth `yaml:"oauth"`
+	// Cache keeps the results of the upstream's read-only tools (those
+	// whose readOnlyHint is true) for a while (see [Cache]); its other
+	// tools are never cached. Not with isolation: thread, nor with
+	// idempotent: false. Default none.
+	Cache *Cache `yaml:"cache"`
 }
 
 // completeUpstreams fills in, between decoding and validation, what the
@@ -126,6 +131,7 @@ func completeUpstreams(cfg *Config, file string, present func(path string) bool)
 		if !present(p + ".max_message_bytes") {
 			u.MaxMessageBytes = defaultMaxMessageBytes
 		}
+		completeCache(u.Cache, p+".cache", present)
 		if u.Transport == "stdio" {
 			u.Cwd = resolveCwd(u.Cwd, file)
 		}
@@ -178,5 +184,6 @@ func (c *checker) upstreams(cfg *Config) {
 		if u.OAuth != nil {
 			c.upstreamOAuth(i, u)
 		}
+		c.upstreamCache(p, u)
 	}
 }

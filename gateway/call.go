@@ -63,6 +63,9 @@ type Call struct {
 	elicit func(ctx context.Context, message string, requestedSchema map[string]any) (action string, content map[string]any, err error)
 
 	attempts int // attempts made so far, counted by executors.Call.OnAttempt
+	// cache is the result cache's answer: "hit", "miss", or "" for a
+	// tool that is not cached (cache.go).
+	cache string
 
 	// ident is who makes the call and what it may do (auth.go); nil for
 	// the embedding program's own calls. Principal is its name.

@@ -114,7 +114,7 @@ func (g *Gateway) onAttempt(ctx context.Context, c *Call) func(n int) {
 func (g *Gateway) callEnded(ctx context.Context, c *Call, res *Result, err error, class string, d time.Duration) {
 	debug := g.logger.Enabled(ctx, slog.LevelDebug)
 	e := callEvent(c, events.StateCompleted)
-	e.Attempts, e.DurationMS = c.attempts, durationMS(d)
+	e.Attempts, e.DurationMS, e.Cache = c.attempts, durationMS(d), c.cache
 	if class != "" {
 		e.State, e.Class = events.StateError, class
 		e.Message = events.Message(errorMessage(res, err))

@@ -45,6 +45,9 @@ type options struct {
 	logger  *slog.Logger
 	version string
 	browser oauthclient.Browser
+	// cacheNow is the result caches' clock; nil means time.Now (tests
+	// give a fake one).
+	cacheNow func() time.Time
 }
 
 // Option configures [New].
@@ -125,6 +128,8 @@ type Gateway struct {
 
 	audit *audit.Trail // the audit trail (audit.go), or nil
 
+	caches resultCaches // the sources' result caches (cache.go)
+
 	httpOnce  sync.Once
 	router    http.Handler // built by Handler
 	closeOnce sync.Once
@@ -148,7 +153,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, browser: o.browser, reg: registry.New(), execs: map[execKey]executors.Executor{},
-		loops: newLoopGuard(cfg)}
+		loops: newLoopGuard(cfg), caches: resultCaches{now: o.cacheNow}}
 	g.routes.Store(&map[string]*route{})
 	// Configured sources are namespaces before their tools arrive (an
 	// upstream lists them once connected): name repair never moves a call
@@ -188,6 +193,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		g.metrics.reg.MustRegister(redisMetrics...)
 	}
 	g.res = newResilience(cfg, g.metrics)
+	g.initCaches(cfg)
 	g.events = newEventBus(g.metrics.reg, cfg, g.redis.Events())
 	if g.audit, err = g.openAudit(cfg); err != nil {
 		g.events.Close()

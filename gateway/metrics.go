@@ -38,6 +38,7 @@ type metrics struct {
 	exhausted    *prometheus.CounterVec
 	reloads      *prometheus.CounterVec
 	endpoints    *prometheus.CounterVec
+	cacheCalls   *prometheus.CounterVec
 
 	perTool  sync.Map // *registry.Tool → *toolMetrics, to skip label hashing on the hot path
 	httpByTC sync.Map // toolCode → prometheus.Counter, the children of httpRequests, likewise
@@ -125,9 +126,13 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim *limiter, trac
 			Name: "toolgate_endpoint_calls_total",
 			Help: "Tool calls made through a configured endpoint (config endpoints), by endpoint and outcome (ok or error); calls through the default endpoint are not counted here.",
 		}, []string{"endpoint", "outcome"}),
+		cacheCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_cache_requests_total",
+			Help: "Calls of tools with a result cache (docs/cache.md), by result: hit (answered from the cache, or by an identical call running at the time) or miss (the backend was called).",
+		}, []string{"tool", "result"}),
 	}
 	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.sessions, m.unknownTools, m.nameRepairs, m.httpRequests, m.retries,
-		m.upstreamUp, m.restarts, m.relists, m.queueWait, m.circuit, m.exhausted, m.reloads, m.endpoints,
+		m.upstreamUp, m.restarts, m.relists, m.queueWait, m.circuit, m.exhausted, m.reloads, m.endpoints, m.cacheCalls,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "toolgate_queue_length",
 			Help: "Tool calls waiting for a free slot: of max_parallel (at most defaults.max_queue), or of their session's max_parallel_per_session (at most defaults.max_queue more).",
@@ -258,6 +263,15 @@ func (c *instancesCollector) Collect(ch chan<- prometheus.Metric) {
 
 func (m *metrics) circuitState(backend string, s retry.State) {
 	m.circuit.WithLabelValues(backend).Set(float64(s))
+}
+
+// cacheRequest counts a call of a cached tool: a hit or a miss.
+func (m *metrics) cacheRequest(t *registry.Tool, hit bool) {
+	result := "miss"
+	if hit {
+		result = "hit"
+	}
+	m.cacheCalls.WithLabelValues(t.Name, result).Inc()
 }
 
 func (m *metrics) budgetExhausted(backend string) {

@@ -65,6 +65,8 @@ var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the c
 //	          webhooks, redact and truncate after it (hooks.go,
 //	          gateway/internal/hooks)
 //	(use)     middleware added with [Gateway.Use]
+//	cache     a read-only tool's result from its source's result cache,
+//	          or kept there once it succeeds (cache.go)
 //	limit     a slot under the concurrency limits (limit.go)
 //	dispatch  the tool's executor, bound at registration, under its
 //	          deadline and retry plan (executors.Dispatcher)
@@ -77,7 +79,7 @@ type step func(next Handler) Handler
 func (g *Gateway) buildChain(use []Middleware) Handler {
 	// With middleware in place the executors get Args re-encoded, never
 	// the client's raw bytes: a middleware may have changed Args.
-	h := g.limit(g.dispatchStep(len(use) == 0))
+	h := g.cacheStep(len(use) == 0, g.limit(g.dispatchStep(len(use) == 0)))
 	for i := len(use) - 1; i >= 0; i-- {
 		h = use[i](h)
 	}
@@ -161,6 +163,9 @@ func (g *Gateway) record(next Handler) Handler {
 				slog.String("tool", c.Tool.Name), slog.String("kind", string(c.Tool.Kind)), slog.String("thread", threadLabel(c.Thread)),
 				slog.Float64("duration_ms", durationMS(d)), slog.String("outcome", outcome), slog.String("class", class),
 				slog.String("call_id", c.ID), slog.Int("attempts", c.attempts),
+			}
+			if c.cache != "" {
+				attrs = append(attrs, slog.String("cache", c.cache))
 			}
 			if c.Principal != "" {
 				// Who made the call: the audit trail needs it once there

@@ -170,6 +170,7 @@ func (g *Gateway) syncTools(c registry.Change) {
 		// routes cache their own.
 		g.metrics.forget(c.Removed)
 		g.res.forget(c.Removed)
+		g.caches.forget(c.Removed)
 	}
 	routes := maps.Clone(*g.routes.Load())
 	for _, name := range c.Removed {

@@ -103,6 +103,7 @@ func (g *Gateway) restBound(cfg *config.Config, i int) ([]executors.Bound, error
 func (g *Gateway) putREST(t config.RESTTool, bs []executors.Bound) error {
 	source := "rest:" + t.Name
 	g.res.setPolicy(source, t.Retry)
+	g.caches.set(source, t.Cache)
 	if err := g.setSourceTools(source, bs); err != nil {
 		return err
 	}
@@ -123,6 +124,7 @@ func (g *Gateway) dropREST(name string) bool {
 	}
 	g.res.setPolicy(source, nil)
 	g.res.restHost.Delete(source)
+	g.caches.set(source, nil)
 	return had
 }
 
@@ -133,6 +135,7 @@ func (g *Gateway) putUpstream(u *liveUpstream) {
 	g.dropUpstream(u.cfg.Name)
 	g.reg.ReserveNamespaces(u.cfg.Name)
 	g.res.setPolicy("upstream:"+u.cfg.Name, u.cfg.Retry)
+	g.caches.setUpstream(u.cfg)
 	g.ups.put(u)
 }
 
@@ -152,6 +155,7 @@ func (g *Gateway) dropUpstream(name string) bool {
 		f.SetCatalog(source, nil)
 	}
 	g.res.setPolicy(source, nil)
+	g.caches.set(source, nil)
 	g.metrics.forgetUpstream(name)
 	return true
 }
@@ -178,6 +182,7 @@ func (g *Gateway) putOpenAPI(o config.OpenAPISource, bs []executors.Bound) error
 	source := "openapi:" + o.Name
 	g.reg.ReserveNamespaces(o.Name)
 	g.res.setPolicy(source, o.Retry)
+	g.caches.set(source, o.Cache)
 	if err := g.setSourceTools(source, bs); err != nil {
 		return err
 	}
@@ -199,6 +204,7 @@ func (g *Gateway) dropOpenAPI(name string) {
 	g.openapi.forget(name)
 	g.res.setPolicy(source, nil)
 	g.res.restHost.Delete(source)
+	g.caches.set(source, nil)
 }
 
 // recordSources notes the rest and openapi sources New served from cfg,

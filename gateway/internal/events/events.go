@@ -90,6 +90,9 @@ type Event struct {
 	// Message is the text the model saw, class prefix included (error
 	// only, at most maxMessage bytes: see [Message]).
 	Message string `json:"message,omitempty"`
+	// Cache is the result cache's answer, hit or miss, for a tool with a
+	// cache (completed and error only).
+	Cache string `json:"cache,omitempty"`
 
 	// thread and session are the raw IDs behind Thread and Session, which
 	// labelled fills in (hashing costs; only events someone reads pay it).
