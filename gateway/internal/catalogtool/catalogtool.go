@@ -47,8 +47,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -111,11 +109,9 @@ type Catalog struct {
 	env    Env
 
 	// An OpenAPI catalog's (openapi.go); fixed once served.
-	source  string // the hidden tools' registry source, "openapi:<name>"
-	doc     *openapi.Document
-	entries []*entry
-	byName  map[string]*entry
-	stub    json.RawMessage // the hidden tools' input schema until built
+	source string // the hidden tools' registry source, "openapi:<name>"
+	doc    *openapi.Document
+	stub   json.RawMessage // the hidden tools' input schema until built
 	// buildMu serializes building and unbuilding tools.
 	buildMu sync.Mutex
 	// mu guards the entries' built state and the recency list.
@@ -125,12 +121,11 @@ type Catalog struct {
 	maxBytes int       // the bound on bytes: maxBuiltSchemaBytes
 	builds   int       // how many tools were built, for tests
 
-	// A tracking catalog's.
-	member func(*registry.Tool) bool // which registered tools it holds; nil for OpenAPI catalogs
-	// tmu guards tracked and subs.
-	tmu     sync.RWMutex
-	tracked map[string]*entry // by name
-	subs    []*Catalog        // the OpenAPI catalogs it includes
+	member func(*registry.Tool) bool // which registered tools a tracking catalog holds; nil for OpenAPI catalogs
+	// tmu guards ix and subs.
+	tmu  sync.RWMutex
+	ix   index      // its tools
+	subs []*Catalog // the OpenAPI catalogs it includes
 }
 
 // TrackOptions say which registered tools a tracking catalog holds and
@@ -153,7 +148,7 @@ func newCatalog(name, prefix string, env Env) *Catalog {
 	if env.Logger == nil {
 		env.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Catalog{name: name, prefix: prefix, env: env}
+	return &Catalog{name: name, prefix: prefix, env: env, ix: newIndex()}
 }
 
 // NewTracking starts a tracking catalog of the registered tools o.Member
@@ -166,7 +161,6 @@ func NewTracking(o TrackOptions, env Env) *Catalog {
 	if c.member == nil {
 		c.member = func(*registry.Tool) bool { return true }
 	}
-	c.tracked = map[string]*entry{}
 	return c
 }
 
@@ -187,26 +181,27 @@ func (c *Catalog) Track(added []*registry.Tool, removed []string) {
 	if c.member == nil {
 		return
 	}
+	var es []*entry // made before locking: an upstream may list thousands
+	for _, t := range added {
+		if !c.IsMeta(t.Name) && c.member(t) {
+			es = append(es, toolEntry(t))
+		}
+	}
 	c.tmu.Lock()
 	defer c.tmu.Unlock()
 	for _, n := range removed {
-		delete(c.tracked, n)
+		c.ix.remove(n)
 	}
-	for _, t := range added {
-		if !c.IsMeta(t.Name) && c.member(t) {
-			c.tracked[t.Name] = toolEntry(t)
-		}
+	for _, e := range es {
+		c.ix.put(e)
 	}
 }
 
 // Len is how many tools c holds, its included catalogs' too.
 func (c *Catalog) Len() int {
-	if c.member == nil {
-		return len(c.entries)
-	}
 	c.tmu.RLock()
 	defer c.tmu.RUnlock()
-	n := len(c.tracked)
+	n := c.ix.len()
 	for _, s := range c.subs {
 		n += s.Len()
 	}
@@ -231,33 +226,31 @@ type holder struct {
 // search returns the tools id may call that match terms, best first, at
 // most limit of them, and how many matched in all.
 func (c *Catalog) search(terms []string, limit int, id *principal.Identity) ([]hit, int) {
-	var hits []hit
-	if c.member == nil {
-		return rank(collect(hits, slices.Values(c.entries), terms, id), limit)
+	best := top{limit: limit}
+	add := func(e *entry, t tally) {
+		if id.Permits(e.name) {
+			best.offer(hit{Name: e.name, Summary: e.summary, Operation: e.operation, matched: t.matched, score: t.score})
+		}
 	}
 	c.tmu.RLock()
-	hits = collect(hits, maps.Values(c.tracked), terms, id)
-	for _, s := range c.subs {
-		hits = collect(hits, slices.Values(s.entries), terms, id)
-	}
+	c.ix.match(terms, add)
+	subs := c.subs
 	c.tmu.RUnlock()
-	return rank(hits, limit)
+	for _, s := range subs {
+		s.tmu.RLock()
+		s.ix.match(terms, add)
+		s.tmu.RUnlock()
+	}
+	return best.hits, best.total
 }
 
 // lookup finds the entry called name (its registered name, or the name
 // after the catalog's prefix) and the catalog holding it.
 func (c *Catalog) lookup(name string) (holder, bool) {
-	if c.member == nil {
-		e, ok := c.byName[name]
-		if !ok {
-			e, ok = c.byName[c.prefix+name]
-		}
-		return holder{c, e}, ok
-	}
 	c.tmu.RLock()
 	defer c.tmu.RUnlock()
 	for _, n := range []string{name, c.prefix + name} {
-		if e, ok := c.tracked[n]; ok {
+		if e, ok := c.ix.get(n); ok {
 			return holder{c, e}, true
 		}
 	}
@@ -271,23 +264,16 @@ func (c *Catalog) lookup(name string) (holder, bool) {
 
 // permittedNames lists the names of c's tools id may call.
 func (c *Catalog) permittedNames(id *principal.Identity) []string {
-	var names []string
-	add := func(es func(func(*entry) bool)) {
-		for e := range es {
-			if id.Permits(e.name) {
-				names = append(names, e.name)
-			}
-		}
-	}
-	if c.member == nil {
-		add(slices.Values(c.entries))
-		return names
-	}
 	c.tmu.RLock()
 	defer c.tmu.RUnlock()
-	add(maps.Values(c.tracked))
+	var names []string
+	for n := range c.ix.names {
+		if id.Permits(n) {
+			names = append(names, n)
+		}
+	}
 	for _, s := range c.subs {
-		add(slices.Values(s.entries))
+		names = append(names, s.permittedNames(id)...)
 	}
 	return names
 }
@@ -347,7 +333,7 @@ func (c *Catalog) Tools(callExec executors.Executor) []executors.Bound {
 	}
 	what := fmt.Sprintf("%s tools", whose)
 	if c.doc != nil {
-		what = fmt.Sprintf("%s tools (%d of them, one per API operation)", whose, len(c.entries))
+		what = fmt.Sprintf("%s tools (%d of them, one per API operation)", whose, c.Len())
 	}
 	return []executors.Bound{
 		{Tool: registry.Tool{

@@ -30,7 +30,7 @@ const maxBuiltSchemaBytes = 4 << 20
 // least recently used going back to their stubs.
 func New(name string, d *openapi.Document, env Env) *Catalog {
 	c := newCatalog(name, registry.Prefixed(name, ""), env)
-	c.source, c.doc, c.byName, c.maxBytes = "openapi:"+name, d, map[string]*entry{}, maxBuiltSchemaBytes
+	c.source, c.doc, c.maxBytes = "openapi:"+name, d, maxBuiltSchemaBytes
 	c.stub = json.RawMessage(fmt.Sprintf(`{"type":"object","description":"This tool's arguments are built on first use: read them with %s."}`,
 		c.MetaName(Describe)))
 	return c
@@ -51,15 +51,16 @@ func (c *Catalog) StubSchema() json.RawMessage { return c.stub }
 func (c *Catalog) Add(t registry.Tool, op openapi.Operation, i int, exec executors.Executor) executors.Executor {
 	part := strings.TrimPrefix(t.Name, registry.Prefixed(c.name, ""))
 	e := &entry{name: t.Name, summary: op.Summary, operation: op.Method + " " + op.Path, index: i, stub: t}
-	e.fields = [5]string{
-		strings.ToLower(part + " " + splitWords(part)),
-		strings.ToLower(op.OperationID + " " + splitWords(op.OperationID) + " " + strings.Join(op.Tags, " ")),
-		strings.ToLower(op.Path),
-		strings.ToLower(op.Summary),
-		strings.ToLower(t.Description),
-	}
-	c.entries = append(c.entries, e)
-	c.byName[t.Name] = e
+	e.setWords([5]string{
+		part + " " + splitWords(part),
+		op.OperationID + " " + splitWords(op.OperationID) + " " + strings.Join(op.Tags, " "),
+		op.Path,
+		op.Summary,
+		t.Description,
+	})
+	c.tmu.Lock()
+	c.ix.put(e)
+	c.tmu.Unlock()
 	return hiddenExec{c: c, e: e, rest: exec}
 }
 
