@@ -51,6 +51,11 @@ type Config struct {
 	// Endpoints are virtual MCP servers, each a bundle of the tools
 	// (docs/endpoints.md). Default none: one endpoint serving every tool.
 	Endpoints []Endpoint `yaml:"endpoints"`
+	// Catalog is how the endpoint lists the gateway's tools as a whole:
+	// with mode search, tools/list shows toolgate_search,
+	// toolgate_describe and toolgate_call, and the tools Always names
+	// (docs/catalog.md). Default: every tool is listed.
+	Catalog GatewayCatalog `yaml:"catalog"`
 
 	// Source is where the configuration came from: a file path, or
 	// "(embedded default)". Set by the loader.
@@ -148,10 +153,12 @@ type Defaults struct {
 	// and leaves room for others); past it a call fails with class
 	// rate_limited. From 0 to 1000000. Default 256.
 	MaxQueue int `yaml:"max_queue"`
-	// Catalog is how openapi sources that set no catalog of their own
-	// list their tools: tools (one tool per operation) or search (three
-	// meta-tools per source; see [OpenAPISource.Catalog]). Default
-	// (empty) tools.
+	// Catalog is how openapi sources and upstreams that set no catalog
+	// of their own, and the rest tools as a group, list their tools:
+	// tools (each tool) or search (three meta-tools per source, and
+	// rest__search, rest__describe and rest__call for the rest tools;
+	// see [OpenAPISource.Catalog], docs/catalog.md). Default (empty)
+	// tools.
 	Catalog Catalog `yaml:"catalog"`
 }
 

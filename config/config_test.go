@@ -291,7 +291,7 @@ func TestParseErrors(t *testing.T) {
 			"unknown top-level key",
 			yamlLines("builtins: [calc]"),
 			nil,
-			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry, endpoints"},
+			[]string{"t.yaml:1:1: builtins: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry, endpoints, catalog"},
 		},
 		{
 			"odd key is quoted in the path",
@@ -363,7 +363,7 @@ func TestParseErrors(t *testing.T) {
 			"root must be a mapping",
 			yamlLines("- calc"),
 			nil,
-			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry, endpoints, got a list`},
+			[]string{`t.yaml:1:1: expected a mapping with keys server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry, endpoints, catalog, got a list`},
 		},
 		{
 			"duration without a unit",
@@ -773,6 +773,7 @@ func TestGoccyAgrees(t *testing.T) {
 // TestExampleDocumentsEveryKey.
 func exampleREST(c *Config) {
 	c.Defaults.Catalog = CatalogTools
+	c.Catalog = GatewayCatalog{Mode: CatalogTools}
 	c.Rest = []RESTTool{
 		{
 			Name:        "get_weather",

@@ -164,7 +164,7 @@ type OpenAPISource struct {
 	Cache *Cache `yaml:"cache"`
 }
 
-// Catalog is how an openapi source's tools are listed to clients.
+// Catalog is how a source's tools are listed to clients.
 type Catalog string
 
 const (
@@ -185,6 +185,65 @@ func (c Catalog) Valid() bool { return c == "" || slices.Contains(catalogs, c) }
 func (c *checker) catalog(path string, v Catalog) {
 	if !v.Valid() {
 		c.fail(path, quoteShort(string(v)), "must be %s or %s; search serves the source as three meta-tools (search, describe, call)", CatalogTools, CatalogSearch)
+	}
+}
+
+// GatewayCatalog is how the endpoint lists the gateway's tools as a whole
+// (docs/catalog.md).
+type GatewayCatalog struct {
+	// Mode is [CatalogTools] (each tool is listed) or [CatalogSearch]:
+	// tools/list shows the meta-tools toolgate_search, toolgate_describe
+	// and toolgate_call, which find, describe and call every tool, and
+	// the tools Always names. Default (empty) tools.
+	Mode Catalog `yaml:"mode"`
+	// Always are globs of tool names listed in search mode besides the
+	// meta-tools (toolgate_batch, a tool every conversation needs). A
+	// tool of a source with catalog: search stays behind its source's
+	// meta-tools. Default none.
+	Always []string `yaml:"always"`
+}
+
+// Search reports whether the gateway lists its tools as the search
+// meta-tools.
+func (g GatewayCatalog) Search() bool { return g.Mode == CatalogSearch }
+
+// gatewayCatalog checks the top-level catalog section.
+func (c *checker) gatewayCatalog(g GatewayCatalog) {
+	if !g.Mode.Valid() {
+		c.fail("catalog.mode", quoteShort(string(g.Mode)), "must be %s or %s; search lists three meta-tools (toolgate_search, toolgate_describe, toolgate_call) in place of every tool", CatalogTools, CatalogSearch)
+	}
+	if len(g.Always) > 0 && g.Mode != CatalogSearch {
+		c.fail("catalog.always", "", "lists tools besides the search meta-tools, so it needs catalog.mode: search; set the mode or remove always")
+	}
+	c.globs("catalog.always", g.Always)
+}
+
+// restCatalogName names the rest tools' catalog under defaults.catalog:
+// search (rest__search, rest__describe, rest__call).
+const restCatalogName = "rest"
+
+// restCatalogNames checks that, when defaults.catalog: search serves the
+// rest tools behind rest__search, rest__describe and rest__call, no
+// source and no rest tool takes those names.
+func (c *checker) restCatalogNames(cfg *Config) {
+	if cfg.Defaults.Catalog != CatalogSearch || len(cfg.Rest) == 0 {
+		return
+	}
+	const why = "with defaults.catalog: search the rest tools are served as rest__search, rest__describe and rest__call"
+	for i, o := range cfg.OpenAPI {
+		if o.Name == restCatalogName {
+			c.fail(fmt.Sprintf("openapi[%d].name", i), quoteShort(o.Name), "is taken: %s; rename the source", why)
+		}
+	}
+	for i, u := range cfg.Upstreams {
+		if u.Name == restCatalogName {
+			c.fail(fmt.Sprintf("upstreams[%d].name", i), quoteShort(u.Name), "is taken: %s; rename the upstream", why)
+		}
+	}
+	for i, t := range cfg.Rest {
+		if strings.HasPrefix(t.Name, restCatalogName+"__") {
+			c.fail(fmt.Sprintf("rest[%d].name", i), quoteShort(t.Name), "is under the rest__ prefix: %s; rename the tool", why)
+		}
 	}
 }
 
@@ -261,6 +320,8 @@ func resolveSpec(spec, file string) string {
 func (c *checker) restSections(cfg *Config) {
 	c.retry("defaults.retry", &cfg.Defaults.Retry)
 	c.catalog("defaults.catalog", cfg.Defaults.Catalog)
+	c.gatewayCatalog(cfg.Catalog)
+	c.restCatalogNames(cfg)
 	for i, o := range cfg.OpenAPI {
 		p := fmt.Sprintf("openapi[%d]", i)
 		if c.broken[p] {

@@ -367,7 +367,7 @@ func TestParseRESTErrors(t *testing.T) {
 			[]string{
 				`t.yaml:4:17: rest[0].idempotent: expected true or false, got string "maybe"`,
 				`t.yaml:5:5: rest[0].urll: unknown key; valid keys: name, description, method, url, query, headers, body, input_schema, idempotent, timeout, retry, max_response_bytes, allowed_hosts, cache`,
-				`t.yaml:6:1: rest_tools: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry, endpoints`,
+				`t.yaml:6:1: rest_tools: unknown key; valid keys: server, defaults, threads, guards, log, builtin, rest, openapi, upstreams, batch_tool, hooks, auth, cluster, token_store, audit, telemetry, endpoints, catalog`,
 			},
 		},
 		{

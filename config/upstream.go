@@ -83,6 +83,12 @@ type Upstream struct {
 	// Exclude lists globs of the upstream's own tool names to drop, after
 	// Include. Default none.
 	Exclude []string `yaml:"exclude"`
+	// Catalog is how the upstream's tools are listed: [CatalogTools] lists
+	// each; [CatalogSearch] lists three meta-tools, <Name>__search,
+	// <Name>__describe and <Name>__call, that find, describe and call the
+	// upstream's tools, which stay out of tools/list (docs/catalog.md).
+	// Default (empty) defaults.catalog.
+	Catalog Catalog `yaml:"catalog"`
 	// Timeout bounds one call. Zero means defaults.timeout.
 	Timeout Duration `yaml:"timeout"`
 	// StartupTimeout bounds connecting and initializing. Positive; [Parse]
@@ -162,6 +168,7 @@ func (c *checker) upstreams(cfg *Config) {
 		if c.broken[p] {
 			continue
 		}
+		c.catalog(p+".catalog", u.Catalog)
 		switch u.Transport {
 		case "stdio", "sse", "streamable-http":
 		case "":

@@ -256,10 +256,21 @@ func (g *Gateway) planUpstreams(cfg *config.Config, p *applyPlan) error {
 			_ = u.m.Close() // built, never started: the running one stays
 			continue
 		}
+		// Catalogs are fixed by New: an upstream may change, but not
+		// move in or out of one.
+		if was := ok && upstreamCatalog(g.cfg, old); was != upstreamCatalog(cfg, u.cfg) {
+			_ = u.m.Close()
+			p.applied.Restart = append(p.applied.Restart, fmt.Sprintf("upstreams (%s, catalog: search)", u.cfg.Name))
+			continue
+		}
 		p.ups = append(p.ups, u)
 		p.applied.note("upstream:"+u.cfg.Name, ok)
 	}
 	for _, name := range sortedKeys(cur) {
+		if upstreamCatalog(g.cfg, cur[name]) {
+			p.applied.Restart = append(p.applied.Restart, fmt.Sprintf("upstreams (%s removed, catalog: search)", name))
+			continue
+		}
 		p.drop = append(p.drop, name)
 		p.applied.Removed = append(p.applied.Removed, "upstream:"+name)
 	}

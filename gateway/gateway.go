@@ -116,10 +116,18 @@ type Gateway struct {
 	// recorded as, by name (surfacecall.go).
 	surfaceTools sync.Map
 	openapi      openapiState // the OpenAPI sources' skipped operations and sources not loaded (rest.go)
-	// catalogs are the OpenAPI sources served with catalog: search, by
-	// their tools' registry source ("openapi:<name>"); set before the
+	// catalogs are the OpenAPI sources and upstreams served with
+	// catalog: search, by their tools' registry source ("openapi:<name>",
+	// "upstream:<name>"); global is the gateway-wide catalog
+	// (catalog.mode: search) and always its catalog.always; restCatalog
+	// the rest tools' (defaults.catalog: search). All set before the
 	// tools are registered, never changed after New (catalogtool.go).
-	catalogs map[string]*catalogtool.Catalog
+	catalogs    map[string]*catalogtool.Catalog
+	global      *catalogtool.Catalog
+	always      []string
+	restCatalog *catalogtool.Catalog
+	catMu       sync.Mutex             // guards tracking
+	tracking    []*catalogtool.Catalog // the catalogs following the registry
 
 	handles *handles.Keys // mints and checks thread handles (handles.go)
 	// handleTools are the tools registered with the thread handle argument
@@ -236,10 +244,12 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	}
 	g.front = mcpfront.New(frontBackend{g}, frontOpts)
 	g.endpoints = g.newEndpoints(cfg, frontOpts)
+	metaTools := g.trackingCatalogs(cfg)
 	g.unsubscribe = g.reg.Subscribe(g.syncTools)
 	// Every problem of the file at once: REST and OpenAPI sources, then
 	// upstreams.
 	bounds, restErr := g.restTools(cfg)
+	bounds = append(metaTools, bounds...)
 	if err := joinProblems(restErr, g.buildUpstreams(cfg), g.buildHooks(cfg)); err != nil {
 		g.Close()
 		return nil, err

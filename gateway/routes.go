@@ -126,7 +126,7 @@ func (g *Gateway) newRoute(t *registry.Tool) *route {
 		exec = missingExec{}
 	}
 	_, reentrant := exec.(reentrantExecutor)
-	return &route{tool: t, exec: exec, plan: g.res.plan(t), reentrant: reentrant, hidden: g.hiddenSource(t.Source)}
+	return &route{tool: t, exec: exec, plan: g.res.plan(t), reentrant: reentrant, hidden: g.hiddenBy(t) != nil}
 }
 
 // missingExec runs a tool whose executor is gone (it was removed while a
@@ -172,6 +172,7 @@ func (g *Gateway) syncTools(c registry.Change) {
 		g.res.forget(c.Removed)
 		g.caches.forget(c.Removed)
 	}
+	g.trackChange(c)
 	routes := maps.Clone(*g.routes.Load())
 	for _, name := range c.Removed {
 		if r, ok := routes[name]; ok {

@@ -151,6 +151,10 @@ func (g *Gateway) servableTools(upstream string, tools []executors.Bound) []exec
 				continue
 			}
 		}
+		if c := g.catalogs[source]; c != nil && c.IsMeta(t.Name) {
+			g.logger.Warn("dropping an upstream tool named as one of its catalog's meta-tools (catalog: search); exclude it or give the upstream a prefix", "upstream", upstream, "tool", t.Name)
+			continue
+		}
 		if old, ok := g.reg.Get(t.Name); ok && old.Source != source {
 			g.logger.Warn("dropping an upstream tool whose name another source has; give the upstream a prefix", "upstream", upstream, "tool", t.Name, "held_by", old.Source)
 			continue

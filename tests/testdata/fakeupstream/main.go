@@ -9,6 +9,9 @@
 //     cancellations it sees;
 //   - cancellations returns that count, so a test can tell that a
 //     cancellation reached the upstream.
+//
+// Run as `fakeupstream many N`, it also serves N numbered tools
+// (op_00000, ...), listed in pages of 500, for tests of large catalogs.
 package main
 
 import (
@@ -24,15 +27,34 @@ import (
 )
 
 func main() {
-	if err := server.ServeStdio(newServer()); err != nil {
+	var opts []server.ServerOption
+	n := 0
+	if len(os.Args) == 3 && os.Args[1] == "many" {
+		var err error
+		if n, err = strconv.Atoi(os.Args[2]); err != nil || n < 0 {
+			fmt.Fprintf(os.Stderr, "fakeupstream: many %q: want a number of tools\n", os.Args[2])
+			os.Exit(2)
+		}
+		opts = append(opts, server.WithPaginationLimit(500))
+	}
+	s := newServer(opts...)
+	for i := range n {
+		s.AddTool(mcp.NewTool(fmt.Sprintf("op_%05d", i),
+			mcp.WithDescription(fmt.Sprintf("Synthetic operation number %d of the paged fixture; returns its number.", i)),
+			mcp.WithString("note")),
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText(strconv.Itoa(i)), nil
+			})
+	}
+	if err := server.ServeStdio(s); err != nil {
 		fmt.Fprintf(os.Stderr, "fakeupstream: serving stdio: %v\n", err)
 		os.Exit(1)
 	}
 }
 
 // newServer returns the MCP server with the three tools.
-func newServer() *server.MCPServer {
-	s := server.NewMCPServer("fakeupstream", "1", server.WithToolCapabilities(true))
+func newServer(opts ...server.ServerOption) *server.MCPServer {
+	s := server.NewMCPServer("fakeupstream", "1", append([]server.ServerOption{server.WithToolCapabilities(true)}, opts...)...)
 	var cancelled atomic.Int64
 
 	s.AddTool(mcp.NewTool("add_tool", mcp.WithDescription("Registers the tool late.")),
