@@ -65,7 +65,9 @@ type applyPlan struct {
 	hooks                       []*hooks.Hook       // the new hooks, when hooksChanged
 	hooksChanged                bool
 	hookCfg                     []config.Hook
-	dropREST, dropOpenAPI, drop []string // names removed: rest tools, OpenAPI sources, upstreams
+	settings                    *liveSettings // the new live settings (live.go), or nil when they did not change
+	authCaps                    bool          // auth's session and instance caps are live: the rest of auth is unchanged
+	dropREST, dropOpenAPI, drop []string      // names removed: rest tools, OpenAPI sources, upstreams
 	rest                        []restPut
 	openapi                     []openapiPut
 	ups                         []*liveUpstream
@@ -86,6 +88,7 @@ type openapiPut struct {
 func (g *Gateway) planApply(cfg *config.Config) (*applyPlan, error) {
 	p := &applyPlan{applied: &Applied{Restart: restartNeeded(g.cfg, cfg)}}
 	g.planAuth(cfg, p)
+	g.planSettings(cfg, p)
 	errs := append(nameErrors(cfg), upstreamNameErrors(cfg)...)
 	if len(errs) > 0 {
 		return nil, joinProblems(errs...)
@@ -117,22 +120,27 @@ func (a *Applied) note(source string, existed bool) {
 }
 
 // liveAuth are the keys of the auth section a reload applies: the static
-// tokens, with their permissions and rates, and who is an admin. The rest
-// (OAuth, session and instance caps, switching authentication on or off)
-// needs a restart.
-var liveAuth = []string{"auth.tokens", "auth.admins"}
+// tokens, with their permissions and rates, who is an admin, and the caps
+// of one principal's sessions and instances. The rest (OAuth, rate_scope,
+// switching authentication on or off) needs a restart.
+var liveAuth = []string{"auth.tokens", "auth.admins", "auth.max_sessions", "auth.max_instances"}
 
 // planAuth builds the authenticator of cfg's tokens when they changed and
-// the rest of the auth section did not, and takes them off the settings
-// that need a restart. Per-principal rate buckets start full again.
+// the rest of the auth section did not, and takes them and the caps
+// (applied by planSettings) off the settings that need a restart.
+// Per-principal rate buckets start full again.
 func (g *Gateway) planAuth(cfg *config.Config, p *applyPlan) {
 	if g.auth == nil || !cfg.Auth.Enabled() {
 		return // switching authentication on or off needs a restart
 	}
-	rest := func(a config.Auth) config.Auth { a.Tokens, a.Admins = nil, nil; return a }
+	rest := func(a config.Auth) config.Auth {
+		a.Tokens, a.Admins, a.MaxSessions, a.MaxInstances = nil, nil, 0, 0
+		return a
+	}
 	if !sameSection(rest(g.cfg.Auth), rest(cfg.Auth)) {
 		return
 	}
+	p.authCaps = true
 	if p.applied.Restart = slices.DeleteFunc(p.applied.Restart, func(k string) bool { return slices.Contains(liveAuth, k) }); len(p.applied.Restart) == 0 {
 		p.applied.Restart = nil
 	}
@@ -297,6 +305,11 @@ func (p *applyPlan) run(g *Gateway) error {
 		g.srcs.hooks = p.hookCfg
 	}
 	var errs []error
+	if p.settings != nil {
+		if err := g.setSettings(g.settings(), p.settings); err != nil {
+			errs = append(errs, fmt.Errorf("batch_tool: %w", err))
+		}
+	}
 	for _, r := range p.rest {
 		if err := g.putREST(r.t, r.bs); err != nil {
 			errs = append(errs, fmt.Errorf("rest tool %q: %w", r.t.Name, err))
@@ -310,13 +323,15 @@ func (p *applyPlan) run(g *Gateway) error {
 	return errors.Join(errs...)
 }
 
-// liveSections are the configuration's sections a reload applies; every
-// other setting takes effect on restart.
-var liveSections = map[string]bool{"builtin": true, "rest": true, "openapi": true, "upstreams": true, "hooks": true}
+// liveSections are the configuration's sections a reload applies whole;
+// liveKeys (live.go) the keys of those it applies in part. Every other
+// setting takes effect on restart.
+var liveSections = map[string]bool{"builtin": true, "rest": true, "openapi": true, "upstreams": true, "hooks": true,
+	"guards": true, "threads": true, "batch_tool": true}
 
 // restartNeeded lists the settings that differ between old and cfg and
 // that only a restart applies: each top-level section, or for a section
-// that is a mapping, each of its keys ("server.listen").
+// that is a mapping, each of its keys ("server.listen") but liveKeys.
 func restartNeeded(old, cfg *config.Config) []string {
 	var out []string
 	a, b := reflect.ValueOf(*old), reflect.ValueOf(*cfg)
@@ -337,7 +352,7 @@ func restartNeeded(old, cfg *config.Config) []string {
 		}
 		for j := range f.Type.NumField() {
 			sub, _, _ := strings.Cut(f.Type.Field(j).Tag.Get("yaml"), ",")
-			if sub != "" && !reflect.DeepEqual(va.Field(j).Interface(), vb.Field(j).Interface()) {
+			if sub != "" && !liveKeys[key+"."+sub] && !reflect.DeepEqual(va.Field(j).Interface(), vb.Field(j).Interface()) {
 				out = append(out, key+"."+sub)
 			}
 		}
