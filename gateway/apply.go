@@ -17,8 +17,10 @@ import (
 
 // Applied is what [Gateway.Apply] changed, each source named as its tools'
 // registry source ("rest:weather", "openapi:petstore", "upstream:fs"), and
-// "auth" in Changed when the static tokens or admins changed, "hooks" when
-// the hooks did.
+// in Changed "auth" when the static tokens or admins changed, "hooks" when
+// the hooks did, and each other setting applied live by its key:
+// "guards", "defaults", "threads", "batch_tool", "auth.max_sessions",
+// "auth.max_instances".
 type Applied struct {
 	Added, Changed, Removed []string
 	// Restart lists the settings that differ from those the gateway runs
@@ -38,7 +40,11 @@ type Applied struct {
 // request on, and a principal's sessions see and may call only what its
 // new permissions allow. Clients get notifications/tools/list_changed for
 // each source changed and when the tokens did. Hooks are replaced too:
-// calls that have started keep the hooks they started with.
+// calls that have started keep the hooks they started with. So are the
+// guards, the defaults but catalog (timeout, retry, breakers, budgets,
+// concurrency limits), threads, batch_tool and auth's session and
+// instance caps (live.go): calls that start after Apply returns run under
+// them, calls in flight keep what they started with.
 //
 // Everything cfg asks for is built before anything changes: a problem
 // (each at file:line:col) leaves the gateway as it was. Settings that
