@@ -75,6 +75,8 @@ type traceSeen struct {
 	mu     sync.Mutex
 	header []string // guarded by mu
 	meta   []string // guarded by mu
+	// reads is what the upstream saw of its resources/read requests.
+	reads *traceSeen
 }
 
 func (s *traceSeen) add(header, meta string) {
@@ -92,11 +94,24 @@ func (s *traceSeen) get() (header, meta []string) {
 
 type headerKey struct{}
 
-// tracedUpstream is an MCP server with one tool, echo, that records the
-// traceparent of each call's HTTP request and _meta.
+// tracedUpstreamDoc is the URI of tracedUpstream's one resource.
+const tracedUpstreamDoc = "test://traced/doc"
+
+// tracedUpstream is an MCP server with one tool, echo, and one resource,
+// tracedUpstreamDoc, that records the traceparent of each call's (and
+// each resources/read's, in reads) HTTP request and _meta.
 func tracedUpstream(t *testing.T) (string, *traceSeen) {
-	seen := &traceSeen{}
-	s := mcpserver.NewMCPServer("traced-upstream", "1")
+	seen := &traceSeen{reads: &traceSeen{}}
+	s := mcpserver.NewMCPServer("traced-upstream", "1", mcpserver.WithResourceCapabilities(false, false))
+	s.AddResource(mcp.NewResource(tracedUpstreamDoc, "doc"), func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		meta := ""
+		if req.Params.Meta != nil {
+			meta, _ = req.Params.Meta.AdditionalFields["traceparent"].(string)
+		}
+		h, _ := ctx.Value(headerKey{}).(string)
+		seen.reads.add(h, meta)
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: tracedUpstreamDoc, Text: "the doc"}}, nil
+	})
 	s.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		meta := ""
 		if req.Params.Meta != nil {
@@ -211,6 +226,23 @@ func TestTracingOneConnectedTrace(t *testing.T) {
 		t.Fatalf("lookup: %s", resultText(res))
 	}
 
+	// A resources/read relayed to the upstream, in the same trace.
+	pollUntil(t, pollTimeout, "the upstream's resource listed", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+		defer cancel()
+		res, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+		return err == nil && len(res.Resources) == 1, fmt.Sprintf("resources/list: %v %v", res, err)
+	})
+	read := mcp.ReadResourceRequest{}
+	read.Params.URI = tracedUpstreamDoc
+	read.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{"traceparent": "00-" + traceID + "-" + parentID + "-01"}}
+	ctx, cancel = context.WithTimeout(t.Context(), callTimeout)
+	_, err = c.ReadResource(ctx, read)
+	cancel()
+	if err != nil {
+		t.Fatalf("resources/read: %v", err)
+	}
+
 	_, _ = c.Close(), hc.Close() // before toolgate stops: their DELETEs reach it
 	srv.Stop(t)                  // flushes the spans
 	spans := col.Spans()
@@ -266,6 +298,26 @@ func TestTracingOneConnectedTrace(t *testing.T) {
 			t.Errorf("%s saw traceparent %q, want %q", what, got, want)
 		}
 	}
+	// The relayed resources/read: a client span under toolgate's record
+	// of it, whose context the upstream saw in the header and in _meta.
+	var readSpan *tracepb.Span
+	for _, sp := range inTrace {
+		if sp.Name == "resources/read" && sp.Kind == tracepb.Span_SPAN_KIND_CLIENT {
+			readSpan = sp
+		}
+	}
+	if readSpan == nil {
+		t.Errorf("the trace has no client span of the relayed resources/read; spans: %v", spanNames(inTrace))
+	} else {
+		checkAttr(t, readSpan, "mcp.method.name", "resources/read")
+		checkAttr(t, readSpan, "toolgate.upstream", "up")
+		if p := byID[hex.EncodeToString(readSpan.ParentSpanId)]; p == nil || p.Name != "execute_tool up__resources.read" {
+			t.Errorf("the relayed resources/read's parent is %v, want toolgate's execute_tool up__resources.read", p)
+		}
+	}
+	rh, rm := upstreamSaw.reads.get()
+	wantParent("the upstream's resources/read (header)", rh, readSpan)
+	wantParent("the upstream's resources/read (_meta)", rm, readSpan)
 	bh, _ := backendSaw.get()
 	wantParent("the REST backend", bh, names["GET"])
 	uh, um := upstreamSaw.get()
