@@ -7,10 +7,13 @@ package tests
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -198,7 +201,7 @@ func TestTracingOneConnectedTrace(t *testing.T) {
 	col := startOTLPReceiver(t)
 	backend, backendSaw := tracedBackend(t)
 	upstream, upstreamSaw := tracedUpstream(t)
-	srv := startServe(t, tracingConfig(col.URL, backend, upstream, "endpoint: %s\nprotocol: http/protobuf"))
+	srv := startServe(t, tracingConfig(col.URL, backend, upstream, "endpoint: %s\nprotocol: http/protobuf")+"audit: {file: audit.jsonl}\n")
 	c := connect(t, streamableHTTP, srv)
 	waitTools(t, c, "lookup", "up__echo", "toolgate_batch")
 
@@ -328,6 +331,26 @@ func TestTracingOneConnectedTrace(t *testing.T) {
 	}
 	if !strings.Contains(srv.Stderr(), `"trace_id":"`+traceID+`"`) {
 		t.Errorf("no tool call log line carries trace_id %s", traceID)
+	}
+	// The audit trail names each call's trace, the one whose traceparent
+	// came as an HTTP header too.
+	trail, err := os.ReadFile(filepath.Join(filepath.Dir(srv.ConfigPath), "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces := map[string][]string{}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(trail)), "\n") {
+		var rec struct {
+			Tool    string `json:"tool"`
+			TraceID string `json:"trace_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		traces[rec.Tool] = append(traces[rec.Tool], rec.TraceID)
+	}
+	if got := traces["lookup"]; len(got) != 2 || got[0] != traceID || got[1] != headerTrace {
+		t.Errorf("the audit lines of lookup name traces %q, want %s (from _meta, in the batch) and %s (from the header)", got, traceID, headerTrace)
 	}
 }
 
