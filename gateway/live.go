@@ -105,7 +105,10 @@ func (g *Gateway) setSettings(old, s *liveSettings) error {
 	}
 	g.loops.SetOptions(loopOptions(s.guards, s.threads))
 	if old.maxSessions != s.maxSessions {
-		g.front.SetMaxSessionsPerPrincipal((&config.Auth{MaxSessions: s.maxSessions}).SessionCap())
+		n := (&config.Auth{MaxSessions: s.maxSessions}).SessionCap()
+		for _, f := range g.fronts() { // each endpoint's sessions are capped apart
+			f.SetMaxSessionsPerPrincipal(n)
+		}
 	}
 	if !reflect.DeepEqual(old.guards, s.guards) {
 		g.useMu.Lock()
