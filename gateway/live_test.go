@@ -307,3 +307,20 @@ func TestApplyRestartStillNeeded(t *testing.T) {
 		t.Errorf("settings in force: catalog %q, max_sessions %d; want them as at start", s.defaults.Catalog, s.maxSessions)
 	}
 }
+
+// TestApplyBreakerSettings: a reload that changes the breaker settings
+// gives every backend a new, closed breaker under them; one that changes
+// only the retry policy keeps the breakers and their state.
+func TestApplyBreakerSettings(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	before := g.res.backend("upstream:x")
+	applyChange(t, g, []string{"defaults"}, func(c *config.Config) { c.Defaults.Retry.Attempts++ })
+	if got := g.res.backend("upstream:x"); got != before {
+		t.Error("a retry-only change replaced the backends: their breakers' state is lost")
+	}
+	applyChange(t, g, []string{"defaults"}, func(c *config.Config) { c.Defaults.CircuitBreaker.Failures = 2 })
+	after := g.res.backend("upstream:x")
+	if after == before || after.Breaker().Config().Failures != 2 {
+		t.Errorf("after circuit_breaker.failures went to 2: the same backend %v, or a breaker of %d failures", after == before, after.Breaker().Config().Failures)
+	}
+}
