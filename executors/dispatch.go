@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -44,18 +45,17 @@ const AttemptsMetaKey = "toolgate/attempts"
 // executors and no tools: the caller binds each tool to its executor when
 // it registers the tool. A Dispatcher is safe for concurrent use.
 type Dispatcher struct {
-	defaultTimeout time.Duration
+	defaultTimeout atomic.Int64 // a time.Duration; changed by SetDefaultTimeout
 	logger         *slog.Logger
 	onRetry        func(string, retry.Class)
 }
 
 // NewDispatcher returns a dispatcher. opts may be nil.
 func NewDispatcher(opts *DispatcherOptions) *Dispatcher {
-	d := &Dispatcher{defaultTimeout: DefaultTimeout, logger: slog.New(slog.DiscardHandler)}
+	d := &Dispatcher{logger: slog.New(slog.DiscardHandler)}
+	d.SetDefaultTimeout(0)
 	if opts != nil {
-		if opts.DefaultTimeout > 0 {
-			d.defaultTimeout = opts.DefaultTimeout
-		}
+		d.SetDefaultTimeout(opts.DefaultTimeout)
 		if opts.Logger != nil {
 			d.logger = opts.Logger
 		}
@@ -69,7 +69,18 @@ func (d *Dispatcher) Timeout(t *registry.Tool) time.Duration {
 	if t.Timeout > 0 {
 		return t.Timeout
 	}
-	return d.defaultTimeout
+	return time.Duration(d.defaultTimeout.Load())
+}
+
+// SetDefaultTimeout replaces [DispatcherOptions.DefaultTimeout] (zero or
+// less means [DefaultTimeout]): the calls dispatched after it returns run
+// under it, those already running keep the deadline they started with. It
+// is safe to call while calls run (a configuration reload).
+func (d *Dispatcher) SetDefaultTimeout(t time.Duration) {
+	if t <= 0 {
+		t = DefaultTimeout
+	}
+	d.defaultTimeout.Store(int64(t))
 }
 
 // Dispatch runs call on e, the executor bound to call.Tool, within the

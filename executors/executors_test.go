@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -237,4 +238,57 @@ func TestStatefulIdleEvictionNotice(t *testing.T) {
 			t.Errorf("get after the idle TTL: %v, want %q", err, want)
 		}
 	})
+}
+
+// TestSetDefaultTimeout checks that a call dispatched after
+// SetDefaultTimeout runs under the new default while a call already
+// running keeps the deadline it started with, and that a tool's own
+// timeout still wins.
+func TestSetDefaultTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := NewDispatcher(&DispatcherOptions{DefaultTimeout: time.Minute})
+		if got := d.Timeout(&registry.Tool{}); got != time.Minute {
+			t.Fatalf("Timeout = %v, want 1m", got)
+		}
+		started := make(chan struct{})
+		var deadline time.Time
+		first := StatelessFunc(func(ctx context.Context, _ map[string]any) (Result, error) {
+			deadline, _ = ctx.Deadline()
+			close(started)
+			<-ctx.Done()
+			return Result{}, ctx.Err()
+		})
+		var wg sync.WaitGroup
+		var firstErr error
+		wg.Go(func() { _, firstErr = d.Dispatch(t.Context(), first, Call{Tool: &registry.Tool{Name: "slow"}}) })
+		<-started
+		start := time.Now()
+		d.SetDefaultTimeout(time.Second)
+		if got := d.Timeout(&registry.Tool{}); got != time.Second {
+			t.Errorf("Timeout after SetDefaultTimeout = %v, want 1s", got)
+		}
+		if got := d.Timeout(&registry.Tool{Timeout: time.Hour}); got != time.Hour {
+			t.Errorf("Timeout of a tool with its own = %v, want 1h", got)
+		}
+		_, err := d.Dispatch(t.Context(), blockUntilDone(), Call{Tool: &registry.Tool{Name: "second"}})
+		if retry.Classify(err) != retry.Timeout || time.Since(start) != time.Second {
+			t.Errorf("second call: %v after %v, want a timeout after 1s", err, time.Since(start))
+		}
+		wg.Wait()
+		if retry.Classify(firstErr) != retry.Timeout || !deadline.Equal(start.Add(time.Minute)) {
+			t.Errorf("first call: %v with deadline %v, want a timeout at the 1m it started with (%v)", firstErr, deadline, start.Add(time.Minute))
+		}
+		d.SetDefaultTimeout(0)
+		if got := d.Timeout(&registry.Tool{}); got != DefaultTimeout {
+			t.Errorf("Timeout after SetDefaultTimeout(0) = %v, want %v", got, DefaultTimeout)
+		}
+	})
+}
+
+// blockUntilDone blocks until its call's deadline.
+func blockUntilDone() StatelessFunc {
+	return func(ctx context.Context, _ map[string]any) (Result, error) {
+		<-ctx.Done()
+		return Result{}, ctx.Err()
+	}
 }

@@ -17,8 +17,10 @@ import (
 
 // Applied is what [Gateway.Apply] changed, each source named as its tools'
 // registry source ("rest:weather", "openapi:petstore", "upstream:fs"), and
-// "auth" in Changed when the static tokens or admins changed, "hooks" when
-// the hooks did.
+// in Changed "auth" when the static tokens or admins changed, "hooks" when
+// the hooks did, and each other setting applied live by its key:
+// "guards", "defaults", "threads", "batch_tool", "auth.max_sessions",
+// "auth.max_instances".
 type Applied struct {
 	Added, Changed, Removed []string
 	// Restart lists the settings that differ from those the gateway runs
@@ -38,7 +40,11 @@ type Applied struct {
 // request on, and a principal's sessions see and may call only what its
 // new permissions allow. Clients get notifications/tools/list_changed for
 // each source changed and when the tokens did. Hooks are replaced too:
-// calls that have started keep the hooks they started with.
+// calls that have started keep the hooks they started with. So are the
+// guards, the defaults but catalog (timeout, retry, breakers, budgets,
+// concurrency limits), threads, batch_tool and auth's session and
+// instance caps (live.go): calls that start after Apply returns run under
+// them, calls in flight keep what they started with.
 //
 // Everything cfg asks for is built before anything changes: a problem
 // (each at file:line:col) leaves the gateway as it was. Settings that
@@ -65,7 +71,9 @@ type applyPlan struct {
 	hooks                       []*hooks.Hook       // the new hooks, when hooksChanged
 	hooksChanged                bool
 	hookCfg                     []config.Hook
-	dropREST, dropOpenAPI, drop []string // names removed: rest tools, OpenAPI sources, upstreams
+	settings                    *liveSettings // the new live settings (live.go), or nil when they did not change
+	authCaps                    bool          // auth's session and instance caps are live: the rest of auth is unchanged
+	dropREST, dropOpenAPI, drop []string      // names removed: rest tools, OpenAPI sources, upstreams
 	rest                        []restPut
 	openapi                     []openapiPut
 	ups                         []*liveUpstream
@@ -86,6 +94,7 @@ type openapiPut struct {
 func (g *Gateway) planApply(cfg *config.Config) (*applyPlan, error) {
 	p := &applyPlan{applied: &Applied{Restart: restartNeeded(g.cfg, cfg)}}
 	g.planAuth(cfg, p)
+	g.planSettings(cfg, p)
 	errs := append(nameErrors(cfg), upstreamNameErrors(cfg)...)
 	if len(errs) > 0 {
 		return nil, joinProblems(errs...)
@@ -117,22 +126,27 @@ func (a *Applied) note(source string, existed bool) {
 }
 
 // liveAuth are the keys of the auth section a reload applies: the static
-// tokens, with their permissions and rates, and who is an admin. The rest
-// (OAuth, session and instance caps, switching authentication on or off)
-// needs a restart.
-var liveAuth = []string{"auth.tokens", "auth.admins"}
+// tokens, with their permissions and rates, who is an admin, and the caps
+// of one principal's sessions and instances. The rest (OAuth, rate_scope,
+// switching authentication on or off) needs a restart.
+var liveAuth = []string{"auth.tokens", "auth.admins", "auth.max_sessions", "auth.max_instances"}
 
 // planAuth builds the authenticator of cfg's tokens when they changed and
-// the rest of the auth section did not, and takes them off the settings
-// that need a restart. Per-principal rate buckets start full again.
+// the rest of the auth section did not, and takes them and the caps
+// (applied by planSettings) off the settings that need a restart.
+// Per-principal rate buckets start full again.
 func (g *Gateway) planAuth(cfg *config.Config, p *applyPlan) {
 	if g.auth == nil || !cfg.Auth.Enabled() {
 		return // switching authentication on or off needs a restart
 	}
-	rest := func(a config.Auth) config.Auth { a.Tokens, a.Admins = nil, nil; return a }
+	rest := func(a config.Auth) config.Auth {
+		a.Tokens, a.Admins, a.MaxSessions, a.MaxInstances = nil, nil, 0, 0
+		return a
+	}
 	if !sameSection(rest(g.cfg.Auth), rest(cfg.Auth)) {
 		return
 	}
+	p.authCaps = true
 	if p.applied.Restart = slices.DeleteFunc(p.applied.Restart, func(k string) bool { return slices.Contains(liveAuth, k) }); len(p.applied.Restart) == 0 {
 		p.applied.Restart = nil
 	}
@@ -308,6 +322,11 @@ func (p *applyPlan) run(g *Gateway) error {
 		g.srcs.hooks = p.hookCfg
 	}
 	var errs []error
+	if p.settings != nil {
+		if err := g.setSettings(g.settings(), p.settings); err != nil {
+			errs = append(errs, fmt.Errorf("batch_tool: %w", err))
+		}
+	}
 	for _, r := range p.rest {
 		if err := g.putREST(r.t, r.bs); err != nil {
 			errs = append(errs, fmt.Errorf("rest tool %q: %w", r.t.Name, err))
@@ -321,13 +340,15 @@ func (p *applyPlan) run(g *Gateway) error {
 	return errors.Join(errs...)
 }
 
-// liveSections are the configuration's sections a reload applies; every
-// other setting takes effect on restart.
-var liveSections = map[string]bool{"builtin": true, "rest": true, "openapi": true, "upstreams": true, "hooks": true}
+// liveSections are the configuration's sections a reload applies whole;
+// liveKeys (live.go) the keys of those it applies in part. Every other
+// setting takes effect on restart.
+var liveSections = map[string]bool{"builtin": true, "rest": true, "openapi": true, "upstreams": true, "hooks": true,
+	"guards": true, "threads": true, "batch_tool": true}
 
 // restartNeeded lists the settings that differ between old and cfg and
 // that only a restart applies: each top-level section, or for a section
-// that is a mapping, each of its keys ("server.listen").
+// that is a mapping, each of its keys ("server.listen") but liveKeys.
 func restartNeeded(old, cfg *config.Config) []string {
 	var out []string
 	a, b := reflect.ValueOf(*old), reflect.ValueOf(*cfg)
@@ -348,7 +369,7 @@ func restartNeeded(old, cfg *config.Config) []string {
 		}
 		for j := range f.Type.NumField() {
 			sub, _, _ := strings.Cut(f.Type.Field(j).Tag.Get("yaml"), ",")
-			if sub != "" && !reflect.DeepEqual(va.Field(j).Interface(), vb.Field(j).Interface()) {
+			if sub != "" && !liveKeys[key+"."+sub] && !reflect.DeepEqual(va.Field(j).Interface(), vb.Field(j).Interface()) {
 				out = append(out, key+"."+sub)
 			}
 		}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/hex"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/canonjson"
+	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
 // openAudit opens the audit trail cfg.Audit configures, or returns nil
@@ -31,9 +33,10 @@ func (g *Gateway) openAudit(cfg *config.Config) (*audit.Trail, error) {
 }
 
 // auditCall writes c's line to the audit trail, if there is one: called
-// where the call's end is recorded (callEnded), with its class ("" for a
-// success) and duration.
-func (g *Gateway) auditCall(c *Call, class string, d time.Duration) {
+// where the call's end is recorded (callEnded), under the call's context
+// (its span, when tracing is on), with its class ("" for a success) and
+// duration.
+func (g *Gateway) auditCall(ctx context.Context, c *Call, class string, d time.Duration) {
 	if g.audit == nil {
 		return
 	}
@@ -46,7 +49,7 @@ func (g *Gateway) auditCall(c *Call, class string, d time.Duration) {
 		Session: threadLabel(c.Session), Thread: threadLabel(c.Thread),
 		Tool: c.Tool.Name, Kind: string(c.Tool.Kind), Outcome: outcome, Class: class,
 		Attempts: c.attempts, DurationMS: durationMS(d),
-		TraceID: traceID(c.Meta), ArgsSHA256: auditArgsSum(c),
+		TraceID: auditTraceID(ctx, c.Meta), ArgsSHA256: auditArgsSum(c),
 	})
 }
 
@@ -60,6 +63,18 @@ func auditArgsSum(c *Call) string {
 		sum = canonjson.RawSum(c.Raw)
 	}
 	return hex.EncodeToString(sum[:])
+}
+
+// auditTraceID is the trace the call belongs to: its span's, when tracing
+// is on (the trace context came in _meta or as an HTTP traceparent
+// header, or the call started a trace), so the audit line, the call's log
+// line and its spans name the same trace; else the trace ID of a
+// traceparent in _meta; "" without either.
+func auditTraceID(ctx context.Context, meta map[string]any) string {
+	if id := telemetry.TraceID(ctx); id != "" {
+		return id
+	}
+	return traceID(meta)
 }
 
 // traceID is the trace ID of a W3C traceparent in the request's _meta

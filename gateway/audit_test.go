@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/registry"
@@ -112,6 +114,56 @@ func TestTraceID(t *testing.T) {
 		if got := traceID(map[string]any{"traceparent": tp}); got != want {
 			t.Errorf("traceID(%q) = %q, want %q", tp, got, want)
 		}
+	}
+}
+
+// TestAuditTraceIDOfSpan checks that the audit line names the trace of
+// the call's span when tracing is on: a traceparent that came as an HTTP
+// header (so the context carries it, not _meta) is recorded too, and
+// wins over a _meta one; without a span, _meta's is used.
+func TestAuditTraceIDOfSpan(t *testing.T) {
+	const (
+		headerTrace = "0af7651916cd43dd8448eb211c80319c"
+		metaTrace   = "4bf92f3577b34da6a3ce929d0e0e4736"
+	)
+	tid, err := trace.TraceIDFromHex(headerTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, _ := trace.SpanIDFromHex("b7ad6b7169203331")
+	traced := trace.ContextWithRemoteSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	meta := map[string]any{"traceparent": "00-" + metaTrace + "-00f067aa0ba902b7-01"}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		meta map[string]any
+		want string
+	}{
+		{"header only", traced, nil, headerTrace},
+		{"span wins over _meta", traced, meta, headerTrace},
+		{"_meta without a span", t.Context(), meta, metaTrace},
+		{"neither", t.Context(), nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "audit.jsonl")
+			g, _ := newGateway(t, func(c *config.Config) {
+				c.Audit = &config.Audit{File: path, MaxSizeMB: 1, MaxBackups: 1}
+			})
+			if _, err := g.Call(tc.ctx, "echo", json.RawMessage(`{"text":"x"}`), tc.meta); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var line map[string]any
+			if err := json.Unmarshal(bytes.TrimSpace(data), &line); err != nil {
+				t.Fatalf("%v: %s", err, data)
+			}
+			if got, _ := line["trace_id"].(string); got != tc.want {
+				t.Errorf("trace_id = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -131,7 +131,7 @@ func (b batchExec) Execute(ctx context.Context, ec executors.Call) (executors.Re
 	// The calls share the batch's per-session (or per-thread) slots: more
 	// at once would only wait in the queue, or fail as rate_limited when
 	// max_queue leaves no room, the batch defeating itself.
-	if per := g.cfg.Defaults.MaxParallelPerSession; per >= 1 {
+	if per := g.settings().defaults.MaxParallelPerSession; per >= 1 {
 		limit = min(limit, per)
 	}
 	outcomes := make([]batchOutcome, len(args.Calls))

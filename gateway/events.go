@@ -123,7 +123,7 @@ func (g *Gateway) callEnded(ctx context.Context, c *Call, res *Result, err error
 	if g.events.Active() {
 		g.events.Publish(e)
 	}
-	g.auditCall(c, class, d)
+	g.auditCall(ctx, c, class, d)
 	if debug {
 		msg := "tool call completed"
 		if class != "" {

@@ -80,7 +80,8 @@ type Gateway struct {
 	lastReload  atomic.Pointer[reloadStatus] // the last reload's outcome, for /readyz (apply.go); nil before one
 	pool        *threadctx.Pool
 	metrics     *metrics
-	limiter     *limiter
+	limiter     atomic.Pointer[limiter]      // the slots of new calls; a reload may replace it (live.go)
+	live        atomic.Pointer[liveSettings] // the settings a reload changes while serving (live.go)
 	res         *resilience
 	events      *events.Bus // call lifecycle events (events.go)
 	front       *mcpfront.Front
@@ -95,6 +96,9 @@ type Gateway struct {
 	execMu sync.Mutex
 	execs  map[execKey]executors.Executor // guarded by execMu: each tool's executor, by source and name (routes.go)
 	routes atomic.Pointer[map[string]*route]
+	// routesMu serialises the writers of routes: syncTools, and replan
+	// (which writes each route's plan).
+	routesMu sync.Mutex
 
 	useMu sync.Mutex   // serialises Use
 	use   []Middleware // guarded by useMu
@@ -162,6 +166,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, browser: o.browser, reg: registry.New(), execs: map[execKey]executors.Executor{},
 		loops: newLoopGuard(cfg), caches: resultCaches{now: o.cacheNow}}
+	g.live.Store(settingsOf(cfg))
 	g.routes.Store(&map[string]*route{})
 	// Configured sources are namespaces before their tools arrive (an
 	// upstream lists them once connected): name repair never moves a call
@@ -185,18 +190,10 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		g.closeTracer()
 		return nil, err
 	}
-	g.pool = threadctx.NewPool(&threadctx.Options{
-		IdleTTL:      cfg.Threads.IdleTTL.D(),
-		MaxInstances: cfg.Threads.MaxInstances,
-		PerOwner:     cfg.Auth.MaxInstances,
-		// Without authentication everyone is principal "": this bounds
-		// what loopback clients can make stateful tools hold together.
-		MaxBytesPerOwner: cmp.Or(cfg.Threads.MaxBytesPerPrincipal, defaultMaxBytesPerPrincipal),
-		Logger:           g.logger,
-	})
+	g.pool = threadctx.NewPool(g.poolOptions(g.settings()))
 	g.stateful = executors.NewStateful(g.pool)
-	g.limiter = newLimiter(cfg.Defaults.MaxParallel, cfg.Defaults.MaxParallelPerSession, principalShare(&cfg.Defaults), cfg.Defaults.MaxQueue)
-	g.metrics = newMetrics(g.pool, g.reg, g.limiter, g.tracer)
+	g.limiter.Store(limiterOf(&cfg.Defaults))
+	g.metrics = newMetrics(g.pool, g.reg, g.limiter.Load, g.tracer)
 	if g.redis != nil {
 		g.metrics.reg.MustRegister(redisMetrics...)
 	}

@@ -39,10 +39,15 @@ const (
 
 // newLoopGuard returns the loop guard's state for cfg's guards.loop.
 func newLoopGuard(cfg *config.Config) *loopguard.Guard {
-	return loopguard.New(&loopguard.Options{
-		Threshold:  cfg.Guards.Loop.Threshold,
-		MaxThreads: max(cfg.Threads.MaxInstances*loopThreadsPerInstance, loopMinThreads),
-	})
+	return loopguard.New(loopOptions(cfg.Guards, cfg.Threads))
+}
+
+// loopOptions are the loop guard's options under guards and threads.
+func loopOptions(guards config.Guards, threads config.Threads) *loopguard.Options {
+	return &loopguard.Options{
+		Threshold:  guards.Loop.Threshold,
+		MaxThreads: max(threads.MaxInstances*loopThreadsPerInstance, loopMinThreads),
+	}
 }
 
 // guard is the loop guard step (internal/loopguard has the rule): a
@@ -55,7 +60,7 @@ func newLoopGuard(cfg *config.Config) *loopguard.Guard {
 // all at once, to run in parallel, so identical ones are no loop; the
 // batch itself is a call like any other.
 func (g *Gateway) guard(next Handler) Handler {
-	lc := g.cfg.Guards.Loop
+	lc := g.settings().guards.Loop // a reload that changes it builds the chain again
 	if !loopEnabled(lc) {
 		return next
 	}
@@ -209,7 +214,7 @@ func (g *Gateway) askLoop(ctx context.Context, c *Call, count int) string {
 		return loopDeny
 	}
 	msg := fmt.Sprintf("The model has called tool %q with the same arguments %d times in a row, and the last %d returned the same result. Run it again?",
-		c.Tool.Name, count, g.cfg.Guards.Loop.Threshold)
+		c.Tool.Name, count, g.settings().guards.Loop.Threshold)
 	schema := map[string]any{
 		"type": "object",
 		"properties": map[string]any{

@@ -77,6 +77,11 @@ func newLimiter(global, perKey, perPrincipal, queue int) *limiter {
 	}
 }
 
+// limiterOf returns the limiter of d's limits.
+func limiterOf(d *config.Defaults) *limiter {
+	return newLimiter(d.MaxParallel, d.MaxParallelPerSession, principalShare(d), d.MaxQueue)
+}
+
 // principalShare is defaults.max_parallel_per_principal, 0 meaning half
 // of max_parallel (rounded up).
 func principalShare(d *config.Defaults) int {

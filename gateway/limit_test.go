@@ -97,7 +97,7 @@ func waitWaiting(t *testing.T, g *Gateway, global, keys int) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
-		gw, kw := g.limiter.queued(), g.limiter.queuedForKeys()
+		gw, kw := g.limiter.Load().queued(), g.limiter.Load().queuedForKeys()
 		if global < 0 && gw+kw == keys || gw == global && kw == keys {
 			return
 		}
@@ -239,7 +239,7 @@ func TestLimits(t *testing.T) {
 		d := map[string]any{ThreadMetaKey: "D"}
 		d1 := goCall(t.Context(), g, "echo", d)
 		waitWaiting(t, g, 1, 2) // D's first call still waits for a global slot
-		if got := g.limiter.queuedAll(); got != 3 {
+		if got := g.limiter.Load().queuedAll(); got != 3 {
 			t.Errorf("queuedAll() = %d, want 3 (toolgate_queue_length)", got)
 		}
 		res, err = g.Call(t.Context(), "echo", json.RawMessage(`{"text":"x"}`), d)
@@ -453,7 +453,7 @@ func TestParkedCallHoldsNoSlot(t *testing.T) {
 			t.Errorf("call = %q, want success", resultText(t, res))
 		}
 	}
-	if n := g.limiter.queuedAll(); n != 0 || len(g.limiter.global) != 0 {
-		t.Errorf("after every call: %d waiting, %d slots taken; want 0 and 0", n, len(g.limiter.global))
+	if n := g.limiter.Load().queuedAll(); n != 0 || len(g.limiter.Load().global) != 0 {
+		t.Errorf("after every call: %d waiting, %d slots taken; want 0 and 0", n, len(g.limiter.Load().global))
 	}
 }

@@ -109,7 +109,7 @@ func TestHTTPResponseMetric(t *testing.T) {
 
 // BenchmarkHTTPResponseMetric is the count of one REST attempt's response.
 func BenchmarkHTTPResponseMetric(b *testing.B) {
-	m := newMetrics(nil, nil, newLimiter(1, 1, 1, 1), nil)
+	m := newMetrics(nil, nil, func() *limiter { return newLimiter(1, 1, 1, 1) }, nil)
 	b.ReportAllocs()
 	for b.Loop() {
 		m.httpResponse("rest_echo", 200)

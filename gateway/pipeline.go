@@ -390,7 +390,10 @@ func (g *Gateway) limit(next Handler) Handler {
 			key = c.Thread
 		}
 		qctx, span := telemetry.Child(ctx, "queue wait", telemetry.Internal)
-		s, waited, err := g.limiter.acquire(qctx, key, c.Principal)
+		// The limiter of the limits in force: after a reload, calls that
+		// started before it give their slots back to the one before.
+		l := g.limiter.Load()
+		s, waited, err := l.acquire(qctx, key, c.Principal)
 		if err != nil {
 			err = queueError(ctx, c, err)
 			span.Fail(string(retry.Classify(err)), "no free slot")
@@ -398,7 +401,7 @@ func (g *Gateway) limit(next Handler) Handler {
 			return errorResult(err), nil
 		}
 		span.End()
-		h := &hold{l: g.limiter, s: s, held: true}
+		h := &hold{l: l, s: s, held: true}
 		defer h.end()
 		g.metrics.queueWait.Observe(waited.Seconds())
 		return next(callslot.With(ctx, h), c)
@@ -461,7 +464,7 @@ func (g *Gateway) dispatch(ctx context.Context, c *Call, raw json.RawMessage) (*
 		ctx = context.WithValue(ctx, callKey{}, c)
 	}
 	res, err := g.dispatcher.Dispatch(ctx, r.exec, executors.Call{
-		Tool: c.Tool, Args: c.Args, Raw: raw, Thread: c.Thread, Progress: c.Progress, Retry: r.plan,
+		Tool: c.Tool, Args: c.Args, Raw: raw, Thread: c.Thread, Progress: c.Progress, Retry: *r.plan.Load(),
 		OnAttempt: g.onAttempt(ctx, c),
 	})
 	if err != nil {

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/registry"
@@ -16,8 +18,17 @@ import (
 // budget per backend. A backend is a REST host ("rest:api.example.com") or
 // an upstream MCP server ("upstream:fs"); in-process tools have none.
 type resilience struct {
-	backends *retry.Backends
-	def      retry.Policy // defaults.retry
+	m *metrics
+	// def is defaults.retry; backends the breakers and budgets of
+	// defaults.circuit_breaker and retry_budget. A reload replaces them
+	// (setDefaults): calls in flight keep the plan, and so the backend,
+	// they started with.
+	def      atomic.Pointer[retry.Policy]
+	backends atomic.Pointer[retry.Backends]
+	// breaker and budget are the settings backends was built from;
+	// changed only by setDefaults, which Apply serialises.
+	breaker config.CircuitBreaker
+	budget  float64
 	// policies maps a tool source to its own retry policy, when the config
 	// gives one; restHost a REST tool source to its backend. Both change
 	// when a source is added or removed while serving (sources.go).
@@ -27,8 +38,61 @@ type resilience struct {
 }
 
 func newResilience(cfg *config.Config, m *metrics) *resilience {
-	d := cfg.Defaults
-	b := d.CircuitBreaker
+	r := &resilience{m: m}
+	ups := make([]string, len(cfg.Upstreams))
+	for i, u := range cfg.Upstreams {
+		ups[i] = "upstream:" + u.Name
+	}
+	r.setDefaults(cfg.Defaults, ups)
+	// A source's retry section overrides defaults.retry for its tools:
+	// sources are named as the tools' registry.Tool.Source.
+	for _, u := range cfg.Upstreams {
+		r.setPolicy("upstream:"+u.Name, u.Retry)
+	}
+	for _, t := range cfg.Rest {
+		r.setPolicy("rest:"+t.Name, t.Retry)
+	}
+	for _, o := range cfg.OpenAPI {
+		r.setPolicy("openapi:"+o.Name, o.Retry)
+	}
+	return r
+}
+
+// setDefaults takes d's retry policy, and d's breaker and budget settings
+// when they differ from those in force (or there are none yet): every
+// backend then starts again with a closed breaker and a full budget, and
+// its gauge says so, as do those of the backends named in seed. Cached
+// plans are dropped: the routes are planned again (Gateway.replan). It
+// reports whether anything changed.
+func (r *resilience) setDefaults(d config.Defaults, seed []string) bool {
+	pol := policyOf(d.Retry)
+	changed := false
+	if old := r.def.Load(); old == nil || !reflect.DeepEqual(*old, pol) {
+		r.def.Store(&pol)
+		changed = true
+	}
+	if old := r.backends.Load(); old == nil || r.breaker != d.CircuitBreaker || r.budget != d.RetryBudget {
+		r.breaker, r.budget = d.CircuitBreaker, d.RetryBudget
+		r.backends.Store(r.newBackends())
+		for name := range old.States() {
+			r.m.circuitState(name, retry.StateClosed)
+		}
+		for _, name := range seed {
+			r.m.circuitState(name, retry.StateClosed)
+		}
+		changed = true
+	}
+	if changed {
+		r.plans.Clear()
+	}
+	return changed
+}
+
+// newBackends builds the backends of the breaker and budget settings. A
+// breaker of a set a reload replaced no longer moves the gauges: calls
+// still in flight on it end there.
+func (r *resilience) newBackends() *retry.Backends {
+	b := r.breaker
 	breaker := retry.BreakerConfig{
 		Disabled:     !b.Enabled,
 		Failures:     b.Failures,
@@ -40,33 +104,26 @@ func newResilience(cfg *config.Config, m *metrics) *resilience {
 	if breaker.FailureRatio == 0 {
 		breaker.FailureRatio = -1 // 0 in the file switches the ratio rule off
 	}
-	budget := retry.BudgetConfig{Ratio: d.RetryBudget}
+	budget := retry.BudgetConfig{Ratio: r.budget}
 	if budget.Ratio == 0 {
 		budget.Ratio = -1 // 0 in the file leaves only the floor
 	}
-	r := &resilience{
-		def: policyOf(d.Retry),
-	}
-	r.backends = retry.NewBackends(retry.BackendsConfig{
-		Breaker:           breaker,
-		Budget:            budget,
-		OnState:           m.circuitState,
-		OnBudgetExhausted: m.budgetExhausted,
+	var bs *retry.Backends
+	bs = retry.NewBackends(retry.BackendsConfig{
+		Breaker: breaker,
+		Budget:  budget,
+		OnState: func(backend string, s retry.State) {
+			if r.backends.Load() == bs {
+				r.m.circuitState(backend, s)
+			}
+		},
+		OnBudgetExhausted: r.m.budgetExhausted,
 	})
-	// A source's retry section overrides defaults.retry for its tools:
-	// sources are named as the tools' registry.Tool.Source.
-	for _, u := range cfg.Upstreams {
-		r.setPolicy("upstream:"+u.Name, u.Retry)
-		m.circuitState("upstream:"+u.Name, r.backends.Get("upstream:"+u.Name).State())
-	}
-	for _, t := range cfg.Rest {
-		r.setPolicy("rest:"+t.Name, t.Retry)
-	}
-	for _, o := range cfg.OpenAPI {
-		r.setPolicy("openapi:"+o.Name, o.Retry)
-	}
-	return r
+	return bs
 }
+
+// backend returns the backend called name, of the set in force.
+func (r *resilience) backend(name string) *retry.Backend { return r.backends.Load().Get(name) }
 
 // setPolicy records source's own retry policy, or forgets it when c is
 // nil (its tools retry by defaults.retry).
@@ -112,16 +169,16 @@ func (r *resilience) plan(t *registry.Tool) retry.Plan {
 	if p, ok := r.plans.Load(t); ok {
 		return p.(retry.Plan)
 	}
-	p := retry.Plan{Policy: r.def, Idempotent: t.Idempotent, Subject: fmt.Sprintf("tool %q", t.Name)}
+	p := retry.Plan{Policy: *r.def.Load(), Idempotent: t.Idempotent, Subject: fmt.Sprintf("tool %q", t.Name)}
 	if own, ok := r.policies.Load(t.Source); ok {
 		p.Policy = own.(retry.Policy)
 	}
 	switch t.Kind {
 	case registry.MCP:
-		p.Backend = r.backends.Get(t.Source)
+		p.Backend = r.backend(t.Source)
 	case registry.REST:
 		if host, ok := r.restHost.Load(t.Source); ok {
-			p.Backend = r.backends.Get(host.(string))
+			p.Backend = r.backend(host.(string))
 		}
 	}
 	v, _ := r.plans.LoadOrStore(t, p)
@@ -142,7 +199,7 @@ func (r *resilience) forget(names []string) {
 
 // circuits returns every backend's breaker state, for /readyz.
 func (r *resilience) circuits() map[string]string {
-	states := r.backends.States()
+	states := r.backends.Load().States()
 	if len(states) == 0 {
 		return nil
 	}

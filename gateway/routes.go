@@ -19,7 +19,9 @@ import (
 type route struct {
 	tool *registry.Tool
 	exec executors.Executor
-	plan retry.Plan
+	// plan is the retry plan its calls start with: replaced when a reload
+	// changes the defaults (Gateway.replan).
+	plan atomic.Pointer[retry.Plan]
 	// reentrant marks a tool whose executor runs calls of other tools
 	// through the pipeline (toolgate_batch): it takes no slot itself and
 	// finds its Call in its context.
@@ -126,7 +128,20 @@ func (g *Gateway) newRoute(t *registry.Tool) *route {
 		exec = missingExec{}
 	}
 	_, reentrant := exec.(reentrantExecutor)
-	return &route{tool: t, exec: exec, plan: g.res.plan(t), reentrant: reentrant, hidden: g.hiddenBy(t) != nil}
+	r := &route{tool: t, exec: exec, reentrant: reentrant, hidden: g.hiddenBy(t) != nil}
+	r.plan.Store(new(g.res.plan(t)))
+	return r
+}
+
+// replan gives every route the retry plan of the resilience settings in
+// force, after a reload changed the defaults: calls that start from now
+// on retry by it, calls in flight keep theirs.
+func (g *Gateway) replan() {
+	g.routesMu.Lock()
+	defer g.routesMu.Unlock()
+	for _, r := range *g.routes.Load() {
+		r.plan.Store(new(g.res.plan(r.tool)))
+	}
 }
 
 // missingExec runs a tool whose executor is gone (it was removed while a
@@ -146,7 +161,7 @@ func (g *Gateway) lookup(name string) (*route, error) {
 	if r, ok := (*g.routes.Load())[name]; ok {
 		return r, nil
 	}
-	t, kind, err := g.reg.ResolveRepair(name, g.cfg.Guards.NameRepair)
+	t, kind, err := g.reg.ResolveRepair(name, g.settings().guards.NameRepair)
 	if err != nil {
 		g.metrics.unknownTools.Inc()
 		return nil, err
@@ -163,7 +178,8 @@ func (g *Gateway) lookup(name string) (*route, error) {
 
 // syncTools mirrors a registry change into the routes and the MCP front,
 // which tells connected clients (notifications/tools/list_changed). The
-// registry delivers changes one at a time, so routes has one writer.
+// registry delivers changes one at a time; routesMu keeps replan out
+// while the routes are rebuilt.
 func (g *Gateway) syncTools(c registry.Change) {
 	if len(c.Removed) > 0 {
 		// The caches are keyed by the old *Tool; forgotten before the new
@@ -173,6 +189,7 @@ func (g *Gateway) syncTools(c registry.Change) {
 		g.caches.forget(c.Removed)
 	}
 	g.trackChange(c)
+	g.routesMu.Lock()
 	routes := maps.Clone(*g.routes.Load())
 	for _, name := range c.Removed {
 		if r, ok := routes[name]; ok {
@@ -189,6 +206,7 @@ func (g *Gateway) syncTools(c registry.Change) {
 		}
 	}
 	g.routes.Store(&routes)
+	g.routesMu.Unlock()
 	// A replaced tool (an upstream listing its tools again) is in both
 	// lists; the front replaces it in place.
 	g.front.SetTools(add, c.Removed)

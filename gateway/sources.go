@@ -37,7 +37,7 @@ type sourceSet struct {
 // goConfig is the configuration a source added from Go is built in: the
 // gateway's defaults, no positions and no secrets from the environment.
 func (g *Gateway) goConfig() *config.Config {
-	return &config.Config{Source: "(Go)", Defaults: g.cfg.Defaults}
+	return &config.Config{Source: "(Go)", Defaults: g.settings().defaults}
 }
 
 // AddREST adds the REST tool t, written as in the configuration's rest

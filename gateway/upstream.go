@@ -57,7 +57,7 @@ func (g *Gateway) newUpstreams(cfg *config.Config) ([]*liveUpstream, error) {
 	}
 	ups := make([]*liveUpstream, 0, len(cfg.Upstreams))
 	for i, u := range cfg.Upstreams {
-		m, err := g.newUpstream(u, built[i])
+		m, err := g.newUpstream(u, built[i], cfg.Defaults.MaxParallel)
 		if err != nil {
 			return nil, err
 		}
@@ -92,8 +92,9 @@ func upstreamOf(u config.Upstream, secrets []string) mcpup.Upstream {
 }
 
 // newUpstream builds the manager of one upstream, u (up in mcpup's form),
-// whose tools reach the registry as it lists them.
-func (g *Gateway) newUpstream(u config.Upstream, up mcpup.Upstream) (*mcpup.Manager, error) {
+// whose tools reach the registry as it lists them, with maxParallel
+// (defaults.max_parallel as it is when the upstream starts) calls at once.
+func (g *Gateway) newUpstream(u config.Upstream, up mcpup.Upstream, maxParallel int) (*mcpup.Manager, error) {
 	thread := u.Isolation == mcpup.IsolationThread // its tools take thread handles
 	return mcpup.New([]mcpup.Upstream{up}, &mcpup.Options{
 		Logger: g.logger,
@@ -110,7 +111,7 @@ func (g *Gateway) newUpstream(u config.Upstream, up mcpup.Upstream) (*mcpup.Mana
 		OnNotify:  g.upstreamNotify,
 		OnRelist:  g.metrics.upstreamRelist,
 		// As many calls to one upstream may run at once as to all.
-		MaxParallel: g.cfg.Defaults.MaxParallel,
+		MaxParallel: maxParallel,
 	})
 }
 
@@ -286,6 +287,6 @@ func (g *Gateway) upstreamStatus() map[string]bool { return g.ups.status() }
 func (g *Gateway) upstreamState(upstream string, up bool) {
 	g.metrics.upstreamState(upstream, up)
 	if up {
-		g.res.backends.Get("upstream:" + upstream).Breaker().Reset()
+		g.res.backend("upstream:" + upstream).Breaker().Reset()
 	}
 }

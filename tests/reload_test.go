@@ -286,3 +286,91 @@ func TestReloadStdio(t *testing.T) {
 	s.send(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"scratchpad","arguments":{"op":"get","key":"note"}}}`)
 	wantOK(t, s.response(t, "4", callTimeout).toolResult(t), "kept")
 }
+
+// TestReloadLiveSettings: an edit of defaults.timeout, guards.loop and
+// batch_tool reaches a running serve's next calls while a session keeps
+// its scratchpad note and a call that started before the edit keeps the
+// deadline it started with: the next call of the same REST tool (no
+// timeout of its own) times out under the new default, a repeated call
+// is blocked by the loop guard switched on, and toolgate_batch appears
+// with notifications/tools/list_changed. Nothing is logged as needing a
+// restart.
+func TestReloadLiveSettings(t *testing.T) {
+	arrived, release := make(chan struct{}, 4), make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case arrived <- struct{}{}:
+			default:
+			}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"path":%q}`, r.URL.Path)
+	}))
+	t.Cleanup(backend.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	tools := "builtin: [scratchpad]\nrest:\n  - {name: slow, url: '" + backend.URL + "/slow'}\n  - {name: same, url: '" + backend.URL + "/same'}\n"
+	v1 := "defaults: {timeout: 60s}\nguards: {loop: {action: \"off\"}}\n" + tools
+	v2 := "defaults: {timeout: 300ms}\nguards: {loop: {action: block, threshold: 2}}\nbatch_tool: true\n" + tools
+	srv := startServe(t, v1)
+	c := connectListening(t, srv)
+	changed := listChanges(c)
+	put := map[string]any{"op": "put", "key": "note", "value": "kept across reloads"}
+	if res := mustCall(t, c, "scratchpad", put, ""); res.IsError {
+		t.Fatalf("scratchpad put: %q", resultText(res))
+	}
+	for range 3 {
+		wantOK(t, mustCall(t, c, "same", map[string]any{}, ""), `{"path":"/same"}`)
+	}
+	inFlight := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := callTool(t, c, "slow", map[string]any{}, "")
+		if err != nil {
+			res = mcp.NewToolResultError("transport: " + err.Error())
+		}
+		inFlight <- res
+	}()
+	<-arrived // the call is at the backend, under the 60s it started with
+
+	replaceFile(t, srv.ConfigPath, v2)
+	waitMetric(t, srv.URL, "toolgate_config_reloads_total", map[string]string{"result": "ok"}, 1)
+	select {
+	case <-changed:
+	case <-time.After(callTimeout):
+		t.Fatal("no notifications/tools/list_changed after batch_tool went on")
+	}
+	if names := listedTools(t, c); !slices.Contains(names, "toolgate_batch") {
+		t.Errorf("tools after the reload = %v, want toolgate_batch", names)
+	}
+	start := time.Now()
+	res := mustCall(t, c, "slow", map[string]any{}, "")
+	wantError(t, res, "timeout")
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the call after the reload took %v, want it cut at the new 300ms", took)
+	}
+	for range 2 {
+		wantOK(t, mustCall(t, c, "same", map[string]any{}, ""), `{"path":"/same"}`)
+	}
+	res = mustCall(t, c, "same", map[string]any{}, "")
+	wantError(t, res, "validation")
+	if !strings.Contains(resultText(res), "loop guard") {
+		t.Errorf("the third identical call after the guard went on: %q, want the loop guard's notice", resultText(res))
+	}
+	wantOK(t, mustCall(t, c, "scratchpad", map[string]any{"op": "get", "key": "note"}, ""), "kept across reloads")
+	close(release)
+	wantOK(t, <-inFlight, `{"path":"/slow"}`)
+	if strings.Contains(srv.Stderr(), "takes effect when toolgate restarts") {
+		t.Errorf("a live setting was logged as needing a restart:\n%s", srv.Stderr())
+	}
+}

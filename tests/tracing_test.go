@@ -7,10 +7,13 @@ package tests
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -75,6 +78,8 @@ type traceSeen struct {
 	mu     sync.Mutex
 	header []string // guarded by mu
 	meta   []string // guarded by mu
+	// reads is what the upstream saw of its resources/read requests.
+	reads *traceSeen
 }
 
 func (s *traceSeen) add(header, meta string) {
@@ -92,11 +97,24 @@ func (s *traceSeen) get() (header, meta []string) {
 
 type headerKey struct{}
 
-// tracedUpstream is an MCP server with one tool, echo, that records the
-// traceparent of each call's HTTP request and _meta.
+// tracedUpstreamDoc is the URI of tracedUpstream's one resource.
+const tracedUpstreamDoc = "test://traced/doc"
+
+// tracedUpstream is an MCP server with one tool, echo, and one resource,
+// tracedUpstreamDoc, that records the traceparent of each call's (and
+// each resources/read's, in reads) HTTP request and _meta.
 func tracedUpstream(t *testing.T) (string, *traceSeen) {
-	seen := &traceSeen{}
-	s := mcpserver.NewMCPServer("traced-upstream", "1")
+	seen := &traceSeen{reads: &traceSeen{}}
+	s := mcpserver.NewMCPServer("traced-upstream", "1", mcpserver.WithResourceCapabilities(false, false))
+	s.AddResource(mcp.NewResource(tracedUpstreamDoc, "doc"), func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		meta := ""
+		if req.Params.Meta != nil {
+			meta, _ = req.Params.Meta.AdditionalFields["traceparent"].(string)
+		}
+		h, _ := ctx.Value(headerKey{}).(string)
+		seen.reads.add(h, meta)
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: tracedUpstreamDoc, Text: "the doc"}}, nil
+	})
 	s.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		meta := ""
 		if req.Params.Meta != nil {
@@ -183,7 +201,7 @@ func TestTracingOneConnectedTrace(t *testing.T) {
 	col := startOTLPReceiver(t)
 	backend, backendSaw := tracedBackend(t)
 	upstream, upstreamSaw := tracedUpstream(t)
-	srv := startServe(t, tracingConfig(col.URL, backend, upstream, "endpoint: %s\nprotocol: http/protobuf"))
+	srv := startServe(t, tracingConfig(col.URL, backend, upstream, "endpoint: %s\nprotocol: http/protobuf")+"audit: {file: audit.jsonl}\n")
 	c := connect(t, streamableHTTP, srv)
 	waitTools(t, c, "lookup", "up__echo", "toolgate_batch")
 
@@ -209,6 +227,23 @@ func TestTracingOneConnectedTrace(t *testing.T) {
 	hc := connectWith(t, srv, map[string]string{"traceparent": "00-" + headerTrace + "-b7ad6b7169203331-01"})
 	if res := mustCall(t, hc, "lookup", map[string]any{"q": "x"}, ""); res.IsError {
 		t.Fatalf("lookup: %s", resultText(res))
+	}
+
+	// A resources/read relayed to the upstream, in the same trace.
+	pollUntil(t, pollTimeout, "the upstream's resource listed", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+		defer cancel()
+		res, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+		return err == nil && len(res.Resources) == 1, fmt.Sprintf("resources/list: %v %v", res, err)
+	})
+	read := mcp.ReadResourceRequest{}
+	read.Params.URI = tracedUpstreamDoc
+	read.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{"traceparent": "00-" + traceID + "-" + parentID + "-01"}}
+	ctx, cancel = context.WithTimeout(t.Context(), callTimeout)
+	_, err = c.ReadResource(ctx, read)
+	cancel()
+	if err != nil {
+		t.Fatalf("resources/read: %v", err)
 	}
 
 	_, _ = c.Close(), hc.Close() // before toolgate stops: their DELETEs reach it
@@ -266,6 +301,26 @@ func TestTracingOneConnectedTrace(t *testing.T) {
 			t.Errorf("%s saw traceparent %q, want %q", what, got, want)
 		}
 	}
+	// The relayed resources/read: a client span under toolgate's record
+	// of it, whose context the upstream saw in the header and in _meta.
+	var readSpan *tracepb.Span
+	for _, sp := range inTrace {
+		if sp.Name == "resources/read" && sp.Kind == tracepb.Span_SPAN_KIND_CLIENT {
+			readSpan = sp
+		}
+	}
+	if readSpan == nil {
+		t.Errorf("the trace has no client span of the relayed resources/read; spans: %v", spanNames(inTrace))
+	} else {
+		checkAttr(t, readSpan, "mcp.method.name", "resources/read")
+		checkAttr(t, readSpan, "toolgate.upstream", "up")
+		if p := byID[hex.EncodeToString(readSpan.ParentSpanId)]; p == nil || p.Name != "execute_tool up__resources.read" {
+			t.Errorf("the relayed resources/read's parent is %v, want toolgate's execute_tool up__resources.read", p)
+		}
+	}
+	rh, rm := upstreamSaw.reads.get()
+	wantParent("the upstream's resources/read (header)", rh, readSpan)
+	wantParent("the upstream's resources/read (_meta)", rm, readSpan)
 	bh, _ := backendSaw.get()
 	wantParent("the REST backend", bh, names["GET"])
 	uh, um := upstreamSaw.get()
@@ -276,6 +331,26 @@ func TestTracingOneConnectedTrace(t *testing.T) {
 	}
 	if !strings.Contains(srv.Stderr(), `"trace_id":"`+traceID+`"`) {
 		t.Errorf("no tool call log line carries trace_id %s", traceID)
+	}
+	// The audit trail names each call's trace, the one whose traceparent
+	// came as an HTTP header too.
+	trail, err := os.ReadFile(filepath.Join(filepath.Dir(srv.ConfigPath), "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces := map[string][]string{}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(trail)), "\n") {
+		var rec struct {
+			Tool    string `json:"tool"`
+			TraceID string `json:"trace_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		traces[rec.Tool] = append(traces[rec.Tool], rec.TraceID)
+	}
+	if got := traces["lookup"]; len(got) != 2 || got[0] != traceID || got[1] != headerTrace {
+		t.Errorf("the audit lines of lookup name traces %q, want %s (from _meta, in the batch) and %s (from the header)", got, traceID, headerTrace)
 	}
 }
 

@@ -176,21 +176,24 @@ type Spec struct {
 // creator must call [Pool.Close].
 type Pool struct {
 	// Fixed at creation.
+	logger      *slog.Logger
+	stopJanitor context.CancelFunc
+	janitor     sync.WaitGroup
+	closeOnce   sync.Once
+	retune      chan struct{} // SetLimits tells the janitor of a new TTL
+
+	// mu guards the limits below, closed, entries, owners, provisional,
+	// the eviction records and the fields of every entry marked as
+	// guarded by Pool.mu. It is never held across Spec.New, an instance's
+	// Close or logging.
+	mu sync.Mutex
+	// The limits, set by NewPool and SetLimits.
 	idleTTL     time.Duration
 	provTTL     time.Duration // for provisional instances; at most idleTTL
 	max         int
 	perOwner    int
 	maxBytes    int64 // bytes per owner, as Spec.Bytes charges them; 0: no bound
 	maxProv     int   // provisional instances per owner
-	logger      *slog.Logger
-	stopJanitor context.CancelFunc
-	janitor     sync.WaitGroup
-	closeOnce   sync.Once
-
-	// mu guards closed, entries, owners, provisional, the eviction
-	// records and the fields of every entry marked as guarded by Pool.mu.
-	// It is never held across Spec.New, an instance's Close or logging.
-	mu          sync.Mutex
 	closed      bool
 	entries     map[slot]*entry  // live instances, including ones being created
 	owners      map[string]int   // live instances (entries) per owner
@@ -246,6 +249,27 @@ type entry struct {
 // starts its janitor, which closes idle instances every ProvisionalTTL/4
 // (at least 10ms, at most 1m). The caller must call [Pool.Close].
 func NewPool(opts *Options) *Pool {
+	o := normalize(opts)
+	// The pool's Close ends the janitor, so the janitor's context is a root
+	// owned by the pool rather than any request's.
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pool{
+		logger:      o.Logger,
+		stopJanitor: cancel,
+		retune:      make(chan struct{}, 1),
+		entries:     make(map[slot]*entry),
+		owners:      make(map[string]int),
+		ownerBytes:  make(map[string]int64),
+		provisional: make(map[string]int),
+		evicted:     make(map[slot]*list.Element),
+	}
+	p.setLocked(o) // nobody else has p yet
+	p.janitor.Go(func() { p.runJanitor(ctx) })
+	return p
+}
+
+// normalize returns opts with its defaults filled in.
+func normalize(opts *Options) Options {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -266,28 +290,34 @@ func NewPool(opts *Options) *Pool {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	// The pool's Close ends the janitor, so the janitor's context is a root
-	// owned by the pool rather than any request's.
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pool{
-		idleTTL:     o.IdleTTL,
-		provTTL:     o.ProvisionalTTL,
-		max:         o.MaxInstances,
-		perOwner:    o.PerOwner,
-		maxBytes:    max(o.MaxBytesPerOwner, 0),
-		maxProv:     o.MaxProvisional,
-		logger:      o.Logger,
-		stopJanitor: cancel,
-		entries:     make(map[slot]*entry),
-		owners:      make(map[string]int),
-		ownerBytes:  make(map[string]int64),
-		provisional: make(map[string]int),
-		evicted:     make(map[slot]*list.Element),
-		maxEvicted:  max(2*o.MaxInstances, minEvictionMemory),
+	return o
+}
+
+// setLocked takes o's limits, normalized. p.mu is held.
+func (p *Pool) setLocked(o Options) {
+	p.idleTTL, p.provTTL = o.IdleTTL, o.ProvisionalTTL
+	p.max, p.perOwner = o.MaxInstances, o.PerOwner
+	p.maxBytes, p.maxProv = max(o.MaxBytesPerOwner, 0), o.MaxProvisional
+	p.maxEvicted = max(2*o.MaxInstances, minEvictionMemory)
+}
+
+// SetLimits replaces the pool's limits with opts' (a configuration
+// reload; nil means the defaults): IdleTTL, ProvisionalTTL,
+// MaxInstances, PerOwner, MaxBytesPerOwner and MaxProvisional. Its Logger
+// is ignored. Instances and leases are kept: an instance idle for longer
+// than a shortened TTL is closed at the janitor's next sweep, which comes
+// within the new period; a lowered cap is met as instances idle out,
+// their threads end or Acquires evict them to make room, never by
+// closing an instance in use. It is safe to call while the pool serves.
+func (p *Pool) SetLimits(opts *Options) {
+	o := normalize(opts)
+	p.mu.Lock()
+	p.setLocked(o)
+	p.mu.Unlock()
+	select {
+	case p.retune <- struct{}{}:
+	default: // the janitor will read the new TTL anyway
 	}
-	period := janitorPeriod(o.ProvisionalTTL) // the shorter TTL
-	p.janitor.Go(func() { p.runJanitor(ctx, period) })
-	return p
 }
 
 // janitorPeriod is how often the janitor looks for idle instances: a quarter
@@ -771,18 +801,29 @@ func (p *Pool) Counts() map[string]int {
 	return counts
 }
 
-// runJanitor closes idle instances every period until ctx is done.
-func (p *Pool) runJanitor(ctx context.Context, period time.Duration) {
-	t := time.NewTicker(period)
+// runJanitor closes idle instances every janitorPeriod of the shorter
+// TTL, until ctx is done; a new TTL (SetLimits) sets a new period at once.
+func (p *Pool) runJanitor(ctx context.Context) {
+	t := time.NewTicker(p.period())
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-p.retune:
+			t.Reset(p.period())
 		case <-t.C:
 			p.sweep(time.Now())
 		}
 	}
+}
+
+// period is how often the janitor sweeps: janitorPeriod of the
+// provisional TTL, the shorter.
+func (p *Pool) period() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return janitorPeriod(p.provTTL)
 }
 
 // sweep closes the instances that have had no lease for IdleTTL

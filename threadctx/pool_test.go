@@ -1111,3 +1111,32 @@ func TestEvictionMemoryBounded(t *testing.T) {
 		t.Error("a recent eviction was forgotten")
 	}
 }
+
+// TestSetLimits: a reload's new limits apply to the instances the pool
+// holds: a shortened TTL closes an idle instance within the new janitor
+// period (not the old one's minute), a lowered cap makes the next new
+// instance evict, and the instances themselves survive the change.
+func TestSetLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, ff := newFixture(t, &Options{IdleTTL: time.Hour, MaxInstances: 10})
+		kept := use(t, p, "t1", "k", ff.spec(false))
+		held := mustAcquire(t, p, "t2", "k", ff.spec(false))
+		p.SetLimits(&Options{IdleTTL: time.Second, MaxInstances: 1})
+		if got := use(t, p, "t1", "k", ff.spec(false)); got != kept {
+			t.Fatal("SetLimits replaced an instance")
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		wantCloses(t, kept, 1) // idle past the new TTL
+		if got := p.Len(); got != 1 {
+			t.Errorf("Len = %d, want 1: the leased instance stays", got)
+		}
+		held.Release()
+		third := use(t, p, "t3", "k", ff.spec(false)) // at the new cap of 1: t2's idle instance goes
+		if got := p.Len(); got != 1 {
+			t.Errorf("Len after a new thread at cap 1 = %d, want 1", got)
+		}
+		wantCloses(t, held.Value().(*fakeInstance), 1)
+		wantCloses(t, third, 0)
+	})
+}

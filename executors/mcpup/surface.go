@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/internal/mcppeer"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -165,6 +167,58 @@ func (m *Manager) Forward(ctx context.Context, upstream, method string, params a
 	if c == nil || u.thread {
 		return nil, u.downError(u.runner)
 	}
+	if telemetry.Traced(ctx) {
+		var span telemetry.Span
+		ctx, span = telemetry.Child(ctx, method, telemetry.Client)
+		defer span.End()
+		if span.Recording() {
+			span.Str("mcp.method.name", method)
+			span.Str("toolgate.upstream", upstream)
+		}
+		params = withTraceMeta(ctx, params)
+		res, err := forwardOn(ctx, u, c, upstream, method, params)
+		if err != nil {
+			span.Fail(string(retry.Classify(err)), "the upstream request failed")
+		}
+		return res, err
+	}
+	return forwardOn(ctx, u, c, upstream, method, params)
+}
+
+// withTraceMeta returns params, a request's params, with the trace context
+// of ctx's span in its _meta (the MCP trace-context proposal's place for
+// it; over HTTP the headers carry it too), as tools/call sends it. params
+// that are not an object are returned as they are; the caller's map is
+// never changed.
+func withTraceMeta(ctx context.Context, params any) any {
+	p, ok := params.(map[string]any)
+	parent, state := telemetry.Meta(ctx)
+	if !ok || parent == "" {
+		return params
+	}
+	out := maps.Clone(p)
+	meta := map[string]any{}
+	switch old := p["_meta"].(type) {
+	case map[string]any:
+		meta = maps.Clone(old)
+	case nil:
+	default: // the client's _meta as the MCP front decoded it (*mcp.Meta)
+		if b, err := json.Marshal(old); err == nil {
+			_ = json.Unmarshal(b, &meta)
+		}
+	}
+	meta["traceparent"] = parent
+	if state != "" {
+		meta["tracestate"] = state
+	} else {
+		delete(meta, "tracestate")
+	}
+	out["_meta"] = meta
+	return out
+}
+
+// forwardOn sends method to c, the connection of u, and reads its answer.
+func forwardOn(ctx context.Context, u *upstream, c *conn, upstream, method string, params any) (json.RawMessage, error) {
 	resp, err := c.request(ctx, method, params)
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/oauthclient"
 	"github.com/toolgate/toolgate/internal/redact"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -231,6 +232,7 @@ func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, 
 			transport.WithHTTPBasicClient(u.httpClient),
 			transport.WithContinuousListening(),                     // the GET stream carries list_changed
 			transport.WithHTTPLogger(slog.New(slog.DiscardHandler)), // its records may hold URLs
+			transport.WithHTTPHeaderFunc(traceHeaders),
 		)
 	case TransportSSE:
 		tr, err = transport.NewSSE(u.cfg.URL,
@@ -239,6 +241,7 @@ func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, 
 			transport.WithSSELogger(slog.New(slog.DiscardHandler)),
 			transport.WithEndpointTimeout(u.startupTimeout),
 			transport.WithResponseTimeout(sseResponseTimeout),
+			transport.WithHeaderFunc(traceHeaders),
 		)
 	default: // New rejects other transports
 		err = fmt.Errorf("unknown transport %q", u.cfg.Transport)
@@ -297,4 +300,20 @@ func relayCapabilities(tr transport.Interface) mcp.ClientCapabilities {
 			ListChanged bool `json:"listChanged,omitempty"`
 		}{},
 	}
+}
+
+// traceHeaders are the W3C trace-context headers of ctx's span, for the
+// requests mcp-go's HTTP transports send (resources/read, prompts/get,
+// completion/complete; over SSE, tools/call too): none without a trace.
+// tools/call over streamable HTTP sets its own (httpSession.post).
+func traceHeaders(ctx context.Context) map[string]string {
+	parent, state := telemetry.Meta(ctx)
+	if parent == "" {
+		return nil
+	}
+	h := map[string]string{"traceparent": parent}
+	if state != "" {
+		h["tracestate"] = state
+	}
+	return h
 }

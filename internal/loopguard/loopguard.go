@@ -50,12 +50,11 @@ type Options struct {
 // the package doc) and the calls its user allowed always. It is safe for
 // concurrent use; it owns no goroutine and needs no Close.
 type Guard struct {
+	mu         sync.Mutex // guards threshold, maxThreads, threads and lru
 	threshold  int
 	maxThreads int
-
-	mu      sync.Mutex               // guards threads and lru
-	threads map[string]*list.Element // thread → its element in lru (*streak)
-	lru     list.List                // most recently used first
+	threads    map[string]*list.Element // thread → its element in lru (*streak)
+	lru        list.List                // most recently used first
 }
 
 // streak is one thread's state.
@@ -74,6 +73,17 @@ type streak struct {
 
 // New returns a Guard; opts may be nil.
 func New(opts *Options) *Guard {
+	g := &Guard{threads: map[string]*list.Element{}}
+	g.SetOptions(opts)
+	return g
+}
+
+// SetOptions replaces the guard's options (a configuration reload),
+// keeping what it remembers of each thread: a streak longer than a
+// lowered threshold is acted on at its next identical call. A lowered
+// MaxThreads forgets the least recently used threads beyond it at the next
+// call of a new thread. opts may be nil, meaning the defaults.
+func (g *Guard) SetOptions(opts *Options) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -84,7 +94,9 @@ func New(opts *Options) *Guard {
 	if o.MaxThreads <= 0 {
 		o.MaxThreads = DefaultMaxThreads
 	}
-	return &Guard{threshold: o.Threshold, maxThreads: o.MaxThreads, threads: map[string]*list.Element{}}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.threshold, g.maxThreads = o.Threshold, o.MaxThreads
 }
 
 // Check records that thread is about to make call c and returns how many
@@ -194,8 +206,11 @@ func (g *Guard) touch(thread string) *streak {
 // guard acts on, count the place [Guard.Check] returned. The gateway and
 // the agent add what was done and what to do instead.
 func (g *Guard) Notice(tool string, count int) string {
+	g.mu.Lock()
+	threshold := g.threshold
+	g.mu.Unlock()
 	return fmt.Sprintf("loop guard: this is call %d in a row of tool %q with the same arguments, and the last %d returned the same result",
-		count, tool, g.threshold)
+		count, tool, threshold)
 }
 
 // Digest hashes a call's result, part by part, into the sum [Guard.Done]

@@ -236,6 +236,36 @@ func TestGuardConcurrent(t *testing.T) {
 	}
 }
 
+// TestSetOptions: a new threshold applies to a thread's streak as it
+// stands, and the notice says it; a lowered MaxThreads is kept from the
+// next new thread on.
+func TestSetOptions(t *testing.T) {
+	g := New(&Options{Threshold: 5})
+	res := sha256.Sum256([]byte("same"))
+	for i := 1; i <= 3; i++ {
+		if n, act := g.Check("x", a); n != i || act {
+			t.Fatalf("call %d under threshold 5: count %d, act %v", i, n, act)
+		}
+		g.Done("x", a, res)
+	}
+	g.SetOptions(&Options{Threshold: 2, MaxThreads: 2})
+	if n, act := g.Check("x", a); n != 4 || !act {
+		t.Errorf("call 4 after the threshold went to 2: count %d, act %v, want 4, true", n, act)
+	}
+	if got := g.Notice("t", 4); !strings.Contains(got, "the last 2 returned") {
+		t.Errorf("Notice = %q, want it to name the new threshold 2", got)
+	}
+	g.Check("y", a)
+	g.Check("z", a)
+	if got := g.Len(); got != 2 {
+		t.Errorf("threads remembered = %d, want the new MaxThreads 2", got)
+	}
+	g.SetOptions(nil)
+	if got := g.Notice("t", 1); !strings.Contains(got, fmt.Sprintf("the last %d returned", DefaultThreshold)) {
+		t.Errorf("Notice after SetOptions(nil) = %q, want the default threshold", got)
+	}
+}
+
 func TestNotice(t *testing.T) {
 	got := New(nil).Notice("status", 7)
 	want := `loop guard: this is call 7 in a row of tool "status" with the same arguments, and the last 3 returned the same result`

@@ -290,6 +290,12 @@ func (f *Front) SetTools(add []Tool, remove []string) {
 	}
 }
 
+// SetMaxSessionsPerPrincipal changes [Options.MaxSessionsPerPrincipal]
+// while serving (a configuration reload) to n, at least 1: new sessions
+// are checked against it, open ones are kept. A front built without the
+// cap keeps none.
+func (f *Front) SetMaxSessionsPerPrincipal(n int) { f.limits.SetPerPrincipal(n) }
+
 // ToolsChanged tells every client that the list of tools changed
 // (notifications/tools/list_changed) when the tools did not, but what a
 // principal may see of them did: its permissions were reloaded.

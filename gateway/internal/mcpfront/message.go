@@ -89,7 +89,9 @@ func decodeMessage(raw []byte) (m message, reject []byte) {
 		if m.params != nil && json.Unmarshal(m.params, &p) == nil {
 			m.call, m.meta = &p, p.Meta
 		}
-	case bytes.Contains(m.params, []byte(mcp.MetaKeyProtocolVersion)):
+	case bytes.Contains(m.params, []byte(mcp.MetaKeyProtocolVersion)) || bytes.Contains(m.params, traceparentKey):
+		// The trace context in _meta makes the parent of any request's
+		// span (trace.go), not only a tools/call's.
 		var p metaParams
 		if json.Unmarshal(m.params, &p) == nil {
 			m.meta = p.Meta
@@ -97,6 +99,9 @@ func decodeMessage(raw []byte) (m message, reject []byte) {
 	}
 	return m, nil
 }
+
+// traceparentKey marks params that may carry a W3C trace context in _meta.
+var traceparentKey = []byte(`"traceparent"`)
 
 // notification reports whether m is a notification: a method and no id.
 func (m *message) notification() bool { return m.method != "" && m.id == nil }

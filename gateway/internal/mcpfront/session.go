@@ -398,7 +398,7 @@ func (f *Front) reserve(w http.ResponseWriter, ctx context.Context) (context.Con
 	}
 	msg := fmt.Sprintf("the gateway has %d sessions open (server.max_sessions): retry later, or end sessions no longer in use with DELETE", f.o.MaxSessions)
 	if errors.Is(err, sessionlimit.ErrPrincipalFull) {
-		msg = fmt.Sprintf("principal %q has %d sessions open (auth.max_sessions): end sessions no longer in use with DELETE, or retry later", id.Name, f.o.MaxSessionsPerPrincipal)
+		msg = fmt.Sprintf("principal %q has %d sessions open (auth.max_sessions): end sessions no longer in use with DELETE, or retry later", id.Name, f.limits.PerPrincipal())
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(sessionsRetryAfter))
 	writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(mcp.INTERNAL_ERROR, msg))

@@ -15,15 +15,33 @@ import (
 // Limits are the caps and the counts. Build them with [New]; they are safe
 // for concurrent use.
 type Limits struct {
-	max, perPrincipal int
-	live              atomic.Int64 // live sessions plus slots reserved for new ones
-	principals        sync.Map     // principal name → *Count, of principals with sessions
+	max          int
+	perPrincipal atomic.Int64 // 0: principals are not counted
+	live         atomic.Int64 // live sessions plus slots reserved for new ones
+	principals   sync.Map     // principal name → *Count, of principals with sessions
 }
 
 // New returns limits of max sessions in all and perPrincipal per
 // principal; 0 sets no cap.
 func New(max, perPrincipal int) *Limits {
-	return &Limits{max: max, perPrincipal: perPrincipal}
+	l := &Limits{max: max}
+	l.perPrincipal.Store(int64(perPrincipal))
+	return l
+}
+
+// PerPrincipal returns the cap of one principal's sessions; 0 for none.
+func (l *Limits) PerPrincipal() int { return int(l.perPrincipal.Load()) }
+
+// SetPerPrincipal changes the cap of one principal's sessions (a
+// configuration reload) to n, at least 1: reservations from now on are
+// checked against it; a principal over a lowered cap keeps its sessions
+// and may open new ones once it is under it again. Limits built with no
+// per-principal cap count no principal, and keep none.
+func (l *Limits) SetPerPrincipal(n int) {
+	if n < 1 || l.perPrincipal.Load() == 0 {
+		return
+	}
+	l.perPrincipal.Store(int64(n))
 }
 
 // ErrPrincipalFull and ErrFull say which cap refused a reservation.
@@ -55,8 +73,8 @@ type Slot struct {
 // which only the overall cap counts), or says which cap refused.
 func (l *Limits) Reserve(principal string) (*Slot, error) {
 	var owner *Count
-	if principal != "" && l.perPrincipal > 0 {
-		if owner = l.join(principal); owner == nil {
+	if limit := l.perPrincipal.Load(); principal != "" && limit > 0 {
+		if owner = l.join(principal, int(limit)); owner == nil {
 			return nil, ErrPrincipalFull
 		}
 	}
@@ -106,9 +124,9 @@ func (l *Limits) Principals() int {
 	return n
 }
 
-// join adds one to name's count of sessions unless it has the cap, and
+// join adds one to name's count of sessions unless it has limit, and
 // returns the count, or nil when the principal is at its cap.
-func (l *Limits) join(name string) *Count {
+func (l *Limits) join(name string, limit int) *Count {
 	for {
 		v, _ := l.principals.LoadOrStore(name, &Count{name: name})
 		pc := v.(*Count)
@@ -117,7 +135,7 @@ func (l *Limits) join(name string) *Count {
 		case pc.dead: // left the map just now: take a new one
 			pc.mu.Unlock()
 			continue
-		case pc.n >= l.perPrincipal:
+		case pc.n >= limit:
 			pc.mu.Unlock()
 			return nil
 		}

@@ -53,3 +53,41 @@ func TestLimits(t *testing.T) {
 		t.Errorf("%d principals kept after alice's last session ended, want 0", n)
 	}
 }
+
+// TestSetPerPrincipal: a raised cap lets a principal at the old one open
+// more; a lowered one refuses it until it is under the new cap; limits
+// built without a per-principal cap stay without.
+func TestSetPerPrincipal(t *testing.T) {
+	l := New(100, 1)
+	if _, err := l.Reserve("alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Reserve("alice"); !errors.Is(err, ErrPrincipalFull) {
+		t.Fatalf("a second session under cap 1: %v, want ErrPrincipalFull", err)
+	}
+	l.SetPerPrincipal(3)
+	var last *Slot
+	for i := range 2 {
+		sl, err := l.Reserve("alice")
+		if err != nil {
+			t.Fatalf("session %d under the raised cap 3: %v", i+2, err)
+		}
+		last = sl
+	}
+	l.SetPerPrincipal(2)
+	if _, err := l.Reserve("alice"); !errors.Is(err, ErrPrincipalFull) || l.PerPrincipal() != 2 {
+		t.Errorf("a fourth session under the lowered cap %d: %v, want ErrPrincipalFull", l.PerPrincipal(), err)
+	}
+	last.Release()
+	last, _ = l.Reserve("alice") // 2 of 2 again after one ended: still full
+	if last != nil {
+		t.Error("a third session was let in at the lowered cap of 2")
+	}
+	open := New(100, 0)
+	open.SetPerPrincipal(1)
+	for range 3 {
+		if _, err := open.Reserve("bob"); err != nil || open.PerPrincipal() != 0 {
+			t.Fatalf("limits without a per-principal cap: %v, cap %d", err, open.PerPrincipal())
+		}
+	}
+}
