@@ -62,6 +62,12 @@ type Config struct {
 	Exchange TokenExchange
 	// PerPrincipal keeps one token per principal of toolgate.
 	PerPrincipal bool
+	// RedirectURL, with PerPrincipal and GrantAuthorizationCode, is
+	// toolgate's own callback route: a principal without a token gets a
+	// [NeedsAuthError] whose URL starts a flow redirecting there, which
+	// [Client.Complete] finishes. Empty: the principal is told to run
+	// LoginCommand.
+	RedirectURL string
 	// Base carries the requests to the authorization server. Nil means
 	// http.DefaultTransport.
 	Base http.RoundTripper
@@ -105,8 +111,9 @@ type Client struct {
 	hc     *http.Client
 	logger *slog.Logger
 
-	mu     sync.Mutex // guards states
-	states map[string]*state
+	mu      sync.Mutex // guards states and pending
+	states  map[string]*state
+	pending []*pending // per-principal flows waiting for their redirect (pending.go)
 }
 
 // state is the token of one principal ("" without per-principal tokens).
@@ -324,11 +331,24 @@ func (c *Client) Acquire(ctx context.Context, principal, subject string, used *o
 		return nil
 	}
 	if c.cfg.Grant == GrantAuthorizationCode && c.cfg.Browser == nil {
-		defer s.mu.Unlock()
+		reason := "no token yet"
 		if prev != nil && prev.Token != nil && ch.Error == "insufficient_scope" {
-			return c.needAuth(s, "the upstream asks for more scopes: "+ch.Scope)
+			reason = "the upstream asks for more scopes: " + ch.Scope
 		}
-		return c.needAuth(s, "no token yet")
+		if !c.webLogin(principal) {
+			defer s.mu.Unlock()
+			return c.needAuth(s, reason)
+		}
+		s.mu.Unlock()
+		link, err := c.link(ctx, principal, prev, ch)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		e := c.needAuth(s, reason).(*NeedsAuthError)
+		e.URL = link
+		return e
 	}
 	s.mu.Unlock()
 	r, err := c.obtain(ctx, principal, subject, prev, ch)
