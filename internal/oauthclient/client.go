@@ -161,6 +161,15 @@ func New(cfg Config) *Client {
 // Upstream is the upstream's name.
 func (c *Client) Upstream() string { return c.cfg.Upstream }
 
+// LoginCommand is what the operator runs to authorize the upstream.
+func (c *Client) LoginCommand() string { return c.cfg.LoginCommand }
+
+// ExchangesInbound reports whether each principal's own inbound OAuth
+// access token is what is exchanged (per-principal token exchange).
+func (c *Client) ExchangesInbound() bool {
+	return c.cfg.PerPrincipal && c.cfg.Grant == GrantTokenExchange
+}
+
 // PerPrincipal reports whether the upstream keeps a token per principal.
 func (c *Client) PerPrincipal() bool { return c.cfg.PerPrincipal }
 
@@ -405,6 +414,10 @@ func (c *Client) obtain(ctx context.Context, principal, subject string, prev *Re
 			err = stepErr(c.cfg.Upstream, "token", tokenError(err))
 		}
 	case GrantTokenExchange:
+		if c.ExchangesInbound() && principal != "" && subject == "" {
+			// The configured subject token is the gateway's: never a principal's.
+			return nil, &StepError{Upstream: c.cfg.Upstream, Step: "token exchange", Err: fmt.Errorf("principal %q has no inbound OAuth access token to exchange (it authenticated with a static token)", principal)}
+		}
 		if err = c.credentials(ctx, r, d, prev, ""); err == nil {
 			tok, err = c.exchange(ctx, r, subject)
 		}
