@@ -79,7 +79,8 @@ type UpstreamOAuth struct {
 // grant from the identity provider (SEP-990).
 type TokenExchange struct {
 	// SubjectToken is the token exchanged; write it as ${ENV}. Required
-	// without per_principal; not allowed with it.
+	// without per_principal; with it, optional and used only to list the
+	// upstream's tools (each principal's calls exchange its own token).
 	SubjectToken string `yaml:"subject_token"`
 	// SubjectTokenType is its RFC 8693 type. Default
 	// urn:ietf:params:oauth:token-type:access_token.
@@ -192,13 +193,11 @@ func (c *checker) upstreamOAuth(cfg *Config, i int, u Upstream) {
 		x := o.TokenExchange
 		switch {
 		case x == nil && o.PerPrincipal:
-			c.fail(p+".token_exchange", "", "is required with grant token_exchange: write {} for the principal's own token exchanged at the upstream's authorization server, or idp_token_endpoint for SEP-990")
+			c.fail(p+".token_exchange", "", "is required with grant token_exchange: write {} to exchange each principal's own token at the upstream's authorization server, or idp_token_endpoint for SEP-990")
 		case x == nil:
 			c.fail(p+".token_exchange", "", "is required with grant token_exchange: write its subject_token and, for SEP-990, idp_token_endpoint")
 		case x.SubjectToken == "" && !o.PerPrincipal:
 			c.fail(p+".token_exchange.subject_token", "", "is required with grant token_exchange unless per_principal is set (each principal's own token is exchanged then); write it as ${ENV_VAR}")
-		case x.SubjectToken != "" && o.PerPrincipal:
-			c.fail(p+".token_exchange.subject_token", "", "cannot be set with per_principal, which exchanges each principal's own inbound token; remove one of them")
 		case x.IdPTokenEndpoint != "" && !absHTTP(x.IdPTokenEndpoint):
 			c.fail(p+".token_exchange.idp_token_endpoint", quoteShort(x.IdPTokenEndpoint), "must be an absolute http or https URL")
 		}

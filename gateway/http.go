@@ -58,6 +58,9 @@ func (g *Gateway) Handler() http.Handler {
 			// They name every tool, upstream and backend: with auth, for
 			// auth.admins only.
 			r.Handle("/readyz", authed(g.adminOnly(http.HandlerFunc(g.serveReady))))
+			// A browser coming back from an upstream's authorization
+			// server: the state it brings is its credential.
+			r.Get(OAuthCallbackPath, g.serveOAuthCallback)
 			r.Handle("/metrics", authed(g.adminOnly(promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg}))))
 			// Call data: the MCP endpoint's origin rules, GETs included,
 			// and its auth.
