@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -261,5 +262,79 @@ guards:
 		if strings.Contains(srv.Stderr(), tok) {
 			t.Error("an upstream token appears in serve's log")
 		}
+	}
+}
+
+// TestOAuthUpstreamPerPrincipalTokenExchange runs per-principal token
+// exchange end to end over an SSE upstream: each principal's own inbound
+// OAuth access token (toolgate's auth.oauth) is exchanged (RFC 8693) for
+// its upstream token, over its own upstream session; a principal of a
+// static token has nothing to exchange and is refused, never given the
+// gateway's token (subject_token, which only lists the tools).
+func TestOAuthUpstreamPerPrincipalTokenExchange(t *testing.T) {
+	o := newTokenStoreSetup(t)
+	up := newWhoami(t, o.as, "sse")
+	is := newIssuer(t)
+	const aud = "https://gw.example/mcp"
+	o.as.exchangeable("gateway-subject-token-0123456789", "gateway")
+	carolTok := is.token(t, aud, "carol", time.Hour, nil)
+	daveTok := is.token(t, aud, "dave", time.Hour, nil)
+	o.as.exchangeable(carolTok, "carol")
+	o.as.exchangeable(daveTok, "dave")
+	srv := startServe(t, fmt.Sprintf(`auth:
+  tokens:
+    - {name: alice, token: alice-token-0123456789abcdef}
+  oauth:
+    issuer: %s
+    audience: %s
+    allow: ["*"]
+upstreams:
+  - name: tx
+    transport: sse
+    url: %q
+    startup_timeout: 10s
+    oauth:
+      grant: token_exchange
+      per_principal: true
+      token_exchange:
+        subject_token: gateway-subject-token-0123456789
+token_store:
+  path: %q
+  key_file: %q
+guards:
+  loop: {action: "off"}
+`, is.srv.URL, aud, up.url, o.store, o.keyFile))
+	carol, err := authClient(t, srv, carolTok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dave, err := authClient(t, srv, daveTok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := authClient(t, srv, "alice-token-0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTools(t, carol, "tx__whoami")
+	wantUser(t, carol, "tx__whoami", "carol")
+	wantUser(t, dave, "tx__whoami", "dave")
+	text, isErr := callOAuthTool(t, alice, "tx__whoami")
+	if !isErr || !strings.HasPrefix(text, "permission: ") || !strings.Contains(text, "static token") {
+		t.Errorf("tx__whoami as alice (a static token) = %q (error %v), want a permission error", text, isErr)
+	}
+	// Expiry at the server: carol refreshes her own token.
+	o.as.expireAccess()
+	wantUser(t, carol, "tx__whoami", "carol")
+	wantUser(t, dave, "tx__whoami", "dave")
+	up.checkSessions(t)
+	o.as.mu.Lock()
+	exchanges := o.as.exchanges
+	o.as.mu.Unlock()
+	if exchanges != 3 { // the gateway's (tool list), carol's and dave's
+		t.Errorf("%d token exchanges, want 3", exchanges)
+	}
+	if strings.Contains(srv.Stderr(), carolTok) {
+		t.Error("carol's inbound token appears in serve's log")
 	}
 }
