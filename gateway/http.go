@@ -27,7 +27,8 @@ import (
 // authentication configured, every endpoint but those two and the
 // protected resource metadata (RFC 9728, at
 // /.well-known/oauth-protected-resource and that path followed by the MCP
-// path) needs a bearer token, and so does everything but the page and
+// path) and [OAuthCallbackPath] (a browser back from authorizing a
+// per-principal upstream: its state is its credential) needs a bearer token, and so does everything but the page and
 // script of /ui, which hold no data; CORS preflights are answered without
 // one. An authenticated principal sees only its own calls at /events and
 // /ui/state.
