@@ -53,18 +53,34 @@ type UpstreamOAuth struct {
 	// (http://127.0.0.1:PORT/callback) for authorization servers that
 	// register exact redirect URIs. Default 0: a free port each time.
 	RedirectPort int `yaml:"redirect_port"`
+	// PerPrincipal keeps one token, and one upstream session, per
+	// authenticated principal of toolgate: each authorizes the upstream
+	// itself (authorization_code: through the link its first call
+	// returns) or has its own inbound OAuth token exchanged
+	// (token_exchange). Needs the auth section. Default false: one token
+	// for the whole gateway.
+	PerPrincipal bool `yaml:"per_principal"`
+	// CallbackURL is the URL of toolgate's /oauth/callback route as a
+	// person's browser reaches it, like
+	// https://toolgate.example.com/oauth/callback: the redirect URI of
+	// per-principal authorization code flows. Required with per_principal
+	// and grant authorization_code; for nothing else.
+	CallbackURL string `yaml:"callback_url"`
 	// Timeout bounds one request to the authorization server. Default 30s.
 	Timeout Duration `yaml:"timeout"`
 	// TokenExchange configures grant token_exchange.
 	TokenExchange *TokenExchange `yaml:"token_exchange"`
 }
 
-// TokenExchange is an RFC 8693 token exchange: a subject token is
+// TokenExchange is an RFC 8693 token exchange: a subject token (with
+// per_principal, the principal's own inbound OAuth access token) is
 // exchanged for the upstream's access token, at the upstream's authorization
 // server, or, with idp_token_endpoint, through an identity assertion
 // grant from the identity provider (SEP-990).
 type TokenExchange struct {
-	// SubjectToken is the token exchanged; write it as ${ENV}. Required.
+	// SubjectToken is the token exchanged; write it as ${ENV}. Required
+	// without per_principal; with it, optional and used only to list the
+	// upstream's tools (each principal's calls exchange its own token).
 	SubjectToken string `yaml:"subject_token"`
 	// SubjectTokenType is its RFC 8693 type. Default
 	// urn:ietf:params:oauth:token-type:access_token.
@@ -121,7 +137,7 @@ func completeOAuth(cfg *Config, file string) {
 }
 
 // upstreamOAuth checks upstreams[i].oauth.
-func (c *checker) upstreamOAuth(i int, u Upstream) {
+func (c *checker) upstreamOAuth(cfg *Config, i int, u Upstream) {
 	o := u.OAuth
 	p := fmt.Sprintf("upstreams[%d].oauth", i)
 	if u.Transport == "stdio" {
@@ -176,10 +192,12 @@ func (c *checker) upstreamOAuth(i int, u Upstream) {
 	case "token_exchange":
 		x := o.TokenExchange
 		switch {
+		case x == nil && o.PerPrincipal:
+			c.fail(p+".token_exchange", "", "is required with grant token_exchange: write {} to exchange each principal's own token at the upstream's authorization server, or idp_token_endpoint for SEP-990")
 		case x == nil:
 			c.fail(p+".token_exchange", "", "is required with grant token_exchange: write its subject_token and, for SEP-990, idp_token_endpoint")
-		case x.SubjectToken == "":
-			c.fail(p+".token_exchange.subject_token", "", "is required with grant token_exchange; write it as ${ENV_VAR}")
+		case x.SubjectToken == "" && !o.PerPrincipal:
+			c.fail(p+".token_exchange.subject_token", "", "is required with grant token_exchange unless per_principal is set (each principal's own token is exchanged then); write it as ${ENV_VAR}")
 		case x.IdPTokenEndpoint != "" && !absHTTP(x.IdPTokenEndpoint):
 			c.fail(p+".token_exchange.idp_token_endpoint", quoteShort(x.IdPTokenEndpoint), "must be an absolute http or https URL")
 		}
@@ -188,6 +206,44 @@ func (c *checker) upstreamOAuth(i int, u Upstream) {
 			c.fail(p+".token_exchange", "", "applies to grant token_exchange only; remove it or set grant: token_exchange")
 		}
 	}
+	c.perPrincipal(cfg, i, u, grant)
+}
+
+// perPrincipal checks upstreams[i].oauth's per_principal and
+// callback_url.
+func (c *checker) perPrincipal(cfg *Config, i int, u Upstream, grant string) {
+	o := u.OAuth
+	p := fmt.Sprintf("upstreams[%d].oauth", i)
+	if !o.PerPrincipal {
+		if o.CallbackURL != "" {
+			c.fail(p+".callback_url", "", "applies to per_principal only (the redirect of each principal's authorization); remove it or set per_principal: true")
+		}
+		return
+	}
+	switch {
+	case !cfg.Auth.Enabled():
+		c.fail(p+".per_principal", "", "needs authenticated principals: configure the auth section (tokens or oauth)")
+	case grant == "client_credentials":
+		c.fail(p+".per_principal", "", "cannot be used with grant client_credentials, whose token is the gateway's own; use authorization_code or token_exchange")
+	case grant == "token_exchange" && cfg.Auth.OAuth == nil:
+		c.fail(p+".per_principal", "", "with grant token_exchange needs auth.oauth: the principal's inbound OAuth access token is what is exchanged")
+	case u.Isolation == "thread":
+		c.fail(p+".per_principal", "", "cannot be used with isolation thread; per_principal already gives each principal its own upstream session")
+	}
+	switch {
+	case grant != "authorization_code" && o.CallbackURL != "":
+		c.fail(p+".callback_url", "", "applies to grant authorization_code only; remove it")
+	case grant == "authorization_code" && o.CallbackURL == "":
+		c.fail(p+".per_principal", "", "with grant authorization_code needs callback_url: toolgate's /oauth/callback as browsers reach it, like https://toolgate.example.com/oauth/callback")
+	case o.CallbackURL != "" && !callbackURL(o.CallbackURL):
+		c.fail(p+".callback_url", quoteShort(o.CallbackURL), "must be an absolute http or https URL ending in /oauth/callback, like https://toolgate.example.com/oauth/callback")
+	}
+}
+
+// callbackURL reports whether s can be toolgate's /oauth/callback route.
+func callbackURL(s string) bool {
+	pu, err := url.Parse(s)
+	return err == nil && absHTTP(s) && strings.HasSuffix(pu.Path, "/oauth/callback") && pu.RawQuery == "" && pu.Fragment == ""
 }
 
 func absHTTP(s string) bool {

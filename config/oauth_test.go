@@ -83,3 +83,64 @@ func TestParseUpstreamOAuthErrors(t *testing.T) {
 		t.Errorf("an error shows a secret:\n%v", err)
 	}
 }
+
+func TestParseUpstreamOAuthPerPrincipal(t *testing.T) {
+	in := yamlLines(
+		"auth: {tokens: [{name: alice, token: alice-token-0123456789}]}",
+		"upstreams:",
+		"  - name: a",
+		"    transport: streamable-http",
+		"    url: https://a.example/mcp",
+		"    oauth: {per_principal: true, callback_url: 'https://tg.example/oauth/callback'}",
+	)
+	cfg, err := Parse("t.yaml", in, nil)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if o := cfg.Upstreams[0].OAuth; !o.PerPrincipal || o.CallbackURL != "https://tg.example/oauth/callback" {
+		t.Errorf("oauth = %+v", o)
+	}
+}
+
+func TestParseUpstreamOAuthPerPrincipalErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []string
+		want []string
+	}{{
+		name: "without auth",
+		in: []string{
+			"upstreams:",
+			"  - {name: a, transport: sse, url: 'https://a.example/sse', oauth: {per_principal: true, callback_url: 'https://tg.example/oauth/callback'}}",
+		},
+		want: []string{`t.yaml:2:84: upstreams[0].oauth.per_principal: needs authenticated principals: configure the auth section (tokens or oauth)`},
+	}, {
+		name: "grants and callback",
+		in: []string{
+			"auth: {tokens: [{name: alice, token: alice-token-0123456789}]}",
+			"upstreams:",
+			"  - {name: a, transport: sse, url: 'https://a.example/sse', oauth: {per_principal: true}}",
+			"  - {name: b, transport: sse, url: 'https://b.example/sse', oauth: {per_principal: true, grant: client_credentials, client_id: c, client_secret: s3cret-value}}",
+			"  - {name: c, transport: sse, url: 'https://c.example/sse', oauth: {per_principal: true, grant: token_exchange, token_exchange: {}}}",
+			"  - {name: d, transport: sse, url: 'https://d.example/sse', oauth: {per_principal: true, callback_url: 'https://tg.example/cb'}}",
+			"  - {name: e, transport: sse, url: 'https://e.example/sse', oauth: {callback_url: 'https://tg.example/oauth/callback'}}",
+		},
+		want: []string{
+			`t.yaml:3:84: upstreams[0].oauth.per_principal: with grant authorization_code needs callback_url: toolgate's /oauth/callback as browsers reach it, like https://toolgate.example.com/oauth/callback`,
+			`t.yaml:4:84: upstreams[1].oauth.per_principal: cannot be used with grant client_credentials, whose token is the gateway's own; use authorization_code or token_exchange`,
+			`t.yaml:5:84: upstreams[2].oauth.per_principal: with grant token_exchange needs auth.oauth: the principal's inbound OAuth access token is what is exchanged`,
+			`t.yaml:6:104: upstreams[3].oauth.callback_url: must be an absolute http or https URL ending in /oauth/callback, like https://toolgate.example.com/oauth/callback; got "https://tg.example/cb"`,
+			`t.yaml:7:83: upstreams[4].oauth.callback_url: applies to per_principal only (the redirect of each principal's authorization); remove it or set per_principal: true`,
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", yamlLines(tc.in...), nil)
+			if err == nil {
+				t.Fatal("Parse succeeded")
+			}
+			if diff := cmp.Diff(tc.want, errLines(t, err)); diff != "" {
+				t.Errorf("errors mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -9,7 +9,7 @@ import (
 // list in on, and those it may not.
 var (
 	retryableClasses = []string{"network", "timeout", "unavailable", "rate_limited", "execution"}
-	neverRetried     = []string{"validation", "not_found", "permission", "cancelled", "internal"}
+	neverRetried     = []string{"validation", "not_found", "permission", "cancelled", "internal", "needs_auth"}
 	defaultRetryOn   = []string{"network", "timeout", "unavailable", "rate_limited"}
 )
 

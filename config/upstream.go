@@ -189,7 +189,7 @@ func (c *checker) upstreams(cfg *Config) {
 			c.fail(p+".max_message_bytes", strconv.FormatInt(u.MaxMessageBytes, 10), "must be at least 1024 (1 KiB), like 16777216; leave it out for 16 MiB")
 		}
 		if u.OAuth != nil {
-			c.upstreamOAuth(i, u)
+			c.upstreamOAuth(cfg, i, u)
 		}
 		c.upstreamCache(p, u)
 	}

@@ -66,7 +66,7 @@ func (p endpointPolicy) Take() time.Duration {
 func (e *endpoint) scopedIdentity(id *principal.Identity) *principal.Identity {
 	out := &principal.Identity{Endpoint: e.cfg.Name}
 	if id != nil {
-		out.Name, out.Admin = id.Name, id.Admin
+		out.Name, out.Admin, out.Token = id.Name, id.Admin, id.Token // Token: for per-principal token exchange
 		out.Policy = endpointPolicy{e: e, inner: id.Policy}
 		return out
 	}

@@ -27,7 +27,8 @@ import (
 // authentication configured, every endpoint but those two and the
 // protected resource metadata (RFC 9728, at
 // /.well-known/oauth-protected-resource and that path followed by the MCP
-// path) needs a bearer token, and so does everything but the page and
+// path) and [OAuthCallbackPath] (a browser back from authorizing a
+// per-principal upstream: its state is its credential) needs a bearer token, and so does everything but the page and
 // script of /ui, which hold no data; CORS preflights are answered without
 // one. An authenticated principal sees only its own calls at /events and
 // /ui/state.
@@ -58,6 +59,9 @@ func (g *Gateway) Handler() http.Handler {
 			// They name every tool, upstream and backend: with auth, for
 			// auth.admins only.
 			r.Handle("/readyz", authed(g.adminOnly(http.HandlerFunc(g.serveReady))))
+			// A browser coming back from an upstream's authorization
+			// server: the state it brings is its credential.
+			r.Get(OAuthCallbackPath, g.serveOAuthCallback)
 			r.Handle("/metrics", authed(g.adminOnly(promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg}))))
 			// Call data: the MCP endpoint's origin rules, GETs included,
 			// and its auth.

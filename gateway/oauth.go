@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -50,6 +51,7 @@ func OAuthConfig(cfg *config.Config, i int, store *oauthclient.Store, browser oa
 		Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
 		ClientMetadataURL: o.ClientMetadataURL, AuthMethod: o.TokenEndpointAuth,
 		Scopes: o.Scopes, RedirectPort: o.RedirectPort,
+		PerPrincipal: o.PerPrincipal, RedirectURL: o.CallbackURL,
 		Timeout: o.Timeout.D(), Store: store, Browser: browser,
 		LoginCommand: LoginCommand(cfg.Source, u.Name),
 	}
@@ -123,4 +125,37 @@ func (g *Gateway) upstreamNeedsAuth() map[string]string {
 		out[name] = LoginCommand(g.cfg.Source, name)
 	}
 	return out
+}
+
+// OAuthCallbackPath is the route where a principal's browser comes back
+// from authorizing a per-principal upstream (upstreams[].oauth.
+// callback_url names it as browsers reach it).
+const OAuthCallbackPath = "/oauth/callback"
+
+// serveOAuthCallback finishes a principal's authorization of a
+// per-principal upstream: the redirect's state names the flow, which its
+// login link started for that principal alone, and settles it once. It
+// needs no bearer token (a browser sends none); it answers in plain text.
+func (g *Gateway) serveOAuthCallback(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	q := r.URL.Query()
+	cb := oauthclient.Callback{State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error"), ErrorDescription: q.Get("error_description")}
+	for _, m := range g.ups.all() {
+		up, who, ok, err := m.Complete(r.Context(), cb)
+		if !ok {
+			continue
+		}
+		if err != nil {
+			g.logger.Warn("a principal's upstream authorization failed", "upstream", up, "principal", who, "error", err.Error())
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, "toolgate: authorizing upstream %s failed: %v\nCall the tool again for a new link.\n", up, err)
+			return
+		}
+		fmt.Fprintf(w, "toolgate: upstream %s is authorized for principal %s. You can close this window and call the tool again.\n", up, who)
+		return
+	}
+	w.WriteHeader(http.StatusBadRequest)
+	fmt.Fprintf(w, "toolgate: this login link is unknown, used or expired (a link works once, within %v); call the tool again for a new one.\n", oauthclient.LinkLife)
 }

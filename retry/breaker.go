@@ -304,7 +304,7 @@ func verdict(err error) (counts, failed bool) {
 	switch Classify(err) {
 	case Network, Timeout, Unavailable:
 		return true, true
-	case Cancelled:
+	case Cancelled, NeedsAuth: // the caller's doing, not the backend's
 		return false, false
 	}
 	return true, false

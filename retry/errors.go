@@ -26,10 +26,11 @@ const (
 	Execution   Class = "execution"    // the tool ran and failed
 	Cancelled   Class = "cancelled"    // the caller cancelled the call
 	Internal    Class = "internal"     // a bug or an unexpected failure in toolgate or a tool
+	NeedsAuth   Class = "needs_auth"   // the caller must authorize the backend first (a login link); then call again
 )
 
 // Classes lists every class in a fixed order.
-var Classes = []Class{Validation, NotFound, Permission, Timeout, Network, Unavailable, RateLimited, Execution, Cancelled, Internal}
+var Classes = []Class{Validation, NotFound, Permission, Timeout, Network, Unavailable, RateLimited, Execution, Cancelled, Internal, NeedsAuth}
 
 // Valid reports whether c is one of the defined classes.
 func (c Class) Valid() bool {

@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	"gateway/internal/hooks":         {"config", "executors", "executors/rest", "gateway/internal/mcpwire", "gateway/internal/resultedit", "internal/textcut", "registry", "retry", "threadctx"},
 	"gateway/internal/replica":       {},
 	"gateway/internal/forward":       {},
-	"executors/mcpup":                {"executors", "internal/callslot", "internal/httpheader", "internal/mcppeer", "internal/jsonscan", "internal/oauthclient", "internal/redact", "registry", "threadctx", "retry", "internal/telemetry"},
+	"executors/mcpup":                {"executors", "internal/callslot", "internal/httpheader", "internal/mcppeer", "internal/jsonscan", "internal/oauthclient", "internal/principal", "internal/redact", "registry", "threadctx", "retry", "internal/telemetry"},
 	"internal/oauthclient":           {},
 	"executors":                      {"registry", "threadctx", "retry", "internal/telemetry"},
 	"executors/rest":                 {"executors", "internal/httpheader", "internal/redact", "registry", "retry", "internal/telemetry"},

@@ -24,6 +24,7 @@ type oauthSetup struct {
 	as      *testAS
 	yaml    string
 	store   string
+	keyFile string
 	browser string // $BROWSER: the scripted browser that follows the redirect
 }
 
@@ -54,7 +55,7 @@ token_store:
 guards:
   loop: {action: "off"}  # the same call, many times, is the point here
 `, mcpURL, store, keyFile)
-	return &oauthSetup{as: as, yaml: yaml, store: store, browser: buildTestdata(t, "conformanceclient") + " browse"}
+	return &oauthSetup{as: as, yaml: yaml, store: store, keyFile: keyFile, browser: buildTestdata(t, "conformanceclient") + " browse"}
 }
 
 // toolgate runs the toolgate binary with args and the scripted browser,

@@ -37,12 +37,14 @@ type testAS struct {
 	revoked   []string          // token_type_hint of each revocation
 	refreshes int               // refresh_token grants received
 	nextUser  string            // the user the next authorization approves
+	subjects  map[string]string // subject token → user, for token exchange (RFC 8693)
+	exchanges int               // token exchanges granted
 }
 
 type asCode struct{ challenge, redirect, resource, user string }
 
 func newTestAS(t *testing.T) *testAS {
-	as := &testAS{codes: map[string]asCode{}, access: map[string]string{}, refresh: map[string]string{}, nextUser: "operator"}
+	as := &testAS{codes: map[string]asCode{}, access: map[string]string{}, refresh: map[string]string{}, subjects: map[string]string{}, nextUser: "operator"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", as.metadata)
 	mux.HandleFunc("POST /register", as.register)
@@ -124,6 +126,14 @@ func (as *testAS) token(w http.ResponseWriter, r *http.Request) {
 		}
 		delete(as.refresh, f.Get("refresh_token")) // rotation
 		user = u
+	case "urn:ietf:params:oauth:grant-type:token-exchange":
+		u, ok := as.subjects[f.Get("subject_token")]
+		if !ok || f.Get("subject_token_type") != "urn:ietf:params:oauth:token-type:access_token" || f.Get("resource") == "" {
+			answerJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "unknown subject token"})
+			return
+		}
+		as.exchanges++
+		user = u
 	default:
 		answerJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
 		return
@@ -142,6 +152,13 @@ func (as *testAS) revoke(w http.ResponseWriter, r *http.Request) {
 	delete(as.refresh, r.PostForm.Get("token"))
 	as.revoked = append(as.revoked, r.PostForm.Get("token_type_hint"))
 	w.WriteHeader(http.StatusOK)
+}
+
+// exchangeable makes subject a token the server exchanges for user's.
+func (as *testAS) exchangeable(subject, user string) {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	as.subjects[subject] = user
 }
 
 // expireAccess ends every access token's validity at the resource: the

@@ -107,6 +107,7 @@ func oauthNames(cfg *config.Config) string {
 func cmdAuthLogin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, c := cli.NewFlags("auth login", stderr)
 	noBrowser := fs.Bool("no-browser", false, "print the authorization URL instead of opening a browser (a headless machine)")
+	principal := fs.String("principal", "", "authorize for this toolgate `principal` (an upstream with per_principal); without it, the gateway's own token, which such an upstream uses only to list its tools")
 	names, err := parseAround(fs, args)
 	if err != nil {
 		return err
@@ -115,17 +116,34 @@ func cmdAuthLogin(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	if err := checkPrincipalFlag(oc, *principal); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, loginTimeout)
 	defer cancel()
-	if err := oc.Login(ctx, "", ""); err != nil {
+	if err := oc.Login(ctx, *principal, ""); err != nil {
 		return cli.ExitError{Code: 1, Msg: err.Error()}
+	}
+	if *principal != "" {
+		fmt.Fprintf(stdout, "upstream %s authorized for principal %s; its tokens are stored encrypted\n", oc.Upstream(), *principal)
+		return nil
 	}
 	fmt.Fprintf(stdout, "upstream %s authorized; its tokens are stored encrypted\n", oc.Upstream())
 	return nil
 }
 
+// checkPrincipalFlag refuses --principal for an upstream that keeps one
+// token for the gateway.
+func checkPrincipalFlag(oc *oauthclient.Client, principal string) error {
+	if principal != "" && !oc.PerPrincipal() {
+		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("upstream %s keeps one token for the gateway; --principal applies to upstreams with oauth.per_principal", oc.Upstream())}
+	}
+	return nil
+}
+
 func cmdAuthLogout(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, c := cli.NewFlags("auth logout", stderr)
+	principal := fs.String("principal", "", "forget the tokens of this toolgate `principal` only (an upstream with per_principal)")
 	names, err := parseAround(fs, args)
 	if err != nil {
 		return err
@@ -134,7 +152,10 @@ func cmdAuthLogout(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	revoked, err := oc.Logout(ctx, "")
+	if err := checkPrincipalFlag(oc, *principal); err != nil {
+		return err
+	}
+	revoked, err := oc.Logout(ctx, *principal)
 	switch {
 	case err != nil:
 		return cli.ExitError{Code: 1, Msg: fmt.Sprintf("the tokens of upstream %s are forgotten, but: %v", oc.Upstream(), err)}

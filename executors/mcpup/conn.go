@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/internal/oauthclient"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -421,6 +422,9 @@ func arguments(call executors.Call) (json.RawMessage, error) {
 // upstream, and marks the connection dead when it is broken. A message
 // over the cap is class execution and breaks nothing.
 func (c *conn) transportError(op string, err error) *retry.Error {
+	if na, ok := errors.AsType[*oauthclient.NeedsAuthError](err); ok {
+		return c.u.needsAuth(na, err)
+	}
 	if _, ok := errors.AsType[*tooLargeError](err); ok {
 		return c.u.errorf(retry.Execution, err, "%s: %v", op, err)
 	}

@@ -75,7 +75,7 @@ func (u *upstream) newHTTPSession(sessionID, version string) *httpSession {
 	for k, v := range u.cfg.Headers {
 		h.Set(k, v)
 	}
-	return &httpSession{client: u.callClient, url: u.cfg.URL, header: h}
+	return &httpSession{client: u.via.call, url: u.cfg.URL, header: h}
 }
 
 // post POSTs msg, one JSON-RPC message, to the upstream. The caller

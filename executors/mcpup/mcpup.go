@@ -515,8 +515,11 @@ func (x *upstreamTool) Execute(ctx context.Context, call executors.Call) (execut
 	if m.isClosed() {
 		return executors.Result{}, retry.Errorf(retry.Unavailable, "upstream %q is shut down", u.cfg.Name)
 	}
-	if u.thread {
+	switch {
+	case u.thread:
 		return m.executeInThread(ctx, u, x.orig, call)
+	case u.perPrincipal:
+		return m.executeAsPrincipal(ctx, u, x.orig, call)
 	}
 	c := u.runner.current()
 	if c == nil {
@@ -556,6 +559,9 @@ func (m *Manager) Close() error {
 		m.wg.Wait()
 		wg.Wait()
 		for _, u := range m.ups {
+			if u.perPrincipal {
+				u.closePrincipals()
+			}
 			if u.httpTransport != nil {
 				u.httpTransport.CloseIdleConnections()
 			}

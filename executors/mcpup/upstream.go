@@ -2,6 +2,7 @@ package mcpup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -39,14 +40,16 @@ type upstream struct {
 	startupTimeout  time.Duration
 	redactor        *strings.Replacer
 	httpTransport   *http.Transport     // nil for stdio
-	httpClient      *http.Client        // mcp-go's transports', through limit; nil for stdio
-	callClient      *http.Client        // mcpup's own requests' (httpcall.go), straight on httpTransport; nil for stdio
+	via             *httpVia            // the clients of its connections (a per-principal one's own: principal.go); nil for stdio
 	limit           *limitTransport     // caps what the upstream sends; nil for stdio
 	oauth           *oauthclient.Client // obtains and refreshes its token; nil without oauth
-	maxMessageBytes int64               // the cap on one message from the upstream
-	tag             string              // marks the errors the line guard makes up (see tooLargeLine)
-	lines           *lineLimiter        // stderr lines, across all its processes
-	logs            *lineLimiter        // log notifications, limited apart so that chatty stderr cannot hide them
+	perPrincipal    bool                // a connection per principal, each with its own token (principal.go)
+	principalsMu    sync.Mutex
+	principals      map[string]*principalConn // by principal name, with perPrincipal
+	maxMessageBytes int64                     // the cap on one message from the upstream
+	tag             string                    // marks the errors the line guard makes up (see tooLargeLine)
+	lines           *lineLimiter              // stderr lines, across all its processes
+	logs            *lineLimiter              // log notifications, limited apart so that chatty stderr cannot hide them
 	runner          *runner
 
 	renamesMu sync.Mutex
@@ -89,15 +92,17 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 			base = u.newOAuth(*cfg.OAuth)
 		}
 		u.limit = &limitTransport{base: base, upstream: cfg.Name, max: u.maxMessageBytes}
-		u.httpClient = &http.Client{Transport: u.limit}
-		u.callClient = &http.Client{Transport: base}
+		u.via = u.newVia(base)
+	}
+	if u.oauth != nil && u.oauth.PerPrincipal() {
+		u.perPrincipal, u.principals = true, map[string]*principalConn{}
 	}
 	u.runner = &runner{
 		name:    cfg.Name,
 		logger:  m.logger,
 		report:  true,
-		probe:   u.thread,
-		dial:    func(lifetime context.Context) (*conn, error) { return u.dial(lifetime, lifetime, "") },
+		probe:   u.thread || u.perPrincipal,
+		dial:    u.dialShared,
 		list:    u.importTools,
 		catalog: u.listCatalog,
 		state:   func(up bool) { u.reportState(up) },
@@ -107,6 +112,30 @@ func newUpstream(m *Manager, cfg Upstream) *upstream {
 		u.runner.onRelist = func(listed bool) { m.onRelist(cfg.Name, listed) }
 	}
 	return u
+}
+
+// httpVia are the HTTP clients of an HTTP upstream's connection.
+type httpVia struct {
+	mcp  *http.Client // mcp-go's transports', through the upstream's limit
+	call *http.Client // mcpup's own requests' (httpcall.go), straight on base
+}
+
+// newVia returns the clients of u's connections whose requests go through
+// base (u's HTTP transport, or the OAuth transport on it).
+func (u *upstream) newVia(base http.RoundTripper) *httpVia {
+	return &httpVia{
+		mcp:  &http.Client{Transport: &limitTransport{base: base, upstream: u.cfg.Name, max: u.maxMessageBytes}},
+		call: &http.Client{Transport: base},
+	}
+}
+
+// dialShared opens the upstream's shared connection (for thread-isolated
+// and per-principal upstreams, the probe's, which lists the tools).
+func (u *upstream) dialShared(lifetime context.Context) (*conn, error) {
+	if u.perPrincipal {
+		return u.dialLister(lifetime)
+	}
+	return u.dial(lifetime, lifetime, "")
 }
 
 // newRedactor returns the replacer that hides cfg's secrets in messages
@@ -194,6 +223,11 @@ func (u *upstream) reportRestart() {
 // ends. thread is the label of the thread the connection serves ("" for a
 // shared one).
 func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, error) {
+	return u.dialVia(lifetime, start, thread, u.via)
+}
+
+// dialVia is dial with the HTTP clients via (nil for stdio).
+func (u *upstream) dialVia(lifetime, start context.Context, thread string, via *httpVia) (*conn, error) {
 	ctx, cancel := context.WithTimeout(start, u.startupTimeout)
 	defer cancel()
 	c := newConn(lifetime, u, thread)
@@ -204,6 +238,9 @@ func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, 
 	fail := func(err error) (*conn, error) {
 		unbind()
 		c.close()
+		if na, ok := errors.AsType[*oauthclient.NeedsAuthError](err); ok {
+			return nil, u.needsAuth(na, err)
+		}
 		reason := err.Error()
 		if r := c.exitReason(); r != "" {
 			reason += " (" + r + ")"
@@ -229,7 +266,7 @@ func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, 
 	case TransportStreamableHTTP:
 		tr, err = transport.NewStreamableHTTP(u.cfg.URL,
 			transport.WithHTTPHeaders(maps.Clone(u.cfg.Headers)),
-			transport.WithHTTPBasicClient(u.httpClient),
+			transport.WithHTTPBasicClient(via.mcp),
 			transport.WithContinuousListening(),                     // the GET stream carries list_changed
 			transport.WithHTTPLogger(slog.New(slog.DiscardHandler)), // its records may hold URLs
 			transport.WithHTTPHeaderFunc(traceHeaders),
@@ -237,7 +274,7 @@ func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, 
 	case TransportSSE:
 		tr, err = transport.NewSSE(u.cfg.URL,
 			transport.WithHeaders(maps.Clone(u.cfg.Headers)),
-			transport.WithHTTPClient(u.httpClient),
+			transport.WithHTTPClient(via.mcp),
 			transport.WithSSELogger(slog.New(slog.DiscardHandler)),
 			transport.WithEndpointTimeout(u.startupTimeout),
 			transport.WithResponseTimeout(sseResponseTimeout),
@@ -278,6 +315,7 @@ func (u *upstream) dial(lifetime, start context.Context, thread string) (*conn, 
 		// client while there is no call. Setting the handler publishes
 		// c.http to the transport's goroutines that run it.
 		c.http = u.newHTTPSession(c.client.GetSessionId(), c.client.ProtocolVersion())
+		c.http.client = via.call
 		b.SetRequestHandler(c.onTransportRequest)
 	}
 	if !unbind() {

@@ -196,7 +196,7 @@ func (a *Authenticator) authenticate(r *http.Request) (*principal.Identity, *fai
 		return nil, &failure{presented: true, status: http.StatusUnauthorized}
 	}
 	allow, deny := a.oauth.grants(claims)
-	return &principal.Identity{Name: name, Policy: newPolicy(allow, deny, a.limits.get(name, a.oauthGrant)), Admin: a.admins[name]}, nil
+	return &principal.Identity{Name: name, Policy: newPolicy(allow, deny, a.limits.get(name, a.oauthGrant)), Admin: a.admins[name], Token: tok}, nil
 }
 
 // claimString is claim c of claims as a principal name: a non-empty

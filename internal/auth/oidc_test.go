@@ -31,6 +31,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/internal/syncbuf"
 )
 
@@ -299,12 +300,16 @@ func TestOAuthAccepted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &recorder{}
-			w := serve(t, a, h, "Bearer "+tc.key.sign(t, tc.claims))
+			tok := tc.key.sign(t, tc.claims)
+			w := serve(t, a, h, "Bearer "+tok)
 			if w.Code != http.StatusOK {
 				t.Fatalf("status %d, WWW-Authenticate %q, body %s", w.Code, w.Header().Get("WWW-Authenticate"), w.Body)
 			}
 			if h.id == nil || h.id.Name != tc.claims["sub"] || h.id.Policy == nil {
-				t.Fatalf("identity %+v, want %v with a policy", h.id, tc.claims["sub"])
+				t.Fatalf("identity %q, want %v with a policy", principal.NameOf(h.id), tc.claims["sub"])
+			}
+			if h.id.Token != tok {
+				t.Errorf("identity's Token is not the access token presented (token exchange needs it)")
 			}
 			for _, tool := range tc.permit {
 				if !h.id.Permits(tool) {
@@ -320,8 +325,8 @@ func TestOAuthAccepted(t *testing.T) {
 	}
 	// Static tokens still work beside OAuth.
 	h := &recorder{}
-	if w := serve(t, a, h, "Bearer "+desktopToken); w.Code != http.StatusOK || h.id.Name != "desktop" {
-		t.Errorf("static token with OAuth on: status %d, identity %+v", w.Code, h.id)
+	if w := serve(t, a, h, "Bearer "+desktopToken); w.Code != http.StatusOK || h.id.Name != "desktop" || h.id.Token != "" {
+		t.Errorf("static token with OAuth on: status %d, identity %q (a static token is never kept as Token)", w.Code, principal.NameOf(h.id))
 	}
 }
 

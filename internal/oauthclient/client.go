@@ -62,6 +62,12 @@ type Config struct {
 	Exchange TokenExchange
 	// PerPrincipal keeps one token per principal of toolgate.
 	PerPrincipal bool
+	// RedirectURL, with PerPrincipal and GrantAuthorizationCode, is
+	// toolgate's own callback route: a principal without a token gets a
+	// [NeedsAuthError] whose URL starts a flow redirecting there, which
+	// [Client.Complete] finishes. Empty: the principal is told to run
+	// LoginCommand.
+	RedirectURL string
 	// Base carries the requests to the authorization server. Nil means
 	// http.DefaultTransport.
 	Base http.RoundTripper
@@ -105,8 +111,9 @@ type Client struct {
 	hc     *http.Client
 	logger *slog.Logger
 
-	mu     sync.Mutex // guards states
-	states map[string]*state
+	mu      sync.Mutex // guards states and pending
+	states  map[string]*state
+	pending []*pending // per-principal flows waiting for their redirect (pending.go)
 }
 
 // state is the token of one principal ("" without per-principal tokens).
@@ -153,6 +160,15 @@ func New(cfg Config) *Client {
 
 // Upstream is the upstream's name.
 func (c *Client) Upstream() string { return c.cfg.Upstream }
+
+// LoginCommand is what the operator runs to authorize the upstream.
+func (c *Client) LoginCommand() string { return c.cfg.LoginCommand }
+
+// ExchangesInbound reports whether each principal's own inbound OAuth
+// access token is what is exchanged (per-principal token exchange).
+func (c *Client) ExchangesInbound() bool {
+	return c.cfg.PerPrincipal && c.cfg.Grant == GrantTokenExchange
+}
 
 // PerPrincipal reports whether the upstream keeps a token per principal.
 func (c *Client) PerPrincipal() bool { return c.cfg.PerPrincipal }
@@ -324,11 +340,24 @@ func (c *Client) Acquire(ctx context.Context, principal, subject string, used *o
 		return nil
 	}
 	if c.cfg.Grant == GrantAuthorizationCode && c.cfg.Browser == nil {
-		defer s.mu.Unlock()
+		reason := "no token yet"
 		if prev != nil && prev.Token != nil && ch.Error == "insufficient_scope" {
-			return c.needAuth(s, "the upstream asks for more scopes: "+ch.Scope)
+			reason = "the upstream asks for more scopes: " + ch.Scope
 		}
-		return c.needAuth(s, "no token yet")
+		if !c.webLogin(principal) {
+			defer s.mu.Unlock()
+			return c.needAuth(s, reason)
+		}
+		s.mu.Unlock()
+		link, err := c.link(ctx, principal, prev, ch)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		e := c.needAuth(s, reason).(*NeedsAuthError)
+		e.URL = link
+		return e
 	}
 	s.mu.Unlock()
 	r, err := c.obtain(ctx, principal, subject, prev, ch)
@@ -385,6 +414,10 @@ func (c *Client) obtain(ctx context.Context, principal, subject string, prev *Re
 			err = stepErr(c.cfg.Upstream, "token", tokenError(err))
 		}
 	case GrantTokenExchange:
+		if c.ExchangesInbound() && principal != "" && subject == "" {
+			// The configured subject token is the gateway's: never a principal's.
+			return nil, &StepError{Upstream: c.cfg.Upstream, Step: "token exchange", Err: fmt.Errorf("principal %q has no inbound OAuth access token to exchange (it authenticated with a static token)", principal)}
+		}
 		if err = c.credentials(ctx, r, d, prev, ""); err == nil {
 			tok, err = c.exchange(ctx, r, subject)
 		}

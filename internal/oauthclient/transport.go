@@ -3,6 +3,7 @@ package oauthclient
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -62,6 +63,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp.StatusCode == http.StatusUnauthorized && tok != nil && !refreshed {
 			refreshed = true
 			ok, err := t.Client.Refresh(ctx, principal, tok)
+			if _, na := errors.AsType[*NeedsAuthError](err); na && t.Client.webLogin(principal) {
+				err = nil // the refresh token was refused: the flow below gives the principal a login link
+			}
 			if err != nil {
 				return nil, err
 			}

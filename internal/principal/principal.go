@@ -37,6 +37,10 @@ type Identity struct {
 	// came through, "" for the default endpoint; Policy then permits
 	// only the endpoint's tools.
 	Endpoint string
+	// Token is the OAuth access token that authenticated the request, for
+	// upstreams that exchange it (per-principal token exchange); "" for
+	// static tokens and stdio. A secret: never log or show it.
+	Token string
 }
 
 // Permits reports whether id may see and call tool; a nil id or Policy may.
