@@ -53,7 +53,7 @@ type frontTool struct {
 	// 2026-07-28 request also sends in headers.
 	headerParams bool
 	// listed is wire encoded, as tools/list sends it (list.go).
-	listed json.RawMessage
+	listed listedTool
 }
 
 // callParams are the params of a tools/call, its arguments left raw.

@@ -268,7 +268,7 @@ func (f *Front) SetTools(add []Tool, remove []string) {
 			continue
 		}
 		ft.headerParams = bytes.Contains(ft.wire.RawInputSchema, []byte("x-mcp-header"))
-		ft.listed, _ = json.Marshal(ft.wire) // a definition decoded from JSON or built by the gateway: cannot fail
+		ft.listed = encodeListed(&ft.wire)
 		tools[t.Def.Name] = ft
 	}
 	list, by := sortedTools(tools), sourceTools(tools)
