@@ -44,6 +44,14 @@
 //
 //	bench/openapi-corpus.sh -sample 10
 //
+// With -mode biglist (see biglist.go) an upstream with -tools tools (5,000)
+// and `toolgate serve` in front of it run as child processes; the bench
+// walks every page of tools/list from each, in alternating rounds, and
+// reads each process's RSS (docs/benchmarks.md, §13). -profile DIR saves
+// toolgate's CPU and heap profiles.
+//
+//	go run ./bench -mode biglist -rounds 15
+//
 // bench/peerbench.sh (make peerbench) runs the shared harness's scenario
 // (../shared/peerbench: its load generator as a separate process, its echo
 // upstream and REST server) for toolgate in one command: every kind (stdio

@@ -66,6 +66,8 @@ const (
 
 	modeParallel = "parallel" // concurrent and batched sleep calls against one (resilience.go)
 	modeFlaky    = "flaky"    // a retried REST tool against a failing backend (resilience.go)
+
+	modeBigList = "biglist" // tools/list of an upstream's many tools, direct and through toolgate (biglist.go)
 )
 
 // params are the command-line settings.
@@ -90,6 +92,11 @@ type params struct {
 	sample    int    // openapi-corpus mode: import every sample-th spec
 	verbose   bool   // openapi-corpus mode: name each spec and why a source is refused
 	spec      string // openapi-catalog mode: the OpenAPI document
+
+	tools        int    // biglist mode: the upstream's tools
+	page         int    // biglist mode: the upstream's tools/list page size
+	profileDir   string // biglist mode: directory for toolgate's CPU and heap profiles; "" for none
+	serveBigList bool   // serve biglist's upstream instead of measuring (its child)
 }
 
 func parseFlags(args []string, stderr io.Writer) (params, error) {
@@ -116,6 +123,10 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	fs.IntVar(&p.sample, "sample", 1, "openapi-corpus mode: import every n-th spec in sorted order")
 	fs.BoolVar(&p.verbose, "v", false, "openapi-corpus mode: name each spec on stderr, with the error of a refused one")
 	fs.StringVar(&p.spec, "spec", "", "openapi-catalog mode: the OpenAPI document (a file) whose tools/list size is measured with catalog: tools and catalog: search")
+	fs.IntVar(&p.tools, "tools", 5000, "biglist mode: how many tools the upstream serves")
+	fs.IntVar(&p.page, "page", 100, "biglist mode: the upstream's tools/list page size")
+	fs.StringVar(&p.profileDir, "profile", "", "biglist mode: build toolgate with pprof and write its CPU (during the walks) and heap profiles to this `directory`")
+	fs.BoolVar(&p.serveBigList, serveBigListFlag, false, "internal: serve biglist's many-tool upstream over streamable HTTP, its address on stdout, until stdin closes")
 	if err := fs.Parse(args); err != nil {
 		return p, err
 	}
@@ -138,9 +149,11 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 		p.rssCalls = append(p.rssCalls, n)
 	}
 	switch {
-	case !slices.Contains([]string{modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeFairShare, modeOpenAPICorpus, modeOpenAPICatalog}, p.mode):
-		return p, fmt.Errorf("parsing flags: -mode %q is not %s, %s, %s, %s, %s, %s, %s, %s or %s", p.mode,
-			modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeFairShare, modeOpenAPICorpus, modeOpenAPICatalog)
+	case !slices.Contains([]string{modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeFairShare, modeOpenAPICorpus, modeOpenAPICatalog, modeBigList}, p.mode):
+		return p, fmt.Errorf("parsing flags: -mode %q is not %s, %s, %s, %s, %s, %s, %s, %s, %s or %s", p.mode,
+			modeEcho, modeREST, modeUpstreamHTTP, modeUpstreamStdio, modeParallel, modeFlaky, modeFairShare, modeOpenAPICorpus, modeOpenAPICatalog, modeBigList)
+	case p.tools < 1 || p.page < 1:
+		return p, errors.New("parsing flags: -tools and -page must be at least 1")
 	case p.sample < 1:
 		return p, errors.New("parsing flags: -sample must be at least 1")
 	case p.failRate < 0 || p.failRate > 1:
@@ -168,6 +181,13 @@ func modeDefaults(fs *flag.FlagSet, p *params, levels *string) {
 		if !set["rounds"] {
 			p.rounds = 10
 		}
+	case modeBigList:
+		if !set["rounds"] {
+			p.rounds = 30
+		}
+		if !set["warmup"] {
+			p.warmup = 3
+		}
 	case modeFlaky, modeFairShare:
 		if !set["n"] {
 			p.n = 10000
@@ -191,6 +211,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	if p.serveUpstream {
 		return serveUpstreamStdio(ctx, os.Stdin, stdout)
+	}
+	if p.serveBigList {
+		return serveBigList(ctx, p.tools, p.page, os.Stdin, stdout)
 	}
 	if p.serveCalc != "" {
 		return serveCalc(ctx, p.serveCalc)
@@ -221,6 +244,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runOpenAPICorpus(ctx, p, stdout, stderr)
 	case modeOpenAPICatalog:
 		return runOpenAPICatalog(ctx, p, stdout, stderr)
+	case modeBigList:
+		return runBigList(ctx, p, stdout, stderr)
 	}
 	if p.eras {
 		return runEras(ctx, p, stdout, stderr)

@@ -300,7 +300,7 @@ func (r *Registry) ReplaceSource(source string, tools []Tool) error {
 }
 
 // prepare checks each tool on its own and returns copies ready to insert,
-// with compiled schemas, and copies of every tool with a valid name (valid
+// with schemas that compile, and copies of every tool with a valid name (valid
 // or not otherwise) for conflict checks. A non-empty source fills in empty
 // Sources and must match the others.
 func prepare(tools []Tool, source string) (ok, named []*Tool, errs []error) {
@@ -329,11 +329,12 @@ func prepare(tools []Tool, source string) (ok, named []*Tool, errs []error) {
 			terrs = append(terrs, fmt.Errorf("tool %s: source is missing", quoteName(t.Name)))
 		}
 		t.InputSchema = bytes.Clone(t.InputSchema)
-		s, err := schemas.Compile(t.InputSchema)
-		if err != nil {
+		// Compiled to refuse what does not compile, then dropped: the
+		// tool's first call compiles it again (lazySchema).
+		if _, err := schemas.Compile(t.InputSchema); err != nil {
 			terrs = append(terrs, fmt.Errorf("tool %s: %w", quoteName(t.Name), err))
 		}
-		t.schema = s
+		t.schema = &lazySchema{raw: t.InputSchema}
 		if t.OutputSchema != nil {
 			t.OutputSchema = bytes.Clone(t.OutputSchema)
 			if _, err := schemas.Compile(t.OutputSchema); err != nil {

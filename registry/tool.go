@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/schemas"
@@ -63,22 +64,45 @@ type Tool struct {
 	// it upstream, and clients see it in _meta ([UpstreamNameMetaKey]).
 	UpstreamName string
 
-	schema *schemas.Schema // compiled InputSchema; set by Registry.Add
+	schema *lazySchema // InputSchema, compiled on first use; set by Registry.Add
+}
+
+// lazySchema is a registered tool's input schema, compiled when the tool
+// is first called. Registry.Add compiles it once to refuse a schema that
+// does not compile, but keeps only the bytes: a compiled schema is some
+// 14 KB, and of an upstream's thousands of tools few are ever called
+// (docs/benchmarks.md, "Big lists").
+type lazySchema struct {
+	once sync.Once
+	raw  json.RawMessage
+	s    *schemas.Schema
+	err  error
+}
+
+// compiled returns the schema compiled, compiling it on the first call.
+func (l *lazySchema) compiled() (*schemas.Schema, error) {
+	l.once.Do(func() { l.s, l.err = schemas.Compile(l.raw) })
+	return l.s, l.err
 }
 
 // Validate validates args, a value decoded by encoding/json, against the
 // tool's input schema, and returns every violation (nil when valid; see
-// [schemas.Schema.Validate]). A tool obtained from a [Registry] uses the
-// schema compiled when it was added. Any other Tool value compiles its
-// InputSchema on every call, which is slow but correct; if that schema does
-// not compile, the result is a single violation saying so.
+// [schemas.Schema.Validate]). A tool obtained from a [Registry] compiles
+// its schema on its first call and keeps it. Any other Tool value compiles
+// its InputSchema on every call, which is slow but correct; if that schema
+// does not compile, the result is a single violation saying so.
 func (t *Tool) Validate(args any) []schemas.Violation {
-	s := t.schema
-	if s == nil {
-		var err error
-		if s, err = schemas.Compile(t.InputSchema); err != nil {
-			return []schemas.Violation{{Message: "the tool cannot be called: " + err.Error()}}
-		}
+	var (
+		s   *schemas.Schema
+		err error
+	)
+	if t.schema != nil {
+		s, err = t.schema.compiled()
+	} else {
+		s, err = schemas.Compile(t.InputSchema)
+	}
+	if err != nil {
+		return []schemas.Violation{{Message: "the tool cannot be called: " + err.Error()}}
 	}
 	return s.Validate(args)
 }

@@ -70,6 +70,7 @@ func cmdServe(ctx context.Context, again <-chan os.Signal, args []string, stderr
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	g.StartUpstreams()
+	go releaseImport(ctx, g)
 	defer cli.StartReload(ctx, c, cfg, logger, g)()
 	srv := &http.Server{
 		Handler:           g.Handler(),
@@ -639,6 +640,18 @@ func cmdCall(ctx context.Context, again <-chan os.Signal, args []string, stdout,
 // and a server that has not been called yet holds about a megabyte more
 // than it uses. It costs one collection, once.
 func releaseStartup() { debug.FreeOSMemory() }
+
+// releaseImport releases, once every upstream has listed its tools, the
+// memory importing them allocated and no longer needs (their definitions
+// decoded, their schemas compiled to check them): with an upstream of
+// 5,000 tools, some 20 MB the scavenger would return only slowly
+// (docs/benchmarks.md, "Big lists"). It returns when ctx is done, if
+// before.
+func releaseImport(ctx context.Context, g *gateway.Gateway) {
+	if g.WaitUpstreams(ctx) == nil {
+		releaseStartup()
+	}
+}
 
 // heapFloor is the smallest heap goal a serving toolgate lets the
 // collector run at (internal/gcfloor has the measurements): 16 MiB

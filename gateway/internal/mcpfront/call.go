@@ -48,12 +48,12 @@ type exchange struct {
 // definition in MCP's terms.
 type frontTool struct {
 	Tool
-	wire mcp.Tool
-	// headerParams: its input schema has x-mcp-header parameters, which a
-	// 2026-07-28 request also sends in headers.
-	headerParams bool
+	// headerWire is the definition in MCP's terms when its input schema
+	// has x-mcp-header parameters, which a 2026-07-28 request also sends
+	// in headers; nil when it has none (most tools: 384 bytes each saved).
+	headerWire *mcp.Tool
 	// listed is wire encoded, as tools/list sends it (list.go).
-	listed json.RawMessage
+	listed listedTool
 }
 
 // callParams are the params of a tools/call, its arguments left raw.
@@ -112,8 +112,8 @@ func (f *Front) callTool(x *exchange, m *message) answer {
 	if t == nil {
 		return refused
 	}
-	if x.info != nil && t.headerParams {
-		if err := mcp.ValidateParamHeadersLookup(headerLookup(x.header), &t.wire, m.params); err != nil {
+	if x.info != nil && t.headerWire != nil {
+		if err := mcp.ValidateParamHeadersLookup(headerLookup(x.header), t.headerWire, m.params); err != nil {
 			return errorAnswer(m.id, mcp.HEADER_MISMATCH, err.Error(), nil)
 		}
 	}

@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -287,5 +288,40 @@ func TestModernCallAnswers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestModernHeaderParams: a 2026-07-28 call of a tool whose schema has an
+// x-mcp-header parameter is refused when the header and the argument
+// differ (HEADER_MISMATCH), and served when they agree; a tool without one takes
+// no header.
+func TestModernHeaderParams(t *testing.T) {
+	g, _ := newGateway(t, nil)
+	err := g.RegisterStateless(registry.Tool{Name: "regional", InputSchema: json.RawMessage(
+		`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`)},
+		func(_ context.Context, args map[string]any) (executors.Result, error) {
+			return executors.Text("in " + args["region"].(string)), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serveHTTP(t, g).URL + "/mcp"
+	call := func(name, args, region string) string {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `,` + mrtrMeta(`{}`) + `}}`
+		hdr := map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": name}
+		if region != "" {
+			hdr["Mcp-Param-Region"] = region
+		}
+		_, _, b := postModern(t, url, body, hdr)
+		return string(b)
+	}
+	if got := call("regional", `{"region":"eu"}`, "us"); !strings.Contains(got, fmt.Sprintf(`"code":%d`, mcp.HEADER_MISMATCH)) {
+		t.Errorf("header us, argument eu: %s; want error %d", got, mcp.HEADER_MISMATCH)
+	}
+	if got := call("regional", `{"region":"eu"}`, "eu"); !strings.Contains(got, `in eu`) {
+		t.Errorf("header and argument eu: %s; want the call served", got)
+	}
+	if got := call("echo", `{"text":"hi"}`, ""); !strings.Contains(got, `"text":"hi"`) {
+		t.Errorf("echo without header params: %s; want it served", got)
 	}
 }

@@ -270,14 +270,16 @@ func (f *Front) SetTools(add []Tool, remove []string) {
 		delete(tools, name)
 	}
 	for _, t := range add {
-		ft := &frontTool{Tool: t, wire: mcpwire.Tool(t.Def)}
-		if err := mcp.ValidateParamHeaderAnnotations(&ft.wire); err != nil {
+		w := mcpwire.Tool(t.Def)
+		if err := mcp.ValidateParamHeaderAnnotations(&w); err != nil {
 			f.logger.Warn("leaving out a tool with invalid x-mcp-header annotations; fix its input schema", "tool", t.Def.Name, "error", err)
 			delete(tools, t.Def.Name)
 			continue
 		}
-		ft.headerParams = bytes.Contains(ft.wire.RawInputSchema, []byte("x-mcp-header"))
-		ft.listed, _ = json.Marshal(ft.wire) // a definition decoded from JSON or built by the gateway: cannot fail
+		ft := &frontTool{Tool: t, listed: encodeListed(&w)}
+		if bytes.Contains(w.RawInputSchema, []byte("x-mcp-header")) {
+			ft.headerWire = &w
+		}
 		tools[t.Def.Name] = ft
 	}
 	list, by := sortedTools(tools), sourceTools(tools)

@@ -102,7 +102,7 @@ func (f *Front) listTools(x *exchange, m *message) answer {
 func listResponse(id, head json.RawMessage, page toolList) []byte {
 	n := len(`{"jsonrpc":"2.0","id":,"result":]}}`) + len(id) + len(head)
 	for _, t := range page {
-		n += len(t.listed) + 1
+		n += t.listed.len() + 1
 	}
 	b := bytes.NewBuffer(make([]byte, 0, n))
 	b.WriteString(`{"jsonrpc":"2.0","id":`)
@@ -113,8 +113,39 @@ func listResponse(id, head json.RawMessage, page toolList) []byte {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(t.listed)
+		b.Write(t.listed.head)
+		b.Write(t.listed.schema)
+		b.Write(t.listed.tail)
 	}
 	b.WriteString(`]}}`)
 	return b.Bytes()
 }
+
+// listedTool is a tool's definition encoded as tools/list sends it: head,
+// schema and tail, one after the other. schema is the input schema the
+// registry holds (Def.InputSchema) when the encoding has it unchanged, as
+// a compact schema is, so that the front keeps no second copy of it;
+// otherwise nil, and head is the whole encoding.
+type listedTool struct {
+	head, schema, tail []byte
+}
+
+// encodeListed encodes w as tools/list sends it.
+func encodeListed(w *mcp.Tool) listedTool {
+	b, _ := json.Marshal(w) // a definition decoded from JSON or built by the gateway: cannot fail
+	key := []byte(`"inputSchema":`)
+	i := bytes.Index(b, key)
+	if i < 0 {
+		return listedTool{head: b}
+	}
+	start := i + len(key)
+	end := start + len(w.RawInputSchema)
+	if end > len(b) || !bytes.Equal(b[start:end], w.RawInputSchema) {
+		return listedTool{head: b}
+	}
+	// Wherever the key was found, head+schema+tail is b.
+	return listedTool{head: bytes.Clone(b[:start]), schema: w.RawInputSchema, tail: bytes.Clone(b[end:])}
+}
+
+// len is the length of the encoding.
+func (l listedTool) len() int { return len(l.head) + len(l.schema) + len(l.tail) }

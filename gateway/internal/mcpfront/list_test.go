@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +160,35 @@ func TestListLeavesOutInvalidHeaderTool(t *testing.T) {
 	sid, _ := sessionAs(t, url, "p")
 	if names, _, rpcErr := listPage(t, url, sid, "a", ""); rpcErr != nil || len(names) != 100 {
 		t.Errorf("tools/list beside the tool left out: %d tools, error %+v", len(names), rpcErr)
+	}
+}
+
+// TestEncodeListedSharesSchema: a tool's listed encoding is what
+// json.Marshal gives, and holds a compact input schema by reference, not
+// as a second copy; a schema the encoding changes is held encoded whole.
+func TestEncodeListedSharesSchema(t *testing.T) {
+	for _, tc := range []struct {
+		name, schema string
+		shared       bool
+	}{
+		{"compact", `{"type":"object","properties":{"q":{"type":"string","description":"a <b> query"}}}`, false},
+		{"compact, nothing escaped", `{"type":"object","properties":{"q":{"type":"string"}}}`, true},
+		{"spaced", `{ "type": "object" }`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := mcp.Tool{Name: "find", Description: `says "inputSchema": {}`, RawInputSchema: json.RawMessage(tc.schema)}
+			want, err := json.Marshal(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := encodeListed(&w)
+			got := slices.Concat(l.head, l.schema, l.tail)
+			if !bytes.Equal(got, want) || l.len() != len(want) {
+				t.Errorf("listed = %s (len %d), want %s", got, l.len(), want)
+			}
+			if shared := l.schema != nil && &l.schema[0] == &w.RawInputSchema[0]; shared != tc.shared {
+				t.Errorf("schema shared = %v, want %v", shared, tc.shared)
+			}
+		})
 	}
 }
