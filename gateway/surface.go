@@ -53,7 +53,7 @@ func (g *Gateway) upstreamNotify(upstream, method string, params map[string]any,
 			to.Notify(method, params)
 			return
 		}
-		ns := g.upstreamNamespace(upstream)
+		ns := g.ups.namespace(upstream)
 		for _, f := range g.fronts() {
 			f.Log("upstream:"+upstream, ns, params)
 		}
@@ -79,14 +79,4 @@ func withPeer(ctx context.Context, req *mcpfront.Request) context.Context {
 // upstream that logs.
 func (b frontBackend) SetLogLevel(ctx context.Context, level string) {
 	b.g.ups.setLogLevel(ctx, level)
-}
-
-// upstreamNamespace is the prefix of upstream's tool and prompt names, or
-// "" for an upstream no longer configured.
-func (g *Gateway) upstreamNamespace(upstream string) string {
-	u, ok := g.ups.configured()[upstream]
-	if !ok {
-		return ""
-	}
-	return upstreamOf(u, nil).NamePrefix()
 }

@@ -40,6 +40,17 @@ func (s *upstreamSet) get(name string) *mcpup.Manager {
 	return nil
 }
 
+// namespace returns the prefix of the tool and prompt names of the
+// upstream called name, or "" when there is none by that name.
+func (s *upstreamSet) namespace(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u := s.byName[name]; u != nil {
+		return upstreamOf(u.cfg, nil).NamePrefix()
+	}
+	return ""
+}
+
 // all returns every manager, in name order.
 func (s *upstreamSet) all() []*mcpup.Manager {
 	s.mu.Lock()
