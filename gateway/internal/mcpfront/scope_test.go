@@ -29,14 +29,10 @@ func (p denyPolicy) Permits(tool string) bool {
 
 func (denyPolicy) Take() time.Duration { return 0 }
 
-// TestSurfaceScoped: a source's resources, templates and prompts are
-// visible only to principals permitted one of its tools (issue 31, item
-// 2). bob, denied s__*, sees none of them; a read of its resource is
-// answered as that of a URI no source serves, a prompts/get as an unknown
-// prompt (mcp-go's prompt filter, which filters prompts/list before paging
-// and refuses prompts/get of a prompt it leaves out), a completion with no
-// values; and nothing reaches the source. alice sees and reads them.
-func TestSurfaceScoped(t *testing.T) {
+// bobDeniedS is a front whose clients are the principal their
+// X-Test-Principal header names: bob is denied s__*, anyone else denied
+// nothing.
+func bobDeniedS(t *testing.T) *Front {
 	auth := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			who := r.Header.Get("X-Test-Principal")
@@ -50,6 +46,18 @@ func TestSurfaceScoped(t *testing.T) {
 	f := New(&fakeBackend{reg: registry.New()}, Options{Name: "toolgate", Version: "test", MCPPath: "/mcp",
 		SessionIdleTTL: time.Minute, MaxBodyBytes: 1 << 20, ReadTimeout: 10 * time.Second, Authenticate: auth})
 	t.Cleanup(f.Close)
+	return f
+}
+
+// TestSurfaceScoped: a source's resources, templates and prompts are
+// visible only to principals permitted one of its tools (issue 31, item
+// 2). bob, denied s__*, sees none of them; a read of its resource is
+// answered as that of a URI no source serves, a prompts/get as an unknown
+// prompt (mcp-go's prompt filter, which filters prompts/list before paging
+// and refuses prompts/get of a prompt it leaves out), a completion with no
+// values; and nothing reaches the source. alice sees and reads them.
+func TestSurfaceScoped(t *testing.T) {
+	f := bobDeniedS(t)
 	f.SetTools([]Tool{{Def: &registry.Tool{Name: "s__t", Kind: registry.MCP, Source: "upstream:s"}}}, nil)
 	src := &fakeSource{answer: func(_ context.Context, _ mcppeer.Peer, method string, _ any) (json.RawMessage, error) {
 		switch method {
@@ -147,19 +155,7 @@ func scopedClient(t *testing.T, url, who string) *client.Client {
 // ev's tools). bob, denied s__*, gets o's messages but never s's, though
 // each round sends s's first on the same session stream; alice gets s's.
 func TestLogScoped(t *testing.T) {
-	auth := func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			who := r.Header.Get("X-Test-Principal")
-			id := &principal.Identity{Name: who, Policy: denyPolicy{deny: "none"}}
-			if who == "bob" {
-				id.Policy = denyPolicy{deny: "s__*"}
-			}
-			next.ServeHTTP(w, r.WithContext(principal.With(r.Context(), id)))
-		})
-	}
-	f := New(&fakeBackend{reg: registry.New()}, Options{Name: "toolgate", Version: "test", MCPPath: "/mcp",
-		SessionIdleTTL: time.Minute, MaxBodyBytes: 1 << 20, ReadTimeout: 10 * time.Second, Authenticate: auth})
-	t.Cleanup(f.Close)
+	f := bobDeniedS(t)
 	f.SetTools([]Tool{
 		{Def: &registry.Tool{Name: "s__t", Kind: registry.MCP, Source: "upstream:s"}},
 		{Def: &registry.Tool{Name: "o__t", Kind: registry.MCP, Source: "upstream:o"}},
