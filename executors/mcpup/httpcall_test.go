@@ -596,3 +596,23 @@ func TestAnswer(t *testing.T) {
 		})
 	}
 }
+
+// A context outliving one that is already cancelled is cancelled when
+// outlive returns, not a moment later: an answer for a call that has ended
+// is never sent.
+func TestOutliveCancelledAtOnce(t *testing.T) {
+	in, cancel := context.WithCancel(t.Context())
+	cancel()
+	ctx, stop := outlive(in, context.WithoutCancel(in), time.Minute)
+	defer stop()
+	if ctx.Err() == nil {
+		t.Fatal("the context outliving a cancelled one is live")
+	}
+	expired, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel()
+	ctx, stop = outlive(expired, context.WithoutCancel(expired), time.Minute)
+	defer stop()
+	if ctx.Err() != nil {
+		t.Fatalf("the context outliving one past its deadline ended: %v", ctx.Err())
+	}
+}

@@ -377,6 +377,10 @@ func primitiveOf(typ string, v json.RawMessage) bool {
 // releases it.
 func outlive(in, base context.Context, d time.Duration) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithTimeout(base, d)
+	if err := in.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		cancel() // AfterFunc would cancel it only a moment later
+		return ctx, cancel
+	}
 	unwatch := context.AfterFunc(in, func() {
 		if !errors.Is(in.Err(), context.DeadlineExceeded) {
 			cancel()
