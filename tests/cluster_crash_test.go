@@ -110,15 +110,36 @@ func runSessionClient(t *testing.T, base string, n int, log *sessionLog, stop <-
 	}
 }
 
-// handleLog is what one thread handle loop lived through.
+// handleLog is what one thread handle loop lived through. The test's poll
+// reads notices and errors while the loop runs, so both are written and
+// read there under mu; after the loop ends they are read directly.
 type handleLog struct {
 	first   string      // the replica its first handle's thread was on
+	mu      sync.Mutex  // guards notices and errors while the loop runs
 	notices []string    // the replicas the lost-thread notices named
 	errors  []timedCall // the calls that failed
 	// okAfterNotice counts the gets that worked after its last notice.
 	okAfterNotice int
 	calls         atomic.Int64 // gets that worked, for the test to watch
 	gave          atomic.Bool  // it gave up: it has no handle
+}
+
+// fail records a failed call.
+func (l *handleLog) fail(c timedCall) {
+	l.mu.Lock()
+	l.errors = append(l.errors, c)
+	l.mu.Unlock()
+}
+
+// progress says, for the test's poll, how the loop fares so far.
+func (l *handleLog) progress() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var last error
+	if len(l.errors) > 0 {
+		last = l.errors[len(l.errors)-1].err
+	}
+	return fmt.Sprintf("%s: %d errors (last %v), notices %v", l.first, len(l.errors), last, l.notices)
 }
 
 // handleOwner is the replica a thread handle (th_<replica>.<sealed>)
@@ -148,7 +169,7 @@ func runHandleLoop(t *testing.T, base, want string, log *handleLog, stop <-chan 
 	}
 	cancel()
 	if err != nil {
-		log.errors = append(log.errors, timedCall{err: fmt.Errorf("negotiating: %w", err)})
+		log.fail(timedCall{err: fmt.Errorf("negotiating: %w", err)})
 		log.gave.Store(true)
 		ready()
 		return
@@ -166,7 +187,7 @@ func runHandleLoop(t *testing.T, base, want string, log *handleLog, stop <-chan 
 		}
 		if err != nil {
 			err = fmt.Errorf("%v with a handle on %q: %w", args["op"], handleOwner(fmt.Sprint(args["thread"])), err)
-			log.errors = append(log.errors, timedCall{start: start, end: time.Now(), err: err})
+			log.fail(timedCall{start: start, end: time.Now(), err: err})
 		}
 		return res, err
 	}
@@ -182,7 +203,7 @@ func runHandleLoop(t *testing.T, base, want string, log *handleLog, stop <-chan 
 		}
 	}
 	if log.first = handleOwner(handle); log.first != want {
-		log.errors = append(log.errors, timedCall{err: fmt.Errorf("no put in 30 made a thread on %s (the last on %q)", want, log.first)})
+		log.fail(timedCall{err: fmt.Errorf("no put in 30 made a thread on %s (the last on %q)", want, log.first)})
 		log.gave.Store(true)
 		ready()
 		return
@@ -200,17 +221,19 @@ func runHandleLoop(t *testing.T, base, want string, log *handleLog, stop <-chan 
 		}
 		text := resultText(res)
 		if m := lostNotice.FindStringSubmatch(text); m != nil {
+			log.mu.Lock()
 			log.notices = append(log.notices, m[1])
+			log.mu.Unlock()
 			log.okAfterNotice = 0
 			if handle = handleOf(res); handle == "" {
-				log.errors = append(log.errors, timedCall{err: fmt.Errorf("the lost-thread notice came with no new handle")})
+				log.fail(timedCall{err: fmt.Errorf("the lost-thread notice came with no new handle")})
 				return
 			}
 			_, _ = call(map[string]any{"op": "put", "key": "k", "value": value, "thread": handle})
 			continue
 		}
 		if text != value {
-			log.errors = append(log.errors, timedCall{err: fmt.Errorf("get with a handle on %s = %q, want %q", handleOwner(handle), text, value)})
+			log.fail(timedCall{err: fmt.Errorf("get with a handle on %s = %q, want %q", handleOwner(handle), text, value)})
 			continue
 		}
 		log.okAfterNotice++
@@ -325,11 +348,7 @@ func TestClusterReplicaCrash(t *testing.T) {
 			}
 			var hs []string
 			for _, h := range handleLoops {
-				var last error
-				if len(h.errors) > 0 {
-					last = h.errors[len(h.errors)-1].err
-				}
-				hs = append(hs, fmt.Sprintf("%s: %d errors (last %v), notices %v", h.first, len(h.errors), last, h.notices))
+				hs = append(hs, h.progress())
 			}
 			return done, fmt.Sprintf("calls so far, loops, sessions, then handles: %v; handles: %s", got, strings.Join(hs, "; "))
 		})
