@@ -76,6 +76,7 @@ var allowed = map[string][]string{
 	"internal/cluster/members":       {},
 	"internal/cluster/eventrelay":    {},
 	"bench/cluster":                  {},
+	"bench/callpath":                 {},
 	"bench":                          {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/rest/openapi/corpus", "builtin"},
 	"tests":                          {"internal/prereq"},
 	"examples/petstore-api":          {},
