@@ -77,6 +77,7 @@ var allowed = map[string][]string{
 	"internal/cluster/eventrelay":    {},
 	"bench/cluster":                  {},
 	"bench/callpath":                 {},
+	"bench/idlesessions":             {},
 	"bench":                          {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/rest/openapi/corpus", "builtin"},
 	"tests":                          {"internal/prereq"},
 	"examples/petstore-api":          {},
