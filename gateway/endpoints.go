@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
 	"path"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/internal/principal"
+	"github.com/toolgate/toolgate/internal/rpcrefusal"
 )
 
 // Virtual servers (config endpoints, docs/endpoints.md): each endpoint is
@@ -82,8 +84,8 @@ func (e *endpoint) authenticate(authn func(http.Handler) http.Handler) func(http
 		scoped := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := principal.From(r.Context())
 			if !e.admits(principal.NameOf(id)) {
-				http.Error(w, "endpoint "+e.cfg.Name+" is not open to principal "+principal.NameOf(id)+
-					": ask the operator to add it to the endpoint's principals (config endpoints)", http.StatusForbidden)
+				rpcrefusal.Write(w, http.StatusForbidden, rpcrefusal.Unauthorized, fmt.Sprintf(
+					"endpoint %q is not open to principal %q: ask the operator to add it to the endpoint's principals (config endpoints)", e.cfg.Name, principal.NameOf(id)))
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(principal.With(r.Context(), e.scopedIdentity(id))))

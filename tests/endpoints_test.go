@@ -7,6 +7,8 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -202,9 +204,21 @@ endpoints:
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("alice's POST to ops: %d, want 403", resp.StatusCode)
+	var refusal struct {
+		JSONRPC string `json:"jsonrpc"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	// A JSON-RPC error, as every other refusal of an MCP endpoint, that
+	// names what to do.
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Content-Type") != "application/json" ||
+		json.Unmarshal(body, &refusal) != nil || refusal.JSONRPC != "2.0" || refusal.Error.Code == 0 ||
+		!strings.Contains(refusal.Error.Message, "endpoint's principals") {
+		t.Errorf("alice's POST to ops: %d %s %s; want 403 with a JSON-RPC error naming the endpoint's principals", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 	bob, _, err := endpointClient(t, srv.URL+"/mcp/ops", false, bearer(bobToken))
 	if err != nil {

@@ -8,7 +8,6 @@ package auth
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/httpheader"
 	"github.com/toolgate/toolgate/internal/principal"
+	"github.com/toolgate/toolgate/internal/rpcrefusal"
 )
 
 // MetadataPath is where the protected resource metadata (RFC 9728) is
@@ -246,10 +246,7 @@ func (a *Authenticator) refuse(w http.ResponseWriter, f *failure) {
 	} else {
 		w.Header().Set("WWW-Authenticate", challenge)
 	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32001, "message": msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(f.status)
-	_, _ = w.Write(body)
+	rpcrefusal.Write(w, f.status, rpcrefusal.Unauthorized, msg)
 }
 
 // ServeMetadata serves the protected resource metadata (RFC 9728) when

@@ -6,7 +6,6 @@
 package origin
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/rpcrefusal"
 )
 
 // LoopbackHost applies the DNS rebinding rule to h: a request that reached
@@ -145,16 +145,5 @@ func writeRefused(w http.ResponseWriter, r *http.Request) {
 	if o := r.Header.Get("Origin"); o != "" {
 		msg = fmt.Sprintf("cross-origin browser request from %q refused: list the origin in server.allowed_origins", o)
 	}
-	type rpcErr struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}
-	body, _ := json.Marshal(struct { // strings and an int: cannot fail
-		JSONRPC string  `json:"jsonrpc"`
-		ID      *string `json:"id"`
-		Error   rpcErr  `json:"error"`
-	}{mcp.JSONRPC_VERSION, nil, rpcErr{mcp.INVALID_REQUEST, msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusForbidden)
-	_, _ = w.Write(body)
+	rpcrefusal.Write(w, http.StatusForbidden, rpcrefusal.InvalidRequest, msg)
 }
