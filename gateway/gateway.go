@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/rest"
+	"github.com/toolgate/toolgate/gateway/internal/callshare"
 	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
 	"github.com/toolgate/toolgate/gateway/internal/events"
 	"github.com/toolgate/toolgate/gateway/internal/handles"
@@ -80,8 +81,8 @@ type Gateway struct {
 	lastReload  atomic.Pointer[reloadStatus] // the last reload's outcome, for /readyz (apply.go); nil before one
 	pool        *threadctx.Pool
 	metrics     *metrics
-	limiter     atomic.Pointer[limiter]      // the slots of new calls; a reload may replace it (live.go)
-	live        atomic.Pointer[liveSettings] // the settings a reload changes while serving (live.go)
+	limiter     atomic.Pointer[callshare.Limiter] // the slots of new calls; a reload may replace it (live.go)
+	live        atomic.Pointer[liveSettings]      // the settings a reload changes while serving (live.go)
 	res         *resilience
 	events      *events.Bus // call lifecycle events (events.go)
 	front       *mcpfront.Front

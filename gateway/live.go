@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/gateway/internal/callshare"
 	"github.com/toolgate/toolgate/threadctx"
 )
 
@@ -83,6 +84,11 @@ func (g *Gateway) planSettings(cfg *config.Config, p *applyPlan) {
 			p.settings = &next
 		}
 	}
+}
+
+// limiterOf returns the limiter of d's limits.
+func limiterOf(d *config.Defaults) *callshare.Limiter {
+	return callshare.New(callshare.Limits{Global: d.MaxParallel, PerKey: d.MaxParallelPerSession, PerPrincipal: d.MaxParallelPerPrincipal, Queue: d.MaxQueue})
 }
 
 // setSettings puts s in force in place of old: the calls that start from

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/callshare"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -193,8 +194,8 @@ func TestApplyLimits(t *testing.T) {
 	if res := <-first; res.IsError {
 		t.Errorf("the call holding the old slot: %q", resultText(t, res))
 	}
-	if cur := g.limiter.Load(); cur == old || len(old.global) != 0 || len(cur.global) != 0 || cap(cur.global) != 2 {
-		t.Errorf("limiters after every call: old %d taken, new %d taken of %d; want a new limiter of 2, both empty", len(old.global), len(cur.global), cap(cur.global))
+	if cur := g.limiter.Load(); cur == old || old.Stats().Running != 0 || cur.Stats() != (callshare.Stats{Global: 2}) {
+		t.Errorf("limiters after every call: old %+v, new %+v; want a new limiter of 2, both empty", old.Stats(), cur.Stats())
 	}
 }
 
