@@ -103,7 +103,7 @@ func (g *Gateway) setSettings(old, s *liveSettings) error {
 		g.limiter.Store(limiterOf(&s.defaults))
 	}
 	g.dispatcher.SetDefaultTimeout(s.defaults.Timeout.D())
-	if g.res.setDefaults(s.defaults, nil) {
+	if g.res.SetDefaults(s.defaults, nil) {
 		g.replan()
 	}
 	if old.threads != s.threads || old.maxInstances != s.maxInstances {

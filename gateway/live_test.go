@@ -314,13 +314,13 @@ func TestApplyRestartStillNeeded(t *testing.T) {
 // only the retry policy keeps the breakers and their state.
 func TestApplyBreakerSettings(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	before := g.res.backend("upstream:x")
+	before := g.res.Backend("upstream:x")
 	applyChange(t, g, []string{"defaults"}, func(c *config.Config) { c.Defaults.Retry.Attempts++ })
-	if got := g.res.backend("upstream:x"); got != before {
+	if got := g.res.Backend("upstream:x"); got != before {
 		t.Error("a retry-only change replaced the backends: their breakers' state is lost")
 	}
 	applyChange(t, g, []string{"defaults"}, func(c *config.Config) { c.Defaults.CircuitBreaker.Failures = 2 })
-	after := g.res.backend("upstream:x")
+	after := g.res.Backend("upstream:x")
 	if after == before || after.Breaker().Config().Failures != 2 {
 		t.Errorf("after circuit_breaker.failures went to 2: the same backend %v, or a breaker of %d failures", after == before, after.Breaker().Config().Failures)
 	}
