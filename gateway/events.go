@@ -171,7 +171,7 @@ func (g *Gateway) uiSources(id *principal.Identity) []events.Source {
 			sources = append(sources, s)
 		}
 		ut := events.Tool{Name: t.Name, Kind: string(t.Kind)}
-		if b := g.res.plan(t).Backend; b != nil {
+		if b := g.res.Plan(t).Backend; b != nil {
 			ut.Circuit = b.State().String()
 			if id == nil || id.Admin {
 				// host:port, which only admins are shown (issue 31,

@@ -16,11 +16,13 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/rest"
+	"github.com/toolgate/toolgate/gateway/internal/callshare"
 	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
 	"github.com/toolgate/toolgate/gateway/internal/events"
 	"github.com/toolgate/toolgate/gateway/internal/handles"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/gateway/internal/resilience"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/buildinfo"
@@ -80,9 +82,9 @@ type Gateway struct {
 	lastReload  atomic.Pointer[reloadStatus] // the last reload's outcome, for /readyz (apply.go); nil before one
 	pool        *threadctx.Pool
 	metrics     *metrics
-	limiter     atomic.Pointer[limiter]      // the slots of new calls; a reload may replace it (live.go)
-	live        atomic.Pointer[liveSettings] // the settings a reload changes while serving (live.go)
-	res         *resilience
+	limiter     atomic.Pointer[callshare.Limiter] // the slots of new calls; a reload may replace it (live.go)
+	live        atomic.Pointer[liveSettings]      // the settings a reload changes while serving (live.go)
+	res         *resilience.Planner
 	events      *events.Bus // call lifecycle events (events.go)
 	front       *mcpfront.Front
 	endpoints   []*endpoint                        // config endpoints: virtual servers (endpoints.go)
@@ -197,7 +199,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	if g.redis != nil {
 		g.metrics.reg.MustRegister(redisMetrics...)
 	}
-	g.res = newResilience(cfg, g.metrics)
+	g.res = resilience.New(cfg, resilience.Gauges{CircuitState: g.metrics.circuitState, BudgetExhausted: g.metrics.budgetExhausted})
 	g.initCaches(cfg)
 	g.events = newEventBus(g.metrics.reg, cfg, g.redis.Events())
 	if g.audit, err = g.openAudit(cfg); err != nil {

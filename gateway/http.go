@@ -112,7 +112,7 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 			body["status"] = "degraded"
 		}
 	}
-	if cs := g.res.circuits(); cs != nil {
+	if cs := g.res.Circuits(); cs != nil {
 		body["circuits"] = cs
 	}
 	if st := g.lastReload.Load(); st != nil {

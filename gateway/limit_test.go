@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -97,7 +96,8 @@ func waitWaiting(t *testing.T, g *Gateway, global, keys int) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
-		gw, kw := g.limiter.Load().queued(), g.limiter.Load().queuedForKeys()
+		st := g.limiter.Load().Stats()
+		gw, kw := st.Waiting, st.WaitingForGroups
 		if global < 0 && gw+kw == keys || gw == global && kw == keys {
 			return
 		}
@@ -239,8 +239,8 @@ func TestLimits(t *testing.T) {
 		d := map[string]any{ThreadMetaKey: "D"}
 		d1 := goCall(t.Context(), g, "echo", d)
 		waitWaiting(t, g, 1, 2) // D's first call still waits for a global slot
-		if got := g.limiter.Load().queuedAll(); got != 3 {
-			t.Errorf("queuedAll() = %d, want 3 (toolgate_queue_length)", got)
+		if got := g.limiter.Load().Stats().Queued(); got != 3 {
+			t.Errorf("Stats().Queued() = %d, want 3 (toolgate_queue_length)", got)
 		}
 		res, err = g.Call(t.Context(), "echo", json.RawMessage(`{"text":"x"}`), d)
 		if err != nil {
@@ -332,51 +332,6 @@ func TestShutdownDrainsQueue(t *testing.T) {
 	})
 }
 
-// A key's slot dropped with its last call serves the next new key, empty
-// and with the whole per-key bound; at most maxFreeSlots are kept.
-func TestLimiterReusesSlots(t *testing.T) {
-	l := newLimiter(100, 2, 100, 10)
-	ctx := t.Context()
-	a, _, err := l.acquire(ctx, "a", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.release(a)
-	b1, _, err := l.acquire(ctx, "b", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b1.ks != a.ks {
-		t.Error("a new key made a slot while a dropped one was free")
-	}
-	b2, _, err := l.acquire(ctx, "b", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case b1.ks.sem <- struct{}{}:
-		t.Error("the reused slot takes a third call of its key; the bound is 2")
-	default:
-	}
-	l.release(b1)
-	l.release(b2)
-
-	var held []slots
-	for i := range maxFreeSlots + 10 {
-		s, _, err := l.acquire(ctx, "k"+strconv.Itoa(i), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, s)
-	}
-	for _, s := range held {
-		l.release(s)
-	}
-	if n := len(l.keys.free); n != maxFreeSlots || len(l.keys.groups) != 0 {
-		t.Errorf("%d free slots and %d keys after every call ended, want %d and 0", n, len(l.keys.free), maxFreeSlots)
-	}
-}
-
 // One principal flooding toolgate runs at most its share of the slots
 // (defaults.max_parallel_per_principal) and queues the rest on it: another
 // principal's call finds a slot free and runs at once (issue 31: bob's
@@ -453,7 +408,7 @@ func TestParkedCallHoldsNoSlot(t *testing.T) {
 			t.Errorf("call = %q, want success", resultText(t, res))
 		}
 	}
-	if n := g.limiter.Load().queuedAll(); n != 0 || len(g.limiter.Load().global) != 0 {
-		t.Errorf("after every call: %d waiting, %d slots taken; want 0 and 0", n, len(g.limiter.Load().global))
+	if st := g.limiter.Load().Stats(); st.Queued() != 0 || st.Running != 0 {
+		t.Errorf("after every call: %d waiting, %d slots taken; want 0 and 0", st.Queued(), st.Running)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/gateway/internal/callshare"
 	"github.com/toolgate/toolgate/threadctx"
 )
 
@@ -85,6 +86,11 @@ func (g *Gateway) planSettings(cfg *config.Config, p *applyPlan) {
 	}
 }
 
+// limiterOf returns the limiter of d's limits.
+func limiterOf(d *config.Defaults) *callshare.Limiter {
+	return callshare.New(callshare.Limits{Global: d.MaxParallel, PerKey: d.MaxParallelPerSession, PerPrincipal: d.MaxParallelPerPrincipal, Queue: d.MaxQueue})
+}
+
 // setSettings puts s in force in place of old: the calls that start from
 // now on run under it. The batch tool, added or removed, reaches clients
 // as notifications/tools/list_changed.
@@ -97,7 +103,7 @@ func (g *Gateway) setSettings(old, s *liveSettings) error {
 		g.limiter.Store(limiterOf(&s.defaults))
 	}
 	g.dispatcher.SetDefaultTimeout(s.defaults.Timeout.D())
-	if g.res.setDefaults(s.defaults, nil) {
+	if g.res.SetDefaults(s.defaults, nil) {
 		g.replan()
 	}
 	if old.threads != s.threads || old.maxInstances != s.maxInstances {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/callshare"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -193,8 +194,8 @@ func TestApplyLimits(t *testing.T) {
 	if res := <-first; res.IsError {
 		t.Errorf("the call holding the old slot: %q", resultText(t, res))
 	}
-	if cur := g.limiter.Load(); cur == old || len(old.global) != 0 || len(cur.global) != 0 || cap(cur.global) != 2 {
-		t.Errorf("limiters after every call: old %d taken, new %d taken of %d; want a new limiter of 2, both empty", len(old.global), len(cur.global), cap(cur.global))
+	if cur := g.limiter.Load(); cur == old || old.Stats().Running != 0 || cur.Stats() != (callshare.Stats{Global: 2}) {
+		t.Errorf("limiters after every call: old %+v, new %+v; want a new limiter of 2, both empty", old.Stats(), cur.Stats())
 	}
 }
 
@@ -313,13 +314,13 @@ func TestApplyRestartStillNeeded(t *testing.T) {
 // only the retry policy keeps the breakers and their state.
 func TestApplyBreakerSettings(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	before := g.res.backend("upstream:x")
+	before := g.res.Backend("upstream:x")
 	applyChange(t, g, []string{"defaults"}, func(c *config.Config) { c.Defaults.Retry.Attempts++ })
-	if got := g.res.backend("upstream:x"); got != before {
+	if got := g.res.Backend("upstream:x"); got != before {
 		t.Error("a retry-only change replaced the backends: their breakers' state is lost")
 	}
 	applyChange(t, g, []string{"defaults"}, func(c *config.Config) { c.Defaults.CircuitBreaker.Failures = 2 })
-	after := g.res.backend("upstream:x")
+	after := g.res.Backend("upstream:x")
 	if after == before || after.Breaker().Config().Failures != 2 {
 		t.Errorf("after circuit_breaker.failures went to 2: the same backend %v, or a breaker of %d failures", after == before, after.Breaker().Config().Failures)
 	}

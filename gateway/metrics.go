@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/toolgate/toolgate/gateway/internal/callshare"
 	"github.com/toolgate/toolgate/internal/buildinfo"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/registry"
@@ -57,7 +58,7 @@ type toolMetrics struct {
 	duration prometheus.Observer
 }
 
-func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim func() *limiter, tracer *telemetry.Tracer) *metrics {
+func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim func() *callshare.Limiter, tracer *telemetry.Tracer) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -136,7 +137,7 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim func() *limite
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "toolgate_queue_length",
 			Help: "Tool calls waiting for a free slot: of max_parallel (at most defaults.max_queue), or of their session's max_parallel_per_session (at most defaults.max_queue more).",
-		}, func() float64 { return float64(lim().queuedAll()) }),
+		}, func() float64 { return float64(lim().Stats().Queued()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "toolgate_trace_spans_dropped_total",
 			Help: "Trace spans dropped because the OpenTelemetry collector was down or slow: the export queue (telemetry.queue_size) was full or an export failed. Always 0 without tracing.",

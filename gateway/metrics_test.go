@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/toolgate/toolgate/gateway/internal/callshare"
 	"github.com/toolgate/toolgate/internal/buildinfo"
 )
 
@@ -109,7 +110,7 @@ func TestHTTPResponseMetric(t *testing.T) {
 
 // BenchmarkHTTPResponseMetric is the count of one REST attempt's response.
 func BenchmarkHTTPResponseMetric(b *testing.B) {
-	m := newMetrics(nil, nil, func() *limiter { return newLimiter(1, 1, 1, 1) }, nil)
+	m := newMetrics(nil, nil, func() *callshare.Limiter { return callshare.New(callshare.Limits{Global: 1, PerKey: 1, Queue: 1}) }, nil)
 	b.ReportAllocs()
 	for b.Loop() {
 		m.httpResponse("rest_echo", 200)

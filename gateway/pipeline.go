@@ -67,7 +67,7 @@ var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the c
 //	(use)     middleware added with [Gateway.Use]
 //	cache     a read-only tool's result from its source's result cache,
 //	          or kept there once it succeeds (cache.go)
-//	limit     a slot under the concurrency limits (limit.go)
+//	limit     a slot under the concurrency limits (internal/callshare)
 //	dispatch  the tool's executor, bound at registration, under its
 //	          deadline and retry plan (executors.Dispatcher)
 //	map       the executor's result or error → [Result]
@@ -392,8 +392,7 @@ func (g *Gateway) limit(next Handler) Handler {
 		qctx, span := telemetry.Child(ctx, "queue wait", telemetry.Internal)
 		// The limiter of the limits in force: after a reload, calls that
 		// started before it give their slots back to the one before.
-		l := g.limiter.Load()
-		s, waited, err := l.acquire(qctx, key, c.Principal)
+		h, waited, err := g.limiter.Load().Acquire(qctx, key, c.Principal)
 		if err != nil {
 			err = queueError(ctx, c, err)
 			span.Fail(string(retry.Classify(err)), "no free slot")
@@ -401,8 +400,7 @@ func (g *Gateway) limit(next Handler) Handler {
 			return errorResult(err), nil
 		}
 		span.End()
-		h := &hold{l: l, s: s, held: true}
-		defer h.end()
+		defer h.End()
 		g.metrics.queueWait.Observe(waited.Seconds())
 		return next(callslot.With(ctx, h), c)
 	}

@@ -253,9 +253,7 @@ func (g *Gateway) bindREST(cfg *config.Config, specs []pendingTool) (bound []exe
 			}
 		}
 		bound = append(bound, executors.Bound{Tool: t, Exec: exec})
-		backend := restBackend(p.spec.URL)
-		g.res.restHost.Store(p.spec.Source, backend)
-		g.metrics.circuitState(backend, g.res.backend(backend).State())
+		g.res.SetRESTURL(p.spec.Source, p.spec.URL)
 	}
 	return bound, problems
 }

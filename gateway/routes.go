@@ -129,7 +129,7 @@ func (g *Gateway) newRoute(t *registry.Tool) *route {
 	}
 	_, reentrant := exec.(reentrantExecutor)
 	r := &route{tool: t, exec: exec, reentrant: reentrant, hidden: g.hiddenBy(t) != nil}
-	r.plan.Store(new(g.res.plan(t)))
+	r.plan.Store(new(g.res.Plan(t)))
 	return r
 }
 
@@ -140,7 +140,7 @@ func (g *Gateway) replan() {
 	g.routesMu.Lock()
 	defer g.routesMu.Unlock()
 	for _, r := range *g.routes.Load() {
-		r.plan.Store(new(g.res.plan(r.tool)))
+		r.plan.Store(new(g.res.Plan(r.tool)))
 	}
 }
 
@@ -185,7 +185,7 @@ func (g *Gateway) syncTools(c registry.Change) {
 		// The caches are keyed by the old *Tool; forgotten before the new
 		// routes cache their own.
 		g.metrics.forget(c.Removed)
-		g.res.forget(c.Removed)
+		g.res.Forget(c.Removed)
 		g.caches.forget(c.Removed)
 	}
 	g.trackChange(c)

@@ -102,7 +102,7 @@ func (g *Gateway) restBound(cfg *config.Config, i int) ([]executors.Bound, error
 // hold srcs.mu.
 func (g *Gateway) putREST(t config.RESTTool, bs []executors.Bound) error {
 	source := "rest:" + t.Name
-	g.res.setPolicy(source, t.Retry)
+	g.res.SetPolicy(source, t.Retry)
 	g.caches.set(source, t.Cache)
 	if err := g.setSourceTools(source, bs); err != nil {
 		return err
@@ -122,8 +122,7 @@ func (g *Gateway) dropREST(name string) bool {
 	if err := g.setSourceTools(source, nil); err != nil {
 		g.logger.Error("removing a REST tool", "tool", name, "error", err)
 	}
-	g.res.setPolicy(source, nil)
-	g.res.restHost.Delete(source)
+	g.res.DropSource(source)
 	g.caches.set(source, nil)
 	return had
 }
@@ -134,7 +133,7 @@ func (g *Gateway) dropREST(name string) bool {
 func (g *Gateway) putUpstream(u *liveUpstream) {
 	g.dropUpstream(u.cfg.Name)
 	g.reg.ReserveNamespaces(u.cfg.Name)
-	g.res.setPolicy("upstream:"+u.cfg.Name, u.cfg.Retry)
+	g.res.SetPolicy("upstream:"+u.cfg.Name, u.cfg.Retry)
 	g.caches.setUpstream(u.cfg)
 	g.ups.put(u)
 }
@@ -154,7 +153,7 @@ func (g *Gateway) dropUpstream(name string) bool {
 	for _, f := range g.fronts() {
 		f.SetCatalog(source, nil)
 	}
-	g.res.setPolicy(source, nil)
+	g.res.DropSource(source)
 	g.caches.set(source, nil)
 	g.metrics.forgetUpstream(name)
 	return true
@@ -181,7 +180,7 @@ func (g *Gateway) openapiBound(cfg *config.Config, i int) ([]executors.Bound, er
 func (g *Gateway) putOpenAPI(o config.OpenAPISource, bs []executors.Bound) error {
 	source := "openapi:" + o.Name
 	g.reg.ReserveNamespaces(o.Name)
-	g.res.setPolicy(source, o.Retry)
+	g.res.SetPolicy(source, o.Retry)
 	g.caches.set(source, o.Cache)
 	if err := g.setSourceTools(source, bs); err != nil {
 		return err
@@ -202,8 +201,7 @@ func (g *Gateway) dropOpenAPI(name string) {
 		g.logger.Error("removing an OpenAPI source's tools", "source", name, "error", err)
 	}
 	g.openapi.forget(name)
-	g.res.setPolicy(source, nil)
-	g.res.restHost.Delete(source)
+	g.res.DropSource(source)
 	g.caches.set(source, nil)
 }
 

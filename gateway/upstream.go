@@ -287,6 +287,6 @@ func (g *Gateway) upstreamStatus() map[string]bool { return g.ups.status() }
 func (g *Gateway) upstreamState(upstream string, up bool) {
 	g.metrics.upstreamState(upstream, up)
 	if up {
-		g.res.backend("upstream:" + upstream).Breaker().Reset()
+		g.res.Backend("upstream:" + upstream).Breaker().Reset()
 	}
 }
