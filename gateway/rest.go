@@ -20,7 +20,7 @@ import (
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/executors/rest/openapi"
 	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
-	"github.com/toolgate/toolgate/internal/httpheader"
+	"github.com/toolgate/toolgate/gateway/internal/configerr"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -51,7 +51,7 @@ type pendingTool struct {
 // restTools compiles the config's rest and openapi sections into REST
 // tools bound to their executors, for the caller to register in one batch.
 // Every problem is reported at once, each as file:line:col: path: message
-// (see [configErrors]).
+// (see [configerr.Place]).
 func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 	secrets := restSecrets(cfg.Secrets())
 	errs := nameErrors(cfg)
@@ -118,7 +118,7 @@ func (g *Gateway) openapiTools(cfg *config.Config, i int, secrets []string) (kep
 	// The source's own settings first: a document is not fetched for a
 	// source that cannot be used.
 	if err := src.Validate(); err != nil {
-		return nil, nil, configErrors(cfg, path, err)
+		return nil, nil, configerr.Place(cfg, path, err)
 	}
 	unusable := func(perr error) {
 		if onlySource {
@@ -139,7 +139,7 @@ func (g *Gateway) openapiTools(cfg *config.Config, i int, secrets []string) (kep
 	if err != nil {
 		// Open has checked src's settings (above); what is left is the
 		// document's: it does not load, or has no base URL.
-		for _, e := range configErrors(cfg, path+".spec", err) {
+		for _, e := range configerr.Place(cfg, path+".spec", err) {
 			unusable(e)
 		}
 		return nil, nil, problems
@@ -248,7 +248,7 @@ func (g *Gateway) bindREST(cfg *config.Config, specs []pendingTool) (bound []exe
 		if !p.fromDoc {
 			var err error
 			if t, exec, err = g.rest.Add(p.spec); err != nil {
-				problems = append(problems, configErrors(cfg, p.path, err)...)
+				problems = append(problems, configerr.Place(cfg, p.path, err)...)
 				continue
 			}
 		}
@@ -258,65 +258,6 @@ func (g *Gateway) bindREST(cfg *config.Config, specs []pendingTool) (bound []exe
 		g.metrics.circuitState(backend, g.res.backend(backend).State())
 	}
 	return bound, problems
-}
-
-// configErrors places each problem in err (a tree of errors joined with
-// errors.Join and wrapped) in the configuration file: a
-// *registry.FieldError at path.<its field>, anything else at path itself.
-func configErrors(cfg *config.Config, path string, err error) []error {
-	var out []error
-	// top is the outermost error of the branch being walked: a leaf that is
-	// not a FieldError is reported with the context its wrappers added.
-	var walk func(e, top error)
-	walk = func(e, top error) {
-		switch x := e.(type) {
-		case *registry.FieldError:
-			x = inFileOrder(cfg, path, x)
-			out = append(out, cfg.Locate(config.Problem{Path: joinPath(path, x.Field), Key: x.Key, Got: x.Value, Msg: x.Msg}))
-		case interface{ Unwrap() []error }:
-			for _, c := range x.Unwrap() {
-				walk(c, c)
-			}
-		case interface{ Unwrap() error }:
-			if inner := x.Unwrap(); inner != nil {
-				walk(inner, top)
-				return
-			}
-			out = append(out, cfg.Locate(config.Problem{Path: path, Msg: top.Error()}))
-		default:
-			out = append(out, cfg.Locate(config.Problem{Path: path, Msg: top.Error()}))
-		}
-	}
-	walk(err, err)
-	return out
-}
-
-func joinPath(path, field string) string {
-	if field == "" {
-		return path
-	}
-	return path + "." + field
-}
-
-// inFileOrder returns fe, or for a header written twice in different
-// cases (a REST tool's, an OpenAPI source's or an upstream's headers) the
-// same problem reported at the spelling written last: the owner sees only
-// a map, the file knows the order.
-func inFileOrder(cfg *config.Config, path string, fe *registry.FieldError) *registry.FieldError {
-	d, ok := errors.AsType[*httpheader.DuplicateError](fe.Err)
-	if !ok {
-		return fe
-	}
-	// The field's parent ("headers") is the same for both spellings.
-	parent := strings.TrimSuffix(fe.Field, registry.FieldPath("", d.Name))
-	sw := d.Swapped()
-	other := &registry.FieldError{Field: parent + registry.FieldPath("", sw.Name), Key: sw.Key, Value: sw.Value, Msg: sw.Msg, Err: sw.Err}
-	at := cfg.Locate(config.Problem{Path: joinPath(path, fe.Field), Key: true})
-	otherAt := cfg.Locate(config.Problem{Path: joinPath(path, other.Field), Key: true})
-	if cmp.Or(cmp.Compare(otherAt.Line, at.Line), cmp.Compare(otherAt.Col, at.Col)) > 0 {
-		return other
-	}
-	return fe
 }
 
 // nameErrors checks that the names the rest and openapi sections give
@@ -353,24 +294,12 @@ func nameErrors(cfg *config.Config) []error {
 		names[t.Name] = i
 		for j, o := range cfg.OpenAPI {
 			if registry.ValidatePrefix(o.Name) == nil && registry.UnderPrefix(t.Name, o.Name) {
-				fail(path, t.Name, "clashes with openapi[%d], whose tools are named %s<operationId>; rename the tool or the source", j, registry.Prefixed(shownName(cfg, o.Name, "<its name>"), ""))
+				fail(path, t.Name, "clashes with openapi[%d], whose tools are named %s<operationId>; rename the tool or the source", j, registry.Prefixed(configerr.Shown(cfg, o.Name, "<its name>"), ""))
 				break
 			}
 		}
 	}
 	return errs
-}
-
-// shownName returns name for a message about another value, or instead
-// when name holds a value that came from the environment: those are never
-// shown, and [config.Config.Locate] hides only the value it places.
-func shownName(cfg *config.Config, name, instead string) string {
-	for _, s := range cfg.Secrets() {
-		if s != "" && strings.Contains(name, s) {
-			return instead
-		}
-	}
-	return name
 }
 
 // minSecretLen is the shortest value from the environment that REST tools
