@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/configerr"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
+	"github.com/toolgate/toolgate/gateway/internal/restsource"
 	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
@@ -78,7 +79,7 @@ func (g *Gateway) buildHooks(cfg *config.Config) error {
 func (g *Gateway) newHooks(cfg *config.Config) ([]*hooks.Hook, error) {
 	var set []*hooks.Hook
 	var errs []error
-	secrets := restSecrets(cfg.Secrets())
+	secrets := restsource.Secrets(cfg.Secrets())
 	env := &hooks.Env{
 		Logger:      g.logger,
 		Webhooks:    g.rest,
