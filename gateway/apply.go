@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
+	"github.com/toolgate/toolgate/gateway/internal/restsource"
 	"github.com/toolgate/toolgate/internal/auth"
 )
 
@@ -95,7 +96,7 @@ func (g *Gateway) planApply(cfg *config.Config) (*applyPlan, error) {
 	p := &applyPlan{applied: &Applied{Restart: restartNeeded(g.cfg, cfg)}}
 	g.planAuth(cfg, p)
 	g.planSettings(cfg, p)
-	errs := append(nameErrors(cfg), upstreamNameErrors(cfg)...)
+	errs := append(restsource.NameErrors(cfg), upstreamNameErrors(cfg)...)
 	if len(errs) > 0 {
 		return nil, joinProblems(errs...)
 	}
@@ -210,7 +211,7 @@ func (g *Gateway) planOpenAPI(cfg *config.Config, p *applyPlan) []error {
 	for i, o := range cfg.OpenAPI {
 		seen[o.Name] = true
 		old, ok := g.srcs.openapi[o.Name]
-		if ok && sameSection(old, o) && !g.docChanged(o) {
+		if ok && sameSection(old, o) && !g.restLoader().DocChanged(g.root, o) {
 			continue
 		}
 		if g.catalogSource(cfg, o) || (ok && g.catalogSource(g.cfg, old)) {
@@ -242,18 +243,6 @@ func (g *Gateway) planOpenAPI(cfg *config.Config, p *applyPlan) []error {
 // catalogSource reports whether o is served through a catalog under cfg.
 func (g *Gateway) catalogSource(cfg *config.Config, o config.OpenAPISource) bool {
 	return cmp.Or(o.Catalog, cfg.Defaults.Catalog) == config.CatalogSearch
-}
-
-// docChanged reports whether o's document differs from the one its tools
-// were made from; a document that cannot be read now counts as changed,
-// so that the reload reports it.
-func (g *Gateway) docChanged(o config.OpenAPISource) bool {
-	old, ok := g.openapi.sum(o.Name)
-	if !ok {
-		return true // not loaded before: try again
-	}
-	doc, err := g.readSpec(o.Spec, o.MaxSpecBytes)
-	return err != nil || sha256Of(doc) != old
 }
 
 // planUpstreams builds the upstreams cfg adds or changes.

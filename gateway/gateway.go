@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/gateway/internal/resilience"
+	"github.com/toolgate/toolgate/gateway/internal/restsource"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/buildinfo"
@@ -121,7 +122,7 @@ type Gateway struct {
 	// surfaceTools are the tools requests about upstreams' catalogs are
 	// recorded as, by name (surfacecall.go).
 	surfaceTools sync.Map
-	openapi      openapiState // the OpenAPI sources' skipped operations and sources not loaded (rest.go)
+	openapi      restsource.State // the OpenAPI sources' skipped operations and sources not loaded (sources.go)
 	// catalogs are the OpenAPI sources and upstreams served with
 	// catalog: search, by their tools' registry source ("openapi:<name>",
 	// "upstream:<name>"); global is the gateway-wide catalog

@@ -6,7 +6,9 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/configerr"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
+	"github.com/toolgate/toolgate/gateway/internal/restsource"
 	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
@@ -70,14 +72,14 @@ func (g *Gateway) buildHooks(cfg *config.Config) error {
 }
 
 // newHooks builds the hooks of cfg. Every problem is reported at once,
-// each at its place in the file (see [configErrors]): globs
+// each at its place in the file (see [configerr.Place]): globs
 // (registry.Filter), regular expressions and JSON pointers by package
 // hooks, and the webhook URL by the REST executor, which sends the
 // requests.
 func (g *Gateway) newHooks(cfg *config.Config) ([]*hooks.Hook, error) {
 	var set []*hooks.Hook
 	var errs []error
-	secrets := restSecrets(cfg.Secrets())
+	secrets := restsource.Secrets(cfg.Secrets())
 	env := &hooks.Env{
 		Logger:      g.logger,
 		Webhooks:    g.rest,
@@ -87,7 +89,7 @@ func (g *Gateway) newHooks(cfg *config.Config) ([]*hooks.Hook, error) {
 	for i, hc := range cfg.Hooks {
 		h, err := hooks.New(i, hc, secrets, env)
 		if err != nil {
-			errs = append(errs, configErrors(cfg, fmt.Sprintf("hooks[%d]", i), err)...)
+			errs = append(errs, configerr.Place(cfg, fmt.Sprintf("hooks[%d]", i), err)...)
 			continue
 		}
 		set = append(set, h)

@@ -106,7 +106,7 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 			body["status"] = "degraded"
 		}
 	}
-	if down := g.openapi.unavailable(); len(down) > 0 {
+	if down := g.openapi.Unavailable(); len(down) > 0 {
 		body["openapi_unavailable"] = down // started without them
 		if code == http.StatusOK {
 			body["status"] = "degraded"

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -114,54 +113,5 @@ func TestOpenAPISourceSkipped(t *testing.T) {
 	}
 	if strings.Contains(out, "TRACE") {
 		t.Errorf("skipped operations are logged above debug:\n%s", out)
-	}
-}
-
-// TestOpenAPISourceTooLarge checks the bound on a source served as one
-// tool per operation: a document whose tools pass maxSourceToolBytes is
-// refused with a problem that says to serve it with catalog: search, and
-// loads that way.
-func TestOpenAPISourceTooLarge(t *testing.T) {
-	old := maxSourceToolBytes
-	maxSourceToolBytes = 1 << 20
-	t.Cleanup(func() { maxSourceToolBytes = old })
-	var doc strings.Builder
-	doc.WriteString(`{"openapi":"3.0.3","info":{"title":"big","version":"1"},"servers":[{"url":"http://127.0.0.1:9"}],"paths":{`)
-	desc := strings.Repeat("x", 300<<10)
-	n := 4 // 1.2 MiB of descriptions
-	for i := range n {
-		if i > 0 {
-			doc.WriteString(",")
-		}
-		fmt.Fprintf(&doc, `"/op%d":{"get":{"operationId":"op%d","description":"%s","responses":{"200":{"description":"OK"}}}}`, i, i, desc)
-	}
-	doc.WriteString("}}")
-	files := map[string]string{"big.json": doc.String()}
-	in := yamlLines("openapi:", "  - {name: big, spec: big.json, max_spec_bytes: 67108864}")
-	g, err := New(parseIn(t, in, files))
-	if err == nil {
-		g.Close()
-		t.Fatal("New succeeded, want the source refused")
-	}
-	want := fmt.Sprintf("t.yaml:2:23: openapi[0].spec: its %d operations make more tools than a client can list: their input schemas and descriptions pass %d MiB before the last; "+
-		"serve it with catalog: search", n, maxSourceToolBytes>>20)
-	if !strings.Contains(err.Error(), want) {
-		t.Errorf("New = %v\nwant it to contain %q", err, want)
-	}
-
-	in = yamlLines("openapi:", "  - {name: big, spec: big.json, max_spec_bytes: 67108864, catalog: search}")
-	g, err = New(parseIn(t, in, files))
-	if err != nil {
-		t.Fatalf("New with catalog: search = %v", err)
-	}
-	defer g.Close()
-	hidden := 0
-	for _, tl := range g.Tools() {
-		if tl.Source == "openapi:big" {
-			hidden++
-		}
-	}
-	if g.catalogs["openapi:big"] == nil || hidden != n {
-		t.Errorf("catalog of big: %d tools behind it, want %d", hidden, n)
 	}
 }

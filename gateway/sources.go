@@ -1,15 +1,14 @@
 package gateway
 
 import (
-	"cmp"
-	"crypto/sha256"
-	"fmt"
 	"reflect"
 	"slices"
 	"sync"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
+	"github.com/toolgate/toolgate/gateway/internal/restsource"
 )
 
 // Sources added and removed while the gateway serves: the embedding API
@@ -38,6 +37,51 @@ type sourceSet struct {
 // gateway's defaults, no positions and no secrets from the environment.
 func (g *Gateway) goConfig() *config.Config {
 	return &config.Config{Source: "(Go)", Defaults: g.settings().defaults}
+}
+
+// SkippedOperation is an operation of an OpenAPI source that made no
+// tool, with why.
+type SkippedOperation = restsource.SkippedOperation
+
+// SkippedOperations returns the operations of the OpenAPI sources that
+// made no tool, in source then document order (toolgate tools --skipped).
+func (g *Gateway) SkippedOperations() []SkippedOperation { return g.openapi.Skipped() }
+
+// SourceProblems returns the problems of the OpenAPI sources that
+// toolgate started without (their document could not be read or used),
+// each placed in the configuration file as file:line:col. New fails
+// instead when such a source is the only source of tools; toolgate
+// validate reports these as errors.
+func (g *Gateway) SourceProblems() []error { return g.openapi.Problems() }
+
+// restLoader loads g's rest and openapi sources (package restsource).
+func (g *Gateway) restLoader() *restsource.Loader {
+	return &restsource.Loader{
+		Compile:    g.rest.Add,
+		NewCatalog: g.newCatalog,
+		Bound:      g.res.SetRESTURL,
+		Logger:     g.logger,
+		State:      &g.openapi,
+	}
+}
+
+// restTools compiles the config's rest and openapi sections into REST
+// tools bound to their executors, and the meta-tools of the sources
+// served through a catalog, for the caller to register in one batch.
+// Every problem is reported at once, each as file:line:col: path: message.
+func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
+	bound, cats, problems := g.restLoader().All(g.root, cfg)
+	if len(problems) > 0 {
+		return nil, joinProblems(problems...)
+	}
+	for _, c := range cats {
+		if g.catalogs == nil {
+			g.catalogs = map[string]*catalogtool.Catalog{}
+		}
+		g.catalogs[c.Source()] = c
+		bound = append(bound, c.Tools(catalogCallExec{g: g, c: c})...)
+	}
+	return bound, nil
 }
 
 // AddREST adds the REST tool t, written as in the configuration's rest
@@ -94,7 +138,7 @@ func (g *Gateway) RemoveUpstream(name string) bool {
 
 // restBound builds the tool of cfg.Rest[i], or returns its problems.
 func (g *Gateway) restBound(cfg *config.Config, i int) ([]executors.Bound, error) {
-	bs, problems := g.bindREST(cfg, []pendingTool{restSpec(cfg.Rest[i], i, restSecrets(cfg.Secrets()))})
+	bs, problems := g.restLoader().REST(cfg, i)
 	return bs, joinProblems(problems...)
 }
 
@@ -160,19 +204,10 @@ func (g *Gateway) dropUpstream(name string) bool {
 }
 
 // openapiBound builds the tools of cfg.OpenAPI[i], reading its document
-// again, or returns its problems. A source served through a catalog
-// (catalog: search) cannot be built while serving: the catalogs are fixed
-// by New.
+// again, or returns its problems.
 func (g *Gateway) openapiBound(cfg *config.Config, i int) ([]executors.Bound, error) {
-	o := cfg.OpenAPI[i]
-	if cmp.Or(o.Catalog, cfg.Defaults.Catalog) == config.CatalogSearch {
-		return nil, cfg.Locate(config.Problem{Path: fmt.Sprintf("openapi[%d].catalog", i),
-			Msg: "a source served with catalog: search cannot be added or changed while serving; restart toolgate"})
-	}
-	g.openapi.forget(o.Name)
-	kept, _, problems := g.openapiTools(cfg, i, restSecrets(cfg.Secrets()))
-	bs, more := g.bindREST(cfg, kept)
-	return bs, joinProblems(append(problems, more...)...)
+	bs, problems := g.restLoader().OpenAPI(g.root, cfg, i)
+	return bs, joinProblems(problems...)
 }
 
 // putOpenAPI serves bs, the tools of o, in place of any before them.
@@ -200,7 +235,7 @@ func (g *Gateway) dropOpenAPI(name string) {
 	if err := g.setSourceTools(source, nil); err != nil {
 		g.logger.Error("removing an OpenAPI source's tools", "source", name, "error", err)
 	}
-	g.openapi.forget(name)
+	g.openapi.Forget(name)
 	g.res.DropSource(source)
 	g.caches.set(source, nil)
 }
@@ -224,9 +259,6 @@ func (g *Gateway) recordSources(cfg *config.Config) {
 
 // sameSection reports whether a and b configure a source alike.
 func sameSection[T any](a, b T) bool { return reflect.DeepEqual(a, b) }
-
-// sha256Of is the checksum by which a reload tells a changed document.
-func sha256Of(b []byte) [32]byte { return sha256.Sum256(b) }
 
 // sortedKeys returns m's keys, sorted.
 func sortedKeys[V any](m map[string]V) []string {

@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
+	"github.com/toolgate/toolgate/gateway/internal/configerr"
 	"github.com/toolgate/toolgate/internal/oauthclient"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schemas"
@@ -47,7 +48,7 @@ func (g *Gateway) newUpstreams(cfg *config.Config) ([]*liveUpstream, error) {
 			up.OAuth = oc
 		}
 		if err := up.Validate(); err != nil {
-			errs = append(errs, configErrors(cfg, fmt.Sprintf("upstreams[%d]", i), err)...)
+			errs = append(errs, configerr.Place(cfg, fmt.Sprintf("upstreams[%d]", i), err)...)
 		}
 		built[i] = up
 	}
@@ -195,12 +196,12 @@ func upstreamNameErrors(cfg *config.Config) []error {
 			continue // prefixErrors checks it
 		}
 		if j, clash := sources[u.Name]; clash {
-			fail(path, u.Name, "clashes with openapi[%d] of the same name (both prefix tool names with %s); rename one", j, registry.Prefixed(shownName(cfg, u.Name, "<this name>"), ""))
+			fail(path, u.Name, "clashes with openapi[%d] of the same name (both prefix tool names with %s); rename one", j, registry.Prefixed(configerr.Shown(cfg, u.Name, "<this name>"), ""))
 			continue
 		}
 		for j, t := range cfg.Rest {
 			if registry.UnderPrefix(t.Name, u.Name) {
-				fail(path, u.Name, "clashes with rest[%d] (%s), as this upstream's tools are named %s<tool>; rename the upstream or the tool", j, shownName(cfg, registry.QuoteValue(t.Name), "its name"), registry.Prefixed(shownName(cfg, u.Name, "<this name>"), ""))
+				fail(path, u.Name, "clashes with rest[%d] (%s), as this upstream's tools are named %s<tool>; rename the upstream or the tool", j, configerr.Shown(cfg, registry.QuoteValue(t.Name), "its name"), registry.Prefixed(configerr.Shown(cfg, u.Name, "<this name>"), ""))
 				break
 			}
 		}
@@ -229,7 +230,7 @@ func prefixErrors(cfg *config.Config) []error {
 		}
 		p := *u.Prefix
 		path := fmt.Sprintf("upstreams[%d].prefix", i)
-		shown := shownName(cfg, registry.QuoteValue(p), "this prefix")
+		shown := configerr.Shown(cfg, registry.QuoteValue(p), "this prefix")
 		if other, clash := taken[p]; clash {
 			errs = append(errs, cfg.Locate(config.Problem{Path: path, Got: p, Msg: fmt.Sprintf("%s is also the prefix of %s's tools; give one of them another prefix", shown, other)}))
 			continue
@@ -237,7 +238,7 @@ func prefixErrors(cfg *config.Config) []error {
 		taken[p] = fmt.Sprintf("upstreams[%d]", i)
 		for j, t := range cfg.Rest {
 			if strings.HasPrefix(t.Name, p) {
-				errs = append(errs, cfg.Locate(config.Problem{Path: path, Got: p, Msg: fmt.Sprintf("clashes with rest[%d] (%s), whose name starts with %s; change the prefix or rename the tool", j, shownName(cfg, registry.QuoteValue(t.Name), "its name"), shown)}))
+				errs = append(errs, cfg.Locate(config.Problem{Path: path, Got: p, Msg: fmt.Sprintf("clashes with rest[%d] (%s), whose name starts with %s; change the prefix or rename the tool", j, configerr.Shown(cfg, registry.QuoteValue(t.Name), "its name"), shown)}))
 				break
 			}
 		}
