@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/replica"
 	"github.com/toolgate/toolgate/gateway/internal/sessionlimit"
 	"github.com/toolgate/toolgate/gateway/internal/subscriptions"
+	"github.com/toolgate/toolgate/gateway/internal/surface"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -176,12 +177,9 @@ type Front struct {
 
 	// tools are the tools served, by name (call.go): replaced whole by
 	// SetTools, read without a lock.
-	tools atomic.Pointer[map[string]*frontTool]
-	list  atomic.Pointer[toolList] // the same tools sorted by name, for tools/list (list.go)
-	// bySource are the same tools' names by source, for who may see a
-	// source's catalog (scope.go).
-	bySource atomic.Pointer[map[string][]string]
-	toolsMu  sync.Mutex // serialises SetTools
+	tools   atomic.Pointer[map[string]*frontTool]
+	list    atomic.Pointer[toolList] // the same tools sorted by name, for tools/list (list.go)
+	toolsMu sync.Mutex               // serialises SetTools
 
 	// root ends with Close; it bounds work no request owns (SSE batches,
 	// streams).
@@ -195,8 +193,9 @@ type Front struct {
 
 	limits *sessionlimit.Limits // server.max_sessions and auth.max_sessions (session.go)
 
-	cats catalogs           // the sources' resources, prompts and log levels (surface.go)
-	subs *subscriptions.Set // the sessions' resource subscriptions
+	cats   *surface.Set       // the sources' resources, templates and prompts (surface.go)
+	levels surface.Levels     // the log levels the sessions set (surface.go)
+	subs   *subscriptions.Set // the sessions' resource subscriptions
 
 	mrtr     *continuation.Registry // 2026-07-28 calls waiting for their clients' answers (modern.go)
 	requests atomic.Uint64          // numbers 2026-07-28 requests, for their peers (modern.go)
@@ -223,7 +222,7 @@ func New(b Backend, o Options) *Front {
 	}
 	f.tools.Store(&map[string]*frontTool{})
 	f.list.Store(&toolList{})
-	f.bySource.Store(&map[string][]string{})
+	f.cats = surface.New(f.logger)
 	f.subs = subscriptions.New(f.passSubscription, unsubscribeTimeout, subscriptions.Limits{PerSession: maxSubscriptionsPerSession, PerPrincipal: maxSubscriptionsPerPrincipal, URILen: maxSubscribeURI})
 	f.root, f.rootCancel = context.WithCancel(context.Background())
 	f.streams, f.endStreams = context.WithCancel(f.root)
@@ -285,7 +284,7 @@ func (f *Front) SetTools(add []Tool, remove []string) {
 	list, by := sortedTools(tools), sourceTools(tools)
 	f.tools.Store(&tools)
 	f.list.Store(&list)
-	f.bySource.Store(&by)
+	f.cats.SetTools(by)
 	f.toolsMu.Unlock()
 	if len(add) > 0 || len(remove) > 0 {
 		f.mcp.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
