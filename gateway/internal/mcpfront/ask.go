@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/gateway/internal/eventstream"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
@@ -17,7 +19,7 @@ import (
 // (sampling/createMessage, elicitation/create, roots/list).
 //
 // A request made during a request of the client's goes out on that
-// request's own response (stream.go), as the transport spec has it ("these
+// request's own response (package eventstream), as the transport spec has it ("these
 // messages SHOULD relate to the originating client request"); one made
 // outside any (or after its answer began) goes out on the session's GET
 // stream. Each has an ID of the front's, numbered per session. The client
@@ -32,7 +34,7 @@ const askPrefix = "toolgate-"
 // ask sends method with params to the client of s, on st when it can take
 // it, else on the GET stream, and returns the result the client answered,
 // waiting no longer than ctx.
-func (s *session) ask(ctx context.Context, st *replyStream, method string, params any) (json.RawMessage, error) {
+func (s *session) ask(ctx context.Context, st *eventstream.Reply, method string, params any) (json.RawMessage, error) {
 	id := askPrefix + strconv.FormatUint(s.askSeq.Add(1), 10)
 	msg, err := json.Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`
@@ -48,10 +50,10 @@ func (s *session) ask(ctx context.Context, st *replyStream, method string, param
 	defer s.asks.Delete(id)
 	sent := false
 	if st != nil {
-		switch err := st.send(msg); {
+		switch err := st.Send(msg); {
 		case err == nil:
 			sent = true
-		case !errors.Is(err, errStreamEnded):
+		case !errors.Is(err, eventstream.ErrEnded):
 			return nil, fmt.Errorf("%s: %w", method, err)
 		}
 	}
@@ -73,7 +75,7 @@ func (s *session) ask(ctx context.Context, st *replyStream, method string, param
 		if st != nil {
 			// The spec's way to say the answer is no longer wanted; best
 			// effort, as the request's stream may be ending.
-			st.notify(string(mcp.MethodNotificationCancelled), map[string]any{"requestId": id, "reason": "the request that asked ended: " + context.Cause(ctx).Error()})
+			st.Notify(string(mcp.MethodNotificationCancelled), map[string]any{"requestId": id, "reason": "the request that asked ended: " + context.Cause(ctx).Error()})
 		}
 		return nil, fmt.Errorf("%s: no answer from the client: %w", method, ctx.Err())
 	}

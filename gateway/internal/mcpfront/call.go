@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/eventstream"
 	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/internal/principal"
@@ -36,7 +37,7 @@ type exchange struct {
 	ident *principal.Identity
 	// stream is the request's own response; nil when it has none (a
 	// message of a batch, and the SSE and stdio transports).
-	stream *replyStream
+	stream *eventstream.Reply
 	// info is a 2026-07-28 request's protocol information; nil for a
 	// legacy one.
 	info *server.RequestProtocolInfo
@@ -286,7 +287,7 @@ func (f *Front) progress(x *exchange, meta *mcp.Meta) func(progress, total float
 			params["message"] = message
 		}
 		if x.stream != nil {
-			x.stream.notify(string(mcp.MethodNotificationProgress), params)
+			x.stream.Notify(string(mcp.MethodNotificationProgress), params)
 			return
 		}
 		// Best effort: a notification the session's queue has no room for

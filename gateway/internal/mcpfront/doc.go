@@ -10,7 +10,7 @@
 // looked up once, its result written by the front (an upstream's as it
 // came). Everything a request causes before its answer — progress, log
 // messages, requests to the client — goes out on that request's own
-// response (stream.go, ask.go); a session's other notifications on its GET
+// response (package eventstream; ask.go); a session's other notifications on its GET
 // stream. JSON-RPC batches (batch.go), the 2026-07-28 multi-round-trip
 // requests (modern.go), serving the sources' resources and prompts
 // (surface.go, scope.go: package surface decides what is served and who

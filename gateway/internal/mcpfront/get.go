@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/gateway/internal/eventstream"
 )
 
 // A streamable HTTP session's GET stream and its DELETE.
@@ -74,23 +76,11 @@ func (f *Front) serveGet(w http.ResponseWriter, r *http.Request, s *session) {
 		prev.Wait()
 	}
 	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	if rc.Flush() != nil {
+	if eventstream.Begin(w, rc) != nil {
 		return
 	}
 	beat := time.NewTicker(f.heartbeat())
 	defer beat.Stop()
-	write := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
 	for {
 		var out []byte
 		select {
@@ -99,9 +89,9 @@ func (f *Front) serveGet(w http.ResponseWriter, r *http.Request, s *session) {
 			if err != nil {
 				continue
 			}
-			out = event(msg)
+			out = eventstream.Event(msg)
 		case msg := <-s.toGet:
-			out = event(msg)
+			out = eventstream.Event(msg)
 		case <-beat.C:
 			out = []byte(": keep-alive\n\n")
 		case <-ctx.Done():
@@ -109,16 +99,8 @@ func (f *Front) serveGet(w http.ResponseWriter, r *http.Request, s *session) {
 		case <-s.done:
 			return
 		}
-		if !write(out) {
+		if eventstream.Write(w, rc, out) != nil {
 			return
 		}
 	}
-}
-
-// event is msg, one line of JSON, as an SSE message event.
-func event(msg []byte) []byte {
-	b := make([]byte, 0, len(msg)+24)
-	b = append(b, "event: message\ndata: "...)
-	b = append(b, msg...)
-	return append(b, "\n\n"...)
 }

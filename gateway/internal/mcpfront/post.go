@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolgate/toolgate/gateway/internal/eventstream"
 	"github.com/toolgate/toolgate/internal/principal"
 )
 
@@ -21,7 +22,7 @@ import (
 // (looked up once), a 2026-07-28 one with no session at all; a tools/call
 // runs through the front's own call path (call.go), any other method
 // through mcp-go's dispatcher; the answer, and what the request causes
-// before it, go out on the request's own response (stream.go).
+// before it, go out on the request's own response (package eventstream).
 
 // servedVersions are the protocol revisions toolgate serves over
 // streamable HTTP, newest first: every revision mcp-go knows.
@@ -109,14 +110,14 @@ func (f *Front) exchange(r *http.Request, s *session, info *server.RequestProtoc
 // serveRequest answers request m on its own response: status maps the
 // answer's JSON-RPC error code to the HTTP status.
 func (f *Front) serveRequest(w http.ResponseWriter, x *exchange, m *message, status func(code int) int) {
-	st := newReplyStream(w)
-	x.stream, x.ctx = st, withStream(x.ctx, st)
+	st := eventstream.NewReply(w)
+	x.stream, x.ctx = st, eventstream.With(x.ctx, st)
 	a := f.traced(x, m)
 	if st == nil {
-		writeAnswer(w, status(a.code), a.body)
+		eventstream.Answer(w, status(a.code), a.body)
 		return
 	}
-	st.finish(status(a.code), a.body)
+	st.Finish(status(a.code), a.body)
 }
 
 // serveNotification handles notification m, and answers 202 with no body,
@@ -346,7 +347,7 @@ func writeModernStream(w http.ResponseWriter, method string) {
 // request's length (its broadcasts reach registered sessions), and go out
 // on the request's stream, each tagged with the subscription's id.
 func (f *Front) serveListen(w http.ResponseWriter, x *exchange, s *session, m *message) {
-	st := newReplyStream(w)
+	st := eventstream.NewReply(w)
 	if st == nil {
 		writeJSON(w, http.StatusInternalServerError, rpcError(m.id, mcp.INTERNAL_ERROR, "subscriptions/listen needs a response that can stream", nil))
 		return
@@ -354,7 +355,7 @@ func (f *Front) serveListen(w http.ResponseWriter, x *exchange, s *session, m *m
 	ctx, cancel := context.WithCancel(x.ctx)
 	defer cancel()
 	defer context.AfterFunc(f.streams, cancel)() // the front closing, or EndStreams, ends the stream
-	x.stream, x.ctx = st, withStream(ctx, st)
+	x.stream, x.ctx = st, eventstream.With(ctx, st)
 	s.id, s.listen = "listen-"+rand.Text(), true
 	s.Initialize()
 	if err := f.mcp.RegisterSession(ctx, s); err != nil {
@@ -363,7 +364,7 @@ func (f *Front) serveListen(w http.ResponseWriter, x *exchange, s *session, m *m
 	}
 	var subID any
 	_ = json.Unmarshal(m.id, &subID)
-	st.open()
+	st.Open()
 	pumped := make(chan struct{})
 	stop := make(chan struct{})
 	go func() {
@@ -371,7 +372,7 @@ func (f *Front) serveListen(w http.ResponseWriter, x *exchange, s *session, m *m
 		for {
 			select {
 			case n := <-s.notes:
-				st.send(mustJSON(tagSubscription(n, subID)))
+				st.Send(mustJSON(tagSubscription(n, subID)))
 			case <-stop:
 				return
 			}
@@ -381,7 +382,7 @@ func (f *Front) serveListen(w http.ResponseWriter, x *exchange, s *session, m *m
 	f.mcp.UnregisterSession(context.WithoutCancel(ctx), s.id)
 	close(stop)
 	<-pumped
-	st.finish(http.StatusOK, a.body)
+	st.Finish(http.StatusOK, a.body)
 }
 
 // tagSubscription is n with the id of the subscriptions/listen request

@@ -7,6 +7,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/gateway/internal/eventstream"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 )
 
@@ -47,7 +49,7 @@ func (p peer) Request(ctx context.Context, method string, params json.RawMessage
 	}
 	if p.s.own() {
 		// On the request's own stream, else the session's GET stream.
-		return p.s.ask(ctx, streamOf(p.ctx), method, rawParams(params))
+		return p.s.ask(ctx, eventstream.From(p.ctx), method, rawParams(params))
 	}
 	// An SSE or stdio session: mcp-go's session asks on its one stream.
 	badParams := func(err error) error {
@@ -92,12 +94,12 @@ func (p peer) Request(ctx context.Context, method string, params json.RawMessage
 }
 
 func (p peer) Notify(method string, params map[string]any) {
-	if st := streamOf(p.ctx); st != nil {
+	if st := eventstream.From(p.ctx); st != nil {
 		// On the request's own stream, a log message only at or above
 		// the level the session set or, for a 2026-07-28 request, the
 		// request asked for.
 		if method != string(mcp.MethodNotificationMessage) || logWanted(p.ctx, p.s, params) {
-			st.notify(method, params)
+			st.Notify(method, params)
 		}
 		return
 	}

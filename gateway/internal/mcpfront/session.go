@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolgate/toolgate/gateway/internal/eventstream"
 	"github.com/toolgate/toolgate/gateway/internal/idle"
 	"github.com/toolgate/toolgate/gateway/internal/sessionlimit"
 	"github.com/toolgate/toolgate/internal/principal"
@@ -30,7 +31,7 @@ import (
 // (HandleMessage) and its broadcasts (list_changed, log messages,
 // resources/updated) reach it. Its notifications wait in a small queue for
 // the session's GET stream; what a request causes goes out on that
-// request's own response (stream.go). The legacy SSE and stdio sessions are
+// request's own response (package eventstream). The legacy SSE and stdio sessions are
 // mcp-go's; the front wraps each in a *session record (inner) when mcp-go
 // registers it, for what the front keeps of them: the principal, the calls
 // in flight, the requests to the client.
@@ -240,7 +241,7 @@ func (s *session) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.L
 // request asks the client method with params and decodes its result into
 // out.
 func (s *session) request(ctx context.Context, method string, params, out any) error {
-	raw, err := s.ask(ctx, streamOf(ctx), method, params)
+	raw, err := s.ask(ctx, eventstream.From(ctx), method, params)
 	if err != nil {
 		return err
 	}

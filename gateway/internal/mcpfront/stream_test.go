@@ -5,12 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -188,92 +185,5 @@ func TestCallStreamSlowClientBlocksNobody(t *testing.T) {
 	case <-returned:
 	case <-time.After(batchWait):
 		t.Fatal("the tool's progress reports are blocked by a client that does not read")
-	}
-}
-
-// recordingWriter is an http.ResponseWriter that records what is written,
-// in order.
-type recordingWriter struct {
-	mu   sync.Mutex
-	hdr  http.Header
-	code int
-	out  bytes.Buffer
-}
-
-func (w *recordingWriter) Header() http.Header { return w.hdr }
-func (w *recordingWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-}
-func (w *recordingWriter) Flush() {}
-func (w *recordingWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.WriteHeader(http.StatusOK)
-	return w.out.Write(p)
-}
-
-// A request's notifications make its response an event stream, each one
-// an event, and its answer the last event; nothing is queued after it.
-func TestReplyStreamEventsThenAnswer(t *testing.T) {
-	rw := &recordingWriter{hdr: http.Header{}}
-	st := newReplyStream(rw)
-	for i := range 2 {
-		if !st.notify("notifications/progress", map[string]any{"progress": i + 1}) {
-			t.Fatal("notify refused")
-		}
-	}
-	st.finish(http.StatusBadRequest, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
-	if st.notify("notifications/progress", map[string]any{"progress": 3}) {
-		t.Error("a notification was queued after the answer")
-	}
-	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n" +
-		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":2}}\n\n" +
-		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
-	if got := rw.out.String(); got != want {
-		t.Fatalf("the stream:\n%s\nwant:\n%s", got, want)
-	}
-	if ct := rw.hdr.Get("Content-Type"); ct != "text/event-stream" || rw.code != http.StatusOK {
-		t.Errorf("Content-Type %q, status %d; want an event stream with 200", ct, rw.code)
-	}
-}
-
-// Without a notification the answer is JSON with its status; once it has
-// begun nothing more is queued: a notification is dropped, and a request
-// (ask.go) is told so and goes to the GET stream instead of waiting for an
-// answer its client never sees.
-func TestReplyStreamJSONAnswer(t *testing.T) {
-	rw := &recordingWriter{hdr: http.Header{}}
-	st := newReplyStream(rw)
-	st.finish(http.StatusBadRequest, []byte(`{"jsonrpc":"2.0","id":1,"error":{}}`))
-	if err := st.send([]byte(`{"jsonrpc":"2.0","id":"toolgate-1","method":"roots/list"}`)); !errors.Is(err, errStreamEnded) {
-		t.Errorf("send after the JSON answer began = %v, want errStreamEnded", err)
-	}
-	if got := rw.out.String(); got != "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{}}\n" || rw.code != http.StatusBadRequest ||
-		rw.hdr.Get("Content-Type") != "application/json" {
-		t.Errorf("the response: %d %q %s", rw.code, rw.hdr.Get("Content-Type"), got)
-	}
-}
-
-// A message sent while the answer starts is either refused or written,
-// never accepted and then dropped (a request accepted and dropped would
-// wait for an answer its client never saw).
-func TestReplyStreamSendRacesAnswer(t *testing.T) {
-	lost := 0
-	for range 5000 {
-		rw := &recordingWriter{hdr: http.Header{}}
-		st := newReplyStream(rw)
-		var err error
-		var wg sync.WaitGroup
-		wg.Go(func() { err = st.send([]byte(`{"jsonrpc":"2.0","method":"x"}`)) })
-		wg.Go(func() { st.finish(http.StatusOK, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)) })
-		wg.Wait()
-		if err == nil && !strings.Contains(rw.out.String(), `"method":"x"`) {
-			lost++
-		}
-	}
-	if lost > 0 {
-		t.Fatalf("%d of 5000 messages were accepted and never written", lost)
 	}
 }
