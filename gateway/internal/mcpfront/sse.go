@@ -3,13 +3,13 @@ package mcpfront
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolgate/toolgate/gateway/internal/eventstream"
 	"github.com/toolgate/toolgate/internal/principal"
 )
 
@@ -196,7 +196,7 @@ func (s *sseStream) send(msg []byte) {
 	if s.closed {
 		return
 	}
-	_, _ = fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", msg)
+	_, _ = s.w.Write(eventstream.Event(msg))
 	s.f.Flush()
 }
 
