@@ -202,7 +202,8 @@ func (f *Front) ResourceUpdated(uri string) {
 // Log sends source's log message (the params of notifications/message),
 // one that relates to no call, to every session whose level lets it
 // through and whose principal may see source (issue 31, item 3: the
-// rule of its catalog, scope.go); namespace is the source's tool prefix.
+// rule of its catalog, surface/scope.go); namespace is the source's tool
+// prefix.
 func (f *Front) Log(source, namespace string, params map[string]any) {
 	n := logNotification(params)
 	f.clients.Range(func(_, v any) bool {
