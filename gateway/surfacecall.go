@@ -18,7 +18,7 @@ import (
 // A client's requests about an upstream's catalog that reach the upstream
 // (resources/read, prompts/get, completion/complete) run under the
 // principal's rules as tool calls do (issue 31, item 2): the MCP front
-// decides who may see what (gateway/internal/mcpfront/scope.go); here
+// decides who may see what (by gateway/internal/surface/scope.go); here
 // each such request is recorded (metrics, log line, lifecycle events),
 // tracked for shutdown, counted against the principal's rate and passed
 // through the hooks, as a call of the tool named
