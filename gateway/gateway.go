@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
 	"github.com/toolgate/toolgate/gateway/internal/events"
+	"github.com/toolgate/toolgate/gateway/internal/gatewaymetrics"
 	"github.com/toolgate/toolgate/gateway/internal/handles"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
@@ -79,7 +80,7 @@ type Gateway struct {
 	srcs        sourceSet                    // the rest and openapi sources as configured (sources.go)
 	lastReload  atomic.Pointer[reloadStatus] // the last reload's outcome, for /readyz (apply.go); nil before one
 	pool        *threadctx.Pool
-	metrics     *metrics
+	metrics     *gatewaymetrics.Metrics
 	limiter     atomic.Pointer[limiter]      // the slots of new calls; a reload may replace it (live.go)
 	live        atomic.Pointer[liveSettings] // the settings a reload changes while serving (live.go)
 	res         *resilience
@@ -193,13 +194,18 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.pool = threadctx.NewPool(g.poolOptions(g.settings()))
 	g.stateful = executors.NewStateful(g.pool)
 	g.limiter.Store(limiterOf(&cfg.Defaults))
-	g.metrics = newMetrics(g.pool, g.reg, g.limiter.Load, g.tracer)
+	g.metrics = gatewaymetrics.New(gatewaymetrics.Sources{
+		QueueLength:  func() int { return g.limiter.Load().queuedAll() },
+		SpansDropped: g.tracer.Dropped,
+		Tools:        g.reg.List,
+		Instances:    g.pool.Counts,
+	})
 	if g.redis != nil {
-		g.metrics.reg.MustRegister(redisMetrics...)
+		g.metrics.Registry().MustRegister(redisMetrics...)
 	}
 	g.res = newResilience(cfg, g.metrics)
 	g.initCaches(cfg)
-	g.events = newEventBus(g.metrics.reg, cfg, g.redis.Events())
+	g.events = newEventBus(g.metrics.Registry(), cfg, g.redis.Events())
 	if g.audit, err = g.openAudit(cfg); err != nil {
 		g.events.Close()
 		g.redis.Close()
@@ -209,12 +215,12 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{
 		DefaultTimeout: cfg.Defaults.Timeout.D(),
 		Logger:         g.logger,
-		OnRetry:        g.metrics.retry,
+		OnRetry:        g.metrics.Retry,
 	})
 	g.rest = rest.New(&rest.Options{
 		Logger:     g.logger,
-		OnResponse: g.metrics.httpResponse,
-		OnRetry:    g.metrics.retry,
+		OnResponse: g.metrics.HTTPResponse,
+		OnRetry:    g.metrics.Retry,
 	})
 	g.auth = auth.New(&cfg.Auth, &auth.Options{Logger: g.logger, Bucket: g.redis.Buckets()})
 	principalSessions, authenticate := 0, (func(h http.Handler) http.Handler)(nil)
@@ -222,7 +228,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		principalSessions, authenticate = cfg.Auth.SessionCap(), g.authenticate
 	}
 	s := cfg.Server
-	self, peers := replicaOf(cfg, g.metrics.reg)
+	self, peers := replicaOf(cfg, g.metrics.Registry())
 	if peers != nil && g.redis != nil {
 		peers.LiveFunc = g.redis.Members // named threads owned among the replicas live
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/gateway/internal/gatewaymetrics"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -18,7 +19,7 @@ import (
 // budget per backend. A backend is a REST host ("rest:api.example.com") or
 // an upstream MCP server ("upstream:fs"); in-process tools have none.
 type resilience struct {
-	m *metrics
+	m *gatewaymetrics.Metrics
 	// def is defaults.retry; backends the breakers and budgets of
 	// defaults.circuit_breaker and retry_budget. A reload replaces them
 	// (setDefaults): calls in flight keep the plan, and so the backend,
@@ -37,7 +38,7 @@ type resilience struct {
 	plans    sync.Map // *registry.Tool → retry.Plan
 }
 
-func newResilience(cfg *config.Config, m *metrics) *resilience {
+func newResilience(cfg *config.Config, m *gatewaymetrics.Metrics) *resilience {
 	r := &resilience{m: m}
 	ups := make([]string, len(cfg.Upstreams))
 	for i, u := range cfg.Upstreams {
@@ -75,10 +76,10 @@ func (r *resilience) setDefaults(d config.Defaults, seed []string) bool {
 		r.breaker, r.budget = d.CircuitBreaker, d.RetryBudget
 		r.backends.Store(r.newBackends())
 		for name := range old.States() {
-			r.m.circuitState(name, retry.StateClosed)
+			r.m.CircuitState(name, retry.StateClosed)
 		}
 		for _, name := range seed {
-			r.m.circuitState(name, retry.StateClosed)
+			r.m.CircuitState(name, retry.StateClosed)
 		}
 		changed = true
 	}
@@ -114,10 +115,10 @@ func (r *resilience) newBackends() *retry.Backends {
 		Budget:  budget,
 		OnState: func(backend string, s retry.State) {
 			if r.backends.Load() == bs {
-				r.m.circuitState(backend, s)
+				r.m.CircuitState(backend, s)
 			}
 		},
-		OnBudgetExhausted: r.m.budgetExhausted,
+		OnBudgetExhausted: r.m.BudgetExhausted,
 	})
 	return bs
 }

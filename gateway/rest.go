@@ -255,7 +255,7 @@ func (g *Gateway) bindREST(cfg *config.Config, specs []pendingTool) (bound []exe
 		bound = append(bound, executors.Bound{Tool: t, Exec: exec})
 		backend := restBackend(p.spec.URL)
 		g.res.restHost.Store(p.spec.Source, backend)
-		g.metrics.circuitState(backend, g.res.backend(backend).State())
+		g.metrics.CircuitState(backend, g.res.backend(backend).State())
 	}
 	return bound, problems
 }

@@ -156,7 +156,7 @@ func (g *Gateway) dropUpstream(name string) bool {
 	}
 	g.res.setPolicy(source, nil)
 	g.caches.set(source, nil)
-	g.metrics.forgetUpstream(name)
+	g.metrics.ForgetUpstream(name)
 	return true
 }
 
