@@ -196,6 +196,47 @@ func TestLoopGuardWarn(t *testing.T) {
 	}
 }
 
+// TestLoopWarningPassthrough: the step's warning on an upstream's result
+// as it sent it: decoded into parts with the warning appended, an error's
+// class kept under [ErrorClassMetaKey] once its JSON goes, and the bytes
+// kept with the warning under [LoopWarningMetaKey] when they cannot be
+// read.
+func TestLoopWarningPassthrough(t *testing.T) {
+	g, _ := loopGateway(t, config.LoopGuard{Threshold: 1, Action: config.LoopWarn})
+	for _, tc := range []struct{ name, raw string }{
+		{"a result", `{"content":[{"type":"text","text":"up"}],"isError":false}`},
+		{"an error", `{"content":[{"type":"text","text":"gone"}],"isError":true,"_meta":{"toolgate/error_class":"not_found"}}`},
+		{"unreadable", `not json`},
+	} {
+		up := &Result{Passthrough: json.RawMessage(tc.raw), Meta: map[string]any{"k": "v"}}
+		h := g.guard(func(context.Context, *Call) (*Result, error) { return up, nil })
+		c := &Call{Tool: &registry.Tool{Name: "rep"}, Thread: "t-" + tc.name, Raw: json.RawMessage(`{}`)}
+		_, _ = h(t.Context(), c)
+		got, err := h(t.Context(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notice := "toolgate " + loopstep.Notice(g.loops, "rep", 2)
+		switch tc.name {
+		case "unreadable":
+			if string(got.Passthrough) != tc.raw || got.Meta[LoopWarningMetaKey] != notice[len("toolgate "):] {
+				t.Errorf("%s: warned = %+v, want the bytes kept and the warning in _meta", tc.name, got)
+			}
+			continue
+		case "an error":
+			if !got.IsError || got.Meta[ErrorClassMetaKey] != "not_found" || resultClass(got) != "not_found" {
+				t.Errorf("%s: warned = %+v, want class not_found kept", tc.name, got)
+			}
+		}
+		if got.Passthrough != nil || len(got.Content) != 2 || got.Content[1].Text != notice || got.Meta["k"] != "v" {
+			t.Errorf("%s: warned = %+v, want the upstream's content decoded with the warning appended", tc.name, got)
+		}
+		if string(up.Passthrough) != tc.raw {
+			t.Errorf("%s: the warning changed the upstream's result", tc.name)
+		}
+	}
+}
+
 func TestLoopGuardThreads(t *testing.T) {
 	g, runs := loopGateway(t, config.LoopGuard{Threshold: 2, Action: config.LoopBlock})
 	call := func(meta map[string]any) *Result {

@@ -21,8 +21,9 @@ import (
 // text part (an upstream result that could not be decoded).
 const WarningMetaKey = "toolgate/loop_warning"
 
-// errorClassMetaKey is the _meta key naming an error result's class
-// (gateway.ErrorClassMetaKey).
+// errorClassMetaKey is the _meta key naming an error result's class:
+// gateway.ErrorClassMetaKey, which gateway's TestLoopWarningPassthrough
+// holds it to.
 const errorClassMetaKey = "toolgate/error_class"
 
 // The answers the step offers when it asks the user (guards.loop action
