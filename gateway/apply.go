@@ -391,6 +391,6 @@ func (g *Gateway) RecordReload(a *Applied, err error) {
 			st.Problems = len(j.Unwrap())
 		}
 	}
-	g.metrics.reloads.WithLabelValues(st.Result).Inc()
+	g.metrics.Reload(st.Result)
 	g.lastReload.Store(st)
 }

@@ -25,7 +25,7 @@ func (g *Gateway) openAudit(cfg *config.Config) (*audit.Trail, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+	g.metrics.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "toolgate_audit_lost_total",
 		Help: "Audit trail lines the sink refused (a full disk, a closed stdout); the calls themselves went on.",
 	}, func() float64 { return float64(t.Lost()) }))

@@ -151,7 +151,7 @@ func (g *Gateway) cacheStep(rawArgs bool, next Handler) Handler {
 			c.cache = "hit"
 			res, callErr = hitResult(v), nil
 		}
-		g.metrics.cacheRequest(c.Tool, hit)
+		g.metrics.CacheRequest(c.Tool, hit)
 		return res, callErr
 	}
 }
@@ -222,7 +222,7 @@ func (g *Gateway) initCaches(cfg *config.Config) {
 	for _, u := range cfg.Upstreams {
 		g.caches.setUpstream(u)
 	}
-	g.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	g.metrics.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "toolgate_cache_bytes",
 		Help: "Bytes the result caches' entries are counted for, over every source with a cache (expired entries not yet dropped included).",
 	}, g.caches.bytes))

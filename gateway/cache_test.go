@@ -95,7 +95,7 @@ func callAs(t *testing.T, g *Gateway, principal, tool, args string) *Result {
 // cacheCount is toolgate_cache_requests_total{tool, result}, as gathered.
 func cacheCount(t *testing.T, g *Gateway, tool, result string) float64 {
 	t.Helper()
-	mfs, err := g.metrics.reg.Gather()
+	mfs, err := g.metrics.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

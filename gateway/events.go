@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/events"
 	"github.com/toolgate/toolgate/internal/cluster/eventrelay"
 	"github.com/toolgate/toolgate/internal/principal"
+	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
 
@@ -35,7 +34,7 @@ func newEventBus(reg *prometheus.Registry, cfg *config.Config, relay *eventrelay
 		o.Replica = cfg.Cluster.ReplicaID
 	}
 	if relay != nil {
-		o.Remote = eventRemote{relay}
+		o.Remote = events.JSONRemote(relay)
 	}
 	b := events.NewBus(o)
 	reg.MustRegister(dropped, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -45,24 +44,10 @@ func newEventBus(reg *prometheus.Registry, cfg *config.Config, relay *eventrelay
 	return b
 }
 
-// eventRemote carries the bus's events to the other replicas as their
-// JSON.
-type eventRemote struct{ *eventrelay.Relay }
-
-func (r eventRemote) Send(e events.Event) {
-	b, _ := json.Marshal(e) // cannot fail: strings, numbers, a time
-	r.Relay.Send(b)
-}
-
 // deliverEvent hands an event another replica relayed to g's watchers.
 // It arrives only once g serves (the relay starts as g joins its
 // cluster), when g.events is set.
-func (g *Gateway) deliverEvent(raw json.RawMessage) {
-	var e events.Event
-	if json.Unmarshal(raw, &e) == nil {
-		g.events.Deliver(e)
-	}
-}
+func (g *Gateway) deliverEvent(raw json.RawMessage) { g.events.DeliverJSON(raw) }
 
 // eventServer serves g's events at /events and the live calls page at
 // /ui; with authentication on, each principal sees its own calls.
@@ -150,50 +135,16 @@ func errorMessage(res *Result, err error) string {
 }
 
 // uiSources are the tools by source, for /ui/state, that id (nil without
-// authentication) may see; the backends they call only for admins.
+// authentication) may see (events.Listing.Sources).
 func (g *Gateway) uiSources(id *principal.Identity) []events.Source {
-	ups := g.upstreamStatus()
-	var sources []events.Source
-	index := map[string]int{}
-	for _, t := range g.reg.List() {
-		if id != nil && !id.Admin && !id.Permits(t.Name) {
-			continue
-		}
-		i, ok := index[t.Source]
-		if !ok {
-			i = len(sources)
-			index[t.Source] = i
-			s := events.Source{Source: t.Source}
-			if name, isUp := strings.CutPrefix(t.Source, "upstream:"); isUp {
-				up := ups[name]
-				s.Up = &up
+	l := &events.Listing{Up: g.upstreamStatus(), Tools: g.reg.List(), NeedsAuth: g.upstreamNeedsAuth(),
+		Backend: func(t *registry.Tool) (name, circuit string) {
+			if b := g.res.Plan(t).Backend; b != nil {
+				return b.Name(), b.State().String()
 			}
-			sources = append(sources, s)
-		}
-		ut := events.Tool{Name: t.Name, Kind: string(t.Kind)}
-		if b := g.res.Plan(t).Backend; b != nil {
-			ut.Circuit = b.State().String()
-			if id == nil || id.Admin {
-				// host:port, which only admins are shown (issue 31,
-				// item 7).
-				ut.Backend = b.Name()
-			}
-		}
-		sources[i].Tools = append(sources[i].Tools, ut)
-	}
-	for name, cmd := range g.upstreamNeedsAuth() {
-		source := "upstream:" + name
-		i, ok := index[source]
-		switch {
-		case ok:
-			sources[i].NeedsAuth = cmd
-		case id == nil || id.Admin: // no tool of it to permit: only an admin sees it
-			up := false
-			sources = append(sources, events.Source{Source: source, Up: &up, NeedsAuth: cmd, Tools: []events.Tool{}})
-		}
-	}
-	slices.SortFunc(sources, func(a, b events.Source) int { return strings.Compare(a.Source, b.Source) })
-	return sources
+			return "", ""
+		}}
+	return l.Sources(id)
 }
 
 // status is the gateway's status for /ui/state: ready, or shutting_down

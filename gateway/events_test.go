@@ -335,7 +335,7 @@ func TestStalledConsumerNeverSlowsCalls(t *testing.T) {
 // testCounterValue returns the value of the unlabelled counter name.
 func testCounterValue(t *testing.T, g *Gateway, name string) float64 {
 	t.Helper()
-	mfs, err := g.metrics.reg.Gather()
+	mfs, err := g.metrics.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/callshare"
 	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
 	"github.com/toolgate/toolgate/gateway/internal/events"
+	"github.com/toolgate/toolgate/gateway/internal/gatewaymetrics"
 	"github.com/toolgate/toolgate/gateway/internal/handles"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
@@ -82,7 +83,7 @@ type Gateway struct {
 	srcs        sourceSet                    // the rest and openapi sources as configured (sources.go)
 	lastReload  atomic.Pointer[reloadStatus] // the last reload's outcome, for /readyz (apply.go); nil before one
 	pool        *threadctx.Pool
-	metrics     *metrics
+	metrics     *gatewaymetrics.Metrics
 	limiter     atomic.Pointer[callshare.Limiter] // the slots of new calls; a reload may replace it (live.go)
 	live        atomic.Pointer[liveSettings]      // the settings a reload changes while serving (live.go)
 	res         *resilience.Planner
@@ -196,13 +197,18 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.pool = threadctx.NewPool(g.poolOptions(g.settings()))
 	g.stateful = executors.NewStateful(g.pool)
 	g.limiter.Store(limiterOf(&cfg.Defaults))
-	g.metrics = newMetrics(g.pool, g.reg, g.limiter.Load, g.tracer)
+	g.metrics = gatewaymetrics.New(gatewaymetrics.Sources{
+		QueueLength:  func() int { return g.limiter.Load().Stats().Queued() },
+		SpansDropped: g.tracer.Dropped,
+		Tools:        g.reg.List,
+		Instances:    g.pool.Counts,
+	})
 	if g.redis != nil {
-		g.metrics.reg.MustRegister(redisMetrics...)
+		g.metrics.Registry().MustRegister(redisMetrics...)
 	}
-	g.res = resilience.New(cfg, resilience.Gauges{CircuitState: g.metrics.circuitState, BudgetExhausted: g.metrics.budgetExhausted})
+	g.res = resilience.New(cfg, resilience.Gauges{CircuitState: g.metrics.CircuitState, BudgetExhausted: g.metrics.BudgetExhausted})
 	g.initCaches(cfg)
-	g.events = newEventBus(g.metrics.reg, cfg, g.redis.Events())
+	g.events = newEventBus(g.metrics.Registry(), cfg, g.redis.Events())
 	if g.audit, err = g.openAudit(cfg); err != nil {
 		g.events.Close()
 		g.redis.Close()
@@ -212,12 +218,12 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.dispatcher = executors.NewDispatcher(&executors.DispatcherOptions{
 		DefaultTimeout: cfg.Defaults.Timeout.D(),
 		Logger:         g.logger,
-		OnRetry:        g.metrics.retry,
+		OnRetry:        g.metrics.Retry,
 	})
 	g.rest = rest.New(&rest.Options{
 		Logger:     g.logger,
-		OnResponse: g.metrics.httpResponse,
-		OnRetry:    g.metrics.retry,
+		OnResponse: g.metrics.HTTPResponse,
+		OnRetry:    g.metrics.Retry,
 	})
 	g.auth = auth.New(&cfg.Auth, &auth.Options{Logger: g.logger, Bucket: g.redis.Buckets()})
 	principalSessions, authenticate := 0, (func(h http.Handler) http.Handler)(nil)
@@ -225,7 +231,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		principalSessions, authenticate = cfg.Auth.SessionCap(), g.authenticate
 	}
 	s := cfg.Server
-	self, peers := replicaOf(cfg, g.metrics.reg)
+	self, peers := replicaOf(cfg, g.metrics.Registry())
 	if peers != nil && g.redis != nil {
 		peers.LiveFunc = g.redis.Members // named threads owned among the replicas live
 	}

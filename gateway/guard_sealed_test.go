@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/gateway/internal/loopstep"
 )
 
 // post2026 sends a 2026-07-28 tools/call of rep in the _meta thread "t"
@@ -98,16 +99,16 @@ func TestLoopGuardAskSealed(t *testing.T) {
 		return runs.Load() > before
 	}
 
-	if !ran(s1.URL, retry(asked(), loopAllowOnce)) {
+	if !ran(s1.URL, retry(asked(), loopstep.AllowOnce)) {
 		t.Error("allowed once on the replica that asked: the call did not run")
 	}
-	if ran(s1.URL, retry(asked(), loopDeny)) {
+	if ran(s1.URL, retry(asked(), loopstep.Deny)) {
 		t.Error("denied: the call ran")
 	}
-	if !ran(s2.URL, retry(asked(), loopAllowOnce)) {
+	if !ran(s2.URL, retry(asked(), loopstep.AllowOnce)) {
 		t.Error("allowed once, retried on another replica: the call did not run")
 	}
-	altered := strings.Replace(retry(asked(), loopAllowOnce), `"requestState":"tg1.any.`, `"requestState":"tg1.any.A`, 1)
+	altered := strings.Replace(retry(asked(), loopstep.AllowOnce), `"requestState":"tg1.any.`, `"requestState":"tg1.any.A`, 1)
 	if res := post2026(t, s2.URL, altered); res["error"] == nil {
 		t.Errorf("an altered sealed requestState was taken: %v", res)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/loopstep"
 	"github.com/toolgate/toolgate/internal/loopguard/loopguardtest"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -184,7 +185,7 @@ func TestLoopGuardWarn(t *testing.T) {
 		}
 		want := []Content{{Type: executors.TextContent, Text: "ran"}}
 		if i > 2 {
-			want = append(want, Content{Type: executors.TextContent, Text: "toolgate " + g.loopNotice("rep", i)})
+			want = append(want, Content{Type: executors.TextContent, Text: "toolgate " + loopstep.Notice(g.loops, "rep", i)})
 		}
 		if diff := cmp.Diff(want, res.Content); diff != "" {
 			t.Fatalf("call %d content mismatch (-want +got):\n%s", i, diff)
@@ -195,23 +196,44 @@ func TestLoopGuardWarn(t *testing.T) {
 	}
 }
 
+// TestLoopWarningPassthrough: the step's warning on an upstream's result
+// as it sent it: decoded into parts with the warning appended, an error's
+// class kept under [ErrorClassMetaKey] once its JSON goes, and the bytes
+// kept with the warning under [LoopWarningMetaKey] when they cannot be
+// read.
 func TestLoopWarningPassthrough(t *testing.T) {
-	up := &Result{Passthrough: json.RawMessage(`{"content":[{"type":"text","text":"up"}],"isError":false}`), Meta: map[string]any{"k": "v"}}
-	got := withLoopWarning(up, "loop guard: x")
-	if got.Passthrough != nil || len(got.Content) != 2 || got.Content[0].Text != "up" || got.Content[1].Text != "toolgate loop guard: x" || got.Meta["k"] != "v" {
-		t.Errorf("withLoopWarning(passthrough) = %+v, want the upstream's content decoded with the warning appended", got)
-	}
-	if up.Passthrough == nil {
-		t.Error("withLoopWarning changed its argument")
-	}
-	failed := &Result{IsError: true, Passthrough: json.RawMessage(`{"content":[{"type":"text","text":"gone"}],"isError":true,"_meta":{"toolgate/error_class":"not_found"}}`)}
-	if got = withLoopWarning(failed, "w"); !got.IsError || got.Class != "not_found" || resultClass(got) != "not_found" {
-		t.Errorf("withLoopWarning(upstream isError naming not_found) = class %q, want not_found kept", got.Class)
-	}
-	bad := &Result{Passthrough: json.RawMessage(`not json`)}
-	got = withLoopWarning(bad, "w")
-	if string(got.Passthrough) != "not json" || got.Meta[LoopWarningMetaKey] != "w" {
-		t.Errorf("withLoopWarning(undecodable) = %+v, want the bytes kept and the warning in _meta", got)
+	g, _ := loopGateway(t, config.LoopGuard{Threshold: 1, Action: config.LoopWarn})
+	for _, tc := range []struct{ name, raw string }{
+		{"a result", `{"content":[{"type":"text","text":"up"}],"isError":false}`},
+		{"an error", `{"content":[{"type":"text","text":"gone"}],"isError":true,"_meta":{"toolgate/error_class":"not_found"}}`},
+		{"unreadable", `not json`},
+	} {
+		up := &Result{Passthrough: json.RawMessage(tc.raw), Meta: map[string]any{"k": "v"}}
+		h := g.guard(func(context.Context, *Call) (*Result, error) { return up, nil })
+		c := &Call{Tool: &registry.Tool{Name: "rep"}, Thread: "t-" + tc.name, Raw: json.RawMessage(`{}`)}
+		_, _ = h(t.Context(), c)
+		got, err := h(t.Context(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notice := "toolgate " + loopstep.Notice(g.loops, "rep", 2)
+		switch tc.name {
+		case "unreadable":
+			if string(got.Passthrough) != tc.raw || got.Meta[LoopWarningMetaKey] != notice[len("toolgate "):] {
+				t.Errorf("%s: warned = %+v, want the bytes kept and the warning in _meta", tc.name, got)
+			}
+			continue
+		case "an error":
+			if !got.IsError || got.Meta[ErrorClassMetaKey] != "not_found" || resultClass(got) != "not_found" {
+				t.Errorf("%s: warned = %+v, want class not_found kept", tc.name, got)
+			}
+		}
+		if got.Passthrough != nil || len(got.Content) != 2 || got.Content[1].Text != notice || got.Meta["k"] != "v" {
+			t.Errorf("%s: warned = %+v, want the upstream's content decoded with the warning appended", tc.name, got)
+		}
+		if string(up.Passthrough) != tc.raw {
+			t.Errorf("%s: the warning changed the upstream's result", tc.name)
+		}
 	}
 }
 
@@ -368,18 +390,18 @@ func TestLoopGuardAsk(t *testing.T) {
 	}{
 		{"first", c, map[string]any{"a": 1}, nil, true, 0},
 		{"second", c, map[string]any{"a": 1.0}, nil, true, 0},
-		{"third, allowed once", c, map[string]any{"a": 1}, new(decision(loopAllowOnce)), true, 1},
-		{"fourth, asked again, denied", c, map[string]any{"a": 1}, new(decision(loopDeny)), false, 2},
+		{"third, allowed once", c, map[string]any{"a": 1}, new(decision(loopstep.AllowOnce)), true, 1},
+		{"fourth, asked again, denied", c, map[string]any{"a": 1}, new(decision(loopstep.Deny)), false, 2},
 		{"declined", c, map[string]any{"a": 1}, &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, false, 3},
 		{"cancelled", c, map[string]any{"a": 1}, &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionCancel}}, false, 4},
 		{"an unknown decision", c, map[string]any{"a": 1}, new(decision("maybe")), false, 5},
 		{"the client fails", c, map[string]any{"a": 1}, nil, false, 6},
-		{"allowed always", c, map[string]any{"a": 1}, new(decision(loopAllowAlways)), true, 7},
+		{"allowed always", c, map[string]any{"a": 1}, new(decision(loopstep.AllowAlways)), true, 7},
 		{"no more questions", c, map[string]any{"a": 1}, nil, true, 7},
 		{"still none", c, map[string]any{"a": 1.0}, nil, true, 7},
 		{"other arguments", c, map[string]any{"a": 2}, nil, true, 7},
 		{"other arguments again", c, map[string]any{"a": 2}, nil, true, 7},
-		{"other arguments are asked about", c, map[string]any{"a": 2}, new(decision(loopDeny)), false, 8},
+		{"other arguments are asked about", c, map[string]any{"a": 2}, new(decision(loopstep.Deny)), false, 8},
 		{"back to the allowed call", c, map[string]any{"a": 1}, nil, true, 8},
 		{"and its streak", c, map[string]any{"a": 1}, nil, true, 8},
 		{"past its threshold, still allowed", c, map[string]any{"a": 1}, nil, true, 8},
@@ -465,8 +487,8 @@ func TestLoopGuardAsk2026(t *testing.T) {
 		asked  int
 	}{
 		{"first", c, "t-2026", nil, true, 0},
-		{"repeated, allowed once", c, "t-2026", new(decision(loopAllowOnce)), true, 1},
-		{"repeated, denied", c, "t-2026", new(decision(loopDeny)), false, 2},
+		{"repeated, allowed once", c, "t-2026", new(decision(loopstep.AllowOnce)), true, 1},
+		{"repeated, denied", c, "t-2026", new(decision(loopstep.Deny)), false, 2},
 		{"no elicitation: first", plain, "t-plain", nil, true, 2},
 		{"no elicitation: blocked", plain, "t-plain", nil, false, 2},
 	} {
@@ -475,51 +497,5 @@ func TestLoopGuardAsk2026(t *testing.T) {
 		}
 		ran, res := call(s.client, s.thread)
 		u.checkStep(t, s.name, ran, res, s.runs, s.asked)
-	}
-}
-
-// TestResultSum: the loop guard compares results by what the model sees;
-// toolgate's own _meta does not count.
-func TestResultSum(t *testing.T) {
-	text := func(s string) *Result { return &Result{Content: []Content{{Type: executors.TextContent, Text: s}}} }
-	base := text("ok")
-	tests := []struct {
-		name  string
-		res   *Result
-		err   error
-		alike bool // hashes as base does
-	}{
-		{"the same", text("ok"), nil, true},
-		{"other meta", &Result{Content: base.Content, Meta: map[string]any{executors.AttemptsMetaKey: 2}}, nil, true},
-		{"other text", text("ko"), nil, false},
-		{"text split otherwise", &Result{Content: []Content{{Type: executors.TextContent, Text: "o"}, {Type: executors.TextContent, Text: "k"}}}, nil, false},
-		{"an image", &Result{Content: []Content{{Type: executors.ImageContent, Data: []byte("ok"), MIMEType: "image/png"}}}, nil, false},
-		{"an error result", &Result{Content: base.Content, IsError: true}, nil, false},
-		{"structured", &Result{Content: base.Content, Structured: map[string]any{"n": 1}}, nil, false},
-		{"passthrough", &Result{Passthrough: json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)}, nil, false},
-		{"an error", nil, errors.New("ok"), false},
-		{"nothing", nil, nil, false},
-	}
-	want := resultSum(base, nil)
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := resultSum(tc.res, tc.err); (got == want) != tc.alike {
-				t.Errorf("resultSum(%+v, %v) == resultSum(%+v): %v, want %v", tc.res, tc.err, base, got == want, tc.alike)
-			}
-		})
-	}
-	s1 := resultSum(&Result{Structured: map[string]any{"a": 1, "b": 2}}, nil)
-	if s2 := resultSum(&Result{Structured: map[string]any{"b": 2, "a": 1}}, nil); s1 != s2 {
-		t.Error("one structured value hashes unlike twice")
-	}
-}
-
-// BenchmarkResultSum is the loop guard's hash of a typical result, made
-// for every call in a tracked thread.
-func BenchmarkResultSum(b *testing.B) {
-	r := &Result{Content: []Content{{Type: executors.TextContent, Text: "hello world, some result text"}}}
-	b.ReportAllocs()
-	for b.Loop() {
-		resultSum(r, nil)
 	}
 }

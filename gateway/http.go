@@ -62,7 +62,7 @@ func (g *Gateway) Handler() http.Handler {
 			// A browser coming back from an upstream's authorization
 			// server: the state it brings is its credential.
 			r.Get(OAuthCallbackPath, g.serveOAuthCallback)
-			r.Handle("/metrics", authed(g.adminOnly(promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{Registry: g.metrics.reg}))))
+			r.Handle("/metrics", authed(g.adminOnly(promhttp.HandlerFor(g.metrics.Registry(), promhttp.HandlerOpts{Registry: g.metrics.Registry()}))))
 			// Call data: the MCP endpoint's origin rules, GETs included,
 			// and its auth.
 			browsers := origin.New(g.cfg.Server.AllowedOrigins)

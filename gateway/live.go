@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway/internal/callshare"
+	"github.com/toolgate/toolgate/gateway/internal/loopstep"
 	"github.com/toolgate/toolgate/threadctx"
 )
 
@@ -109,7 +110,7 @@ func (g *Gateway) setSettings(old, s *liveSettings) error {
 	if old.threads != s.threads || old.maxInstances != s.maxInstances {
 		g.pool.SetLimits(g.poolOptions(s))
 	}
-	g.loops.SetOptions(loopOptions(s.guards, s.threads))
+	g.loops.SetOptions(loopstep.Options(s.guards, s.threads))
 	if old.maxSessions != s.maxSessions {
 		n := (&config.Auth{MaxSessions: s.maxSessions}).SessionCap()
 		for _, f := range g.fronts() { // each endpoint's sessions are capped apart

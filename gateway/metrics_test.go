@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
-	"github.com/toolgate/toolgate/gateway/internal/callshare"
 	"github.com/toolgate/toolgate/internal/buildinfo"
 )
 
@@ -72,47 +70,5 @@ func TestMetricsCarryNoArguments(t *testing.T) {
 	}
 	if !strings.Contains(rec.Body.String(), "toolgate_unknown_tool_calls_total 1") {
 		t.Error("unknown tool call not counted")
-	}
-}
-
-// TestHTTPResponseMetric checks toolgate_http_requests_total per tool and
-// code, the cached children included.
-func TestHTTPResponseMetric(t *testing.T) {
-	g, _ := newGateway(t, nil)
-	m := g.metrics
-	for range 3 {
-		m.httpResponse("a", 200)
-	}
-	m.httpResponse("a", 503)
-	m.httpResponse("b", 200)
-	fams, err := m.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, f := range fams {
-		if f.GetName() != "toolgate_http_requests_total" {
-			continue
-		}
-		for _, mt := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range mt.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			got[labels["tool"]+" "+labels["code"]] = mt.GetCounter().GetValue()
-		}
-	}
-	want := map[string]float64{"a 200": 3, "a 503": 1, "b 200": 1}
-	if !maps.Equal(got, want) {
-		t.Errorf("toolgate_http_requests_total by tool and code = %v, want %v", got, want)
-	}
-}
-
-// BenchmarkHTTPResponseMetric is the count of one REST attempt's response.
-func BenchmarkHTTPResponseMetric(b *testing.B) {
-	m := newMetrics(nil, nil, func() *callshare.Limiter { return callshare.New(callshare.Limits{Global: 1, PerKey: 1, Queue: 1}) }, nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		m.httpResponse("rest_echo", 200)
 	}
 }

@@ -133,8 +133,8 @@ func (g *Gateway) record(next Handler) Handler {
 			c.Thread, _ = g.namedThread(c)
 		}
 		g.callPending(ctx, c)
-		g.metrics.inFlight.Inc()
-		defer g.metrics.inFlight.Dec()
+		g.metrics.CallStarted()
+		defer g.metrics.CallEnded()
 		var span telemetry.Span
 		if g.tracer != nil { // not even the span's name when tracing is off
 			ctx, span = g.tracer.Start(ctx, "execute_tool "+c.Tool.Name, telemetry.Internal)
@@ -149,11 +149,11 @@ func (g *Gateway) record(next Handler) Handler {
 		case res.IsError:
 			outcome, class = "error", string(resultClass(res))
 		}
-		g.metrics.observe(c.Tool, outcome, class, d)
+		g.metrics.Observe(c.Tool, outcome, class, d)
 		endpoint := ""
 		if c.ident != nil && c.ident.Endpoint != "" {
 			endpoint = c.ident.Endpoint
-			g.metrics.endpoints.WithLabelValues(endpoint, outcome).Inc()
+			g.metrics.EndpointCall(endpoint, outcome)
 		}
 		if span.Recording() {
 			traceCall(span, c, outcome, class)
@@ -401,7 +401,7 @@ func (g *Gateway) limit(next Handler) Handler {
 		}
 		span.End()
 		defer h.End()
-		g.metrics.queueWait.Observe(waited.Seconds())
+		g.metrics.QueueWait(waited)
 		return next(callslot.With(ctx, h), c)
 	}
 }

@@ -60,7 +60,7 @@ func TestClusterRate(t *testing.T) {
 			t.Errorf("ops's call %d on r1 without Redis = class %q, want %q (rate/2, burst 1)", i+1, got, want)
 		}
 	}
-	families, err := r1.metrics.reg.Gather()
+	families, err := r1.metrics.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestNoClusterNoRedis(t *testing.T) {
 	if g.redis != nil {
 		t.Fatal("a gateway without a cluster section has a Redis")
 	}
-	families, err := g.metrics.reg.Gather()
+	families, err := g.metrics.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,11 +163,11 @@ func (g *Gateway) lookup(name string) (*route, error) {
 	}
 	t, kind, err := g.reg.ResolveRepair(name, g.settings().guards.NameRepair)
 	if err != nil {
-		g.metrics.unknownTools.Inc()
+		g.metrics.UnknownTool()
 		return nil, err
 	}
 	if kind != registry.RepairNone {
-		g.metrics.nameRepairs.WithLabelValues(string(kind)).Inc()
+		g.metrics.NameRepair(kind)
 	}
 	if r, ok := (*g.routes.Load())[t.Name]; ok && r.tool == t {
 		return r, nil
@@ -184,7 +184,7 @@ func (g *Gateway) syncTools(c registry.Change) {
 	if len(c.Removed) > 0 {
 		// The caches are keyed by the old *Tool; forgotten before the new
 		// routes cache their own.
-		g.metrics.forget(c.Removed)
+		g.metrics.Forget(c.Removed)
 		g.res.Forget(c.Removed)
 		g.caches.forget(c.Removed)
 	}
@@ -251,7 +251,7 @@ func (b frontBackend) Resolve(name []byte) (string, error) {
 	}
 	if r.hidden {
 		// Served through its catalog's meta-tools only (catalogtool.go).
-		b.g.metrics.unknownTools.Inc()
+		b.g.metrics.UnknownTool()
 		return "", b.g.hiddenError(string(name), r.tool)
 	}
 	if r.tool.Name == string(name) {
@@ -262,14 +262,14 @@ func (b frontBackend) Resolve(name []byte) (string, error) {
 
 func (b frontBackend) SessionStarted(id string) {
 	if _, loaded := b.g.sessions.LoadOrStore(id, sessionThread(id)); !loaded {
-		b.g.metrics.sessions.Inc()
+		b.g.metrics.SessionOpened()
 		b.g.logger.Debug("session started")
 	}
 }
 
 func (b frontBackend) SessionEnded(id string) {
 	if _, ok := b.g.sessions.LoadAndDelete(id); ok {
-		b.g.metrics.sessions.Dec()
+		b.g.metrics.SessionClosed()
 		b.g.pool.CloseThread(sessionThread(id))
 		b.g.loops.Forget(sessionThread(id))
 		b.g.logger.Debug("session ended")

@@ -199,7 +199,7 @@ func (g *Gateway) dropUpstream(name string) bool {
 	}
 	g.res.DropSource(source)
 	g.caches.set(source, nil)
-	g.metrics.forgetUpstream(name)
+	g.metrics.ForgetUpstream(name)
 	return true
 }
 

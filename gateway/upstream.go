@@ -26,7 +26,7 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 	for _, u := range ups {
 		g.ups.put(u)
 	}
-	g.metrics.reg.MustRegister(&needsAuthCollector{g: g})
+	g.metrics.Registry().MustRegister(&needsAuthCollector{g: g})
 	return nil
 }
 
@@ -107,10 +107,10 @@ func (g *Gateway) newUpstream(u config.Upstream, up mcpup.Upstream, maxParallel 
 			return g.addUpstreamTools(upstream, g.servableTools(upstream, tools))
 		},
 		OnState:   g.upstreamState,
-		OnRestart: g.metrics.upstreamRestart,
+		OnRestart: g.metrics.UpstreamRestart,
 		OnCatalog: g.upstreamCatalog,
 		OnNotify:  g.upstreamNotify,
-		OnRelist:  g.metrics.upstreamRelist,
+		OnRelist:  g.metrics.UpstreamRelist,
 		// As many calls to one upstream may run at once as to all.
 		MaxParallel: maxParallel,
 	})
@@ -286,7 +286,7 @@ func (g *Gateway) upstreamStatus() map[string]bool { return g.ups.status() }
 // its circuit breaker: the failures that opened it were the outage the
 // supervisor has just ended, and calls should not wait out open_for.
 func (g *Gateway) upstreamState(upstream string, up bool) {
-	g.metrics.upstreamState(upstream, up)
+	g.metrics.UpstreamState(upstream, up)
 	if up {
 		g.res.Backend("upstream:" + upstream).Breaker().Reset()
 	}

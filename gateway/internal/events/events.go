@@ -9,6 +9,7 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -235,6 +236,26 @@ type Remote interface {
 	Unwatch()
 }
 
+// RawRemote relays encoded events (internal/cluster/eventrelay's Relay):
+// a [Remote] but that its Send takes an event's JSON.
+type RawRemote interface {
+	Wanted() bool
+	Send(ev json.RawMessage)
+	Watch(ctx context.Context)
+	Unwatch()
+}
+
+// JSONRemote is the [Remote] that sends each event through r as its
+// JSON; the other replicas' events come back through [Bus.DeliverJSON].
+func JSONRemote(r RawRemote) Remote { return jsonRemote{r} }
+
+type jsonRemote struct{ RawRemote }
+
+func (r jsonRemote) Send(e Event) {
+	b, _ := json.Marshal(e) // cannot fail: strings, numbers, a time
+	r.RawRemote.Send(b)
+}
+
 // Bus fans call events out to subscribers without ever blocking the
 // publisher. It also numbers calls, and keeps the final events of the
 // latest ones. Its methods are safe for concurrent use; [Bus.Close] ends
@@ -403,6 +424,15 @@ func (b *Bus) Deliver(e Event) {
 		b.Remember(e)
 	}
 	b.fanOut(e)
+}
+
+// DeliverJSON is [Bus.Deliver] of an event's JSON, as another replica's
+// [JSONRemote] sent it; what is not an event's JSON is dropped.
+func (b *Bus) DeliverJSON(raw json.RawMessage) {
+	var e Event
+	if json.Unmarshal(raw, &e) == nil {
+		b.Deliver(e)
+	}
 }
 
 // fanOut hands e, labelled, to every subscriber whose filter matches.

@@ -3,6 +3,7 @@ package events
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -307,5 +308,40 @@ func TestSubscribersPerPrincipal(t *testing.T) {
 	}
 	if _, err := b.Subscribe(Filter{}); err == nil {
 		t.Errorf("admin stream past %d: nil error, want refused", maxSubscribers)
+	}
+}
+
+// rawRemote is a [RawRemote] whose sends are kept, encoded.
+type rawRemote struct{ sent []json.RawMessage }
+
+func (r *rawRemote) Wanted() bool            { return true }
+func (r *rawRemote) Send(ev json.RawMessage) { r.sent = append(r.sent, ev) }
+func (r *rawRemote) Watch(context.Context)   {}
+func (r *rawRemote) Unwatch()                {}
+
+// TestJSONRemote: an event one replica sends as JSON reaches the other's
+// subscribers as it was sent; bytes that are not an event are dropped.
+func TestJSONRemote(t *testing.T) {
+	raw := &rawRemote{}
+	r1 := NewBus(&Options{Replica: "r1", Remote: JSONRemote(raw)})
+	defer r1.Close()
+	r2 := NewBus(&Options{Replica: "r2"})
+	defer r2.Close()
+	sub, _ := r2.Subscribe(Filter{})
+	defer r2.Unsubscribe(sub)
+	e := New(StateCompleted, "c-r1-1", echo, "thread-x", "alice", "")
+	e.Attempts, e.DurationMS = 2, 1.5
+	r1.Publish(e)
+	if len(raw.sent) != 1 {
+		t.Fatalf("sent %d events, want 1", len(raw.sent))
+	}
+	r2.DeliverJSON(json.RawMessage(`not json`))
+	r2.DeliverJSON(raw.sent[0])
+	got := <-sub.C()
+	if got.ID != "c-r1-1" || got.State != StateCompleted || got.Attempts != 2 || got.DurationMS != 1.5 || got.Principal != "alice" || got.Thread == "" {
+		t.Errorf("delivered %+v, want the event r1 sent", got)
+	}
+	if recent := r2.Recent(&Filter{}); len(recent) != 1 {
+		t.Errorf("Recent() = %+v, want the delivered call only", recent)
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package gatewaymetrics
 
 import (
 	"slices"
@@ -9,19 +9,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/toolgate/toolgate/gateway/internal/callshare"
 	"github.com/toolgate/toolgate/internal/buildinfo"
-	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
-	"github.com/toolgate/toolgate/threadctx"
 )
 
-// metrics are the gateway's Prometheus collectors, in a registry of its own
-// (never the default registerer), so that many gateways can live in one
-// process. Labels come from small fixed sets: tool names are registered
-// names only, never what a client typed, and never threads or sessions.
-type metrics struct {
+// Metrics are the gateway's Prometheus collectors, in a registry of its
+// own. Its methods are safe for concurrent use.
+type Metrics struct {
 	reg          *prometheus.Registry
 	calls        *prometheus.CounterVec
 	duration     *prometheus.HistogramVec
@@ -58,8 +53,26 @@ type toolMetrics struct {
 	duration prometheus.Observer
 }
 
-func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim func() *callshare.Limiter, tracer *telemetry.Tracer) *metrics {
-	m := &metrics{
+// Sources are what the collectors read from the gateway at scrape time.
+// Each func is called only during a scrape.
+type Sources struct {
+	// QueueLength is how many tool calls wait for a free slot
+	// (toolgate_queue_length).
+	QueueLength func() int
+	// SpansDropped is how many trace spans were dropped
+	// (toolgate_trace_spans_dropped_total).
+	SpansDropped func() uint64
+	// Tools are the registered tools; the stateful ones are reported in
+	// toolgate_thread_instances.
+	Tools func() []*registry.Tool
+	// Instances are the live per-thread instances by tool name.
+	Instances func() map[string]int
+}
+
+// New returns the collectors, registered in a new registry with those
+// reading src.
+func New(src Sources) *Metrics {
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_tool_calls_total",
@@ -137,12 +150,12 @@ func newMetrics(pool *threadctx.Pool, reg *registry.Registry, lim func() *callsh
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "toolgate_queue_length",
 			Help: "Tool calls waiting for a free slot: of max_parallel (at most defaults.max_queue), or of their session's max_parallel_per_session (at most defaults.max_queue more).",
-		}, func() float64 { return float64(lim().Stats().Queued()) }),
+		}, func() float64 { return float64(src.QueueLength()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "toolgate_trace_spans_dropped_total",
 			Help: "Trace spans dropped because the OpenTelemetry collector was down or slow: the export queue (telemetry.queue_size) was full or an export failed. Always 0 without tracing.",
-		}, func() float64 { return float64(tracer.Dropped()) }),
-		&instancesCollector{pool: pool, reg: reg},
+		}, func() float64 { return float64(src.SpansDropped()) }),
+		&instancesCollector{tools: src.Tools, instances: src.Instances},
 		buildInfoGauge(buildinfo.Read()),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -169,7 +182,20 @@ func buildInfoGauge(bi buildinfo.Info) prometheus.Collector {
 	return g
 }
 
-func (m *metrics) observe(t *registry.Tool, outcome, class string, d time.Duration) {
+// Registry is the registry of m's collectors, which /metrics serves and
+// other parts of the gateway register theirs in.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// CallStarted and CallEnded bracket a tool call in
+// toolgate_tool_calls_in_flight.
+func (m *Metrics) CallStarted() { m.inFlight.Inc() }
+
+// CallEnded: see [Metrics.CallStarted].
+func (m *Metrics) CallEnded() { m.inFlight.Dec() }
+
+// Observe counts a call of t that ended with outcome (ok or error) and,
+// for an error, class, after d.
+func (m *Metrics) Observe(t *registry.Tool, outcome, class string, d time.Duration) {
 	v, ok := m.perTool.Load(t)
 	if !ok {
 		v, _ = m.perTool.LoadOrStore(t, &toolMetrics{
@@ -186,8 +212,8 @@ func (m *metrics) observe(t *registry.Tool, outcome, class string, d time.Durati
 	m.calls.WithLabelValues(t.Name, string(t.Kind), outcome, class).Inc()
 }
 
-// forget drops the cached children of removed tools.
-func (m *metrics) forget(names []string) {
+// Forget drops the cached children of removed tools.
+func (m *Metrics) Forget(names []string) {
 	m.perTool.Range(func(k, _ any) bool {
 		if slices.Contains(names, k.(*registry.Tool).Name) {
 			m.perTool.Delete(k)
@@ -196,10 +222,10 @@ func (m *metrics) forget(names []string) {
 	})
 }
 
-// httpResponse counts one REST attempt's response. A tool's children stay
+// HTTPResponse counts one REST attempt's response. A tool's children stay
 // cached after it is removed, as the vector keeps them: one per tool and
 // status code it has seen.
-func (m *metrics) httpResponse(tool string, code int) {
+func (m *Metrics) HTTPResponse(tool string, code int) {
 	k := toolCode{tool, code}
 	c, ok := m.httpByTC.Load(k)
 	if !ok {
@@ -208,11 +234,13 @@ func (m *metrics) httpResponse(tool string, code int) {
 	c.(prometheus.Counter).Inc()
 }
 
-func (m *metrics) retry(tool string, class retry.Class) {
+// Retry counts a retry of a call of tool after a failure of class.
+func (m *Metrics) Retry(tool string, class retry.Class) {
 	m.retries.WithLabelValues(tool, string(class)).Inc()
 }
 
-func (m *metrics) upstreamState(upstream string, up bool) {
+// UpstreamState sets whether upstream is connected with its tools listed.
+func (m *Metrics) UpstreamState(upstream string, up bool) {
 	v := 0.0
 	if up {
 		v = 1
@@ -220,19 +248,20 @@ func (m *metrics) upstreamState(upstream string, up bool) {
 	m.upstreamUp.WithLabelValues(upstream).Set(v)
 }
 
-// forgetUpstream drops the series of an upstream that was removed.
-func (m *metrics) forgetUpstream(upstream string) {
+// ForgetUpstream drops the series of an upstream that was removed.
+func (m *Metrics) ForgetUpstream(upstream string) {
 	m.upstreamUp.DeleteLabelValues(upstream)
 	m.restarts.DeleteLabelValues(upstream)
 }
 
-func (m *metrics) upstreamRestart(upstream string) {
+// UpstreamRestart counts a reconnection of upstream after a failure.
+func (m *Metrics) UpstreamRestart(upstream string) {
 	m.restarts.WithLabelValues(upstream).Inc()
 }
 
-// upstreamRelist counts a list_changed of upstream: listed again, or
+// UpstreamRelist counts a list_changed of upstream: listed again, or
 // coalesced into a pending listing.
-func (m *metrics) upstreamRelist(upstream string, listed bool) {
+func (m *Metrics) UpstreamRelist(upstream string, listed bool) {
 	outcome := "coalesced"
 	if listed {
 		outcome = "listed"
@@ -247,27 +276,28 @@ var instancesDesc = prometheus.NewDesc("toolgate_thread_instances",
 // pool needs no metrics hooks. Every stateful tool is reported, with 0 when
 // it has no live instance.
 type instancesCollector struct {
-	pool *threadctx.Pool
-	reg  *registry.Registry
+	tools     func() []*registry.Tool
+	instances func() map[string]int
 }
 
 func (c *instancesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- instancesDesc }
 
 func (c *instancesCollector) Collect(ch chan<- prometheus.Metric) {
-	counts := c.pool.Counts()
-	for _, t := range c.reg.List() {
+	counts := c.instances()
+	for _, t := range c.tools() {
 		if t.Kind == registry.Stateful {
 			ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(counts[t.Name]), t.Name)
 		}
 	}
 }
 
-func (m *metrics) circuitState(backend string, s retry.State) {
+// CircuitState sets the state of backend's circuit breaker.
+func (m *Metrics) CircuitState(backend string, s retry.State) {
 	m.circuit.WithLabelValues(backend).Set(float64(s))
 }
 
-// cacheRequest counts a call of a cached tool: a hit or a miss.
-func (m *metrics) cacheRequest(t *registry.Tool, hit bool) {
+// CacheRequest counts a call of a cached tool: a hit or a miss.
+func (m *Metrics) CacheRequest(t *registry.Tool, hit bool) {
 	result := "miss"
 	if hit {
 		result = "hit"
@@ -275,6 +305,37 @@ func (m *metrics) cacheRequest(t *registry.Tool, hit bool) {
 	m.cacheCalls.WithLabelValues(t.Name, result).Inc()
 }
 
-func (m *metrics) budgetExhausted(backend string) {
+// BudgetExhausted counts a failure of backend returned without retry
+// because its retry budget was spent.
+func (m *Metrics) BudgetExhausted(backend string) {
 	m.exhausted.WithLabelValues(backend).Inc()
+}
+
+// EndpointCall counts a call through a configured endpoint that ended
+// with outcome (ok or error).
+func (m *Metrics) EndpointCall(endpoint, outcome string) {
+	m.endpoints.WithLabelValues(endpoint, outcome).Inc()
+}
+
+// QueueWait observes how long a call waited for a free slot.
+func (m *Metrics) QueueWait(d time.Duration) { m.queueWait.Observe(d.Seconds()) }
+
+// UnknownTool counts a call naming a tool that does not exist.
+func (m *Metrics) UnknownTool() { m.unknownTools.Inc() }
+
+// NameRepair counts a call whose tool name was repaired, by kind.
+func (m *Metrics) NameRepair(kind registry.RepairKind) {
+	m.nameRepairs.WithLabelValues(string(kind)).Inc()
+}
+
+// SessionOpened and SessionClosed count an MCP session in
+// toolgate_sessions.
+func (m *Metrics) SessionOpened() { m.sessions.Inc() }
+
+// SessionClosed: see [Metrics.SessionOpened].
+func (m *Metrics) SessionClosed() { m.sessions.Dec() }
+
+// Reload counts a configuration reload by result: ok or error.
+func (m *Metrics) Reload(result string) {
+	m.reloads.WithLabelValues(result).Inc()
 }
