@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/restsource"
+	"github.com/toolgate/toolgate/gateway/internal/upstreamset"
 	"github.com/toolgate/toolgate/internal/auth"
 )
 
@@ -77,7 +78,7 @@ type applyPlan struct {
 	dropREST, dropOpenAPI, drop []string      // names removed: rest tools, OpenAPI sources, upstreams
 	rest                        []restPut
 	openapi                     []openapiPut
-	ups                         []*liveUpstream
+	ups                         []*upstreamset.Upstream
 }
 
 type restPut struct {
@@ -110,7 +111,7 @@ func (g *Gateway) planApply(cfg *config.Config) (*applyPlan, error) {
 	}
 	if len(errs) > 0 {
 		for _, u := range p.ups {
-			_ = u.m.Close() // built, never started
+			_ = u.Manager.Close() // built, never started
 		}
 		return nil, joinProblems(errs...)
 	}
@@ -251,23 +252,23 @@ func (g *Gateway) planUpstreams(cfg *config.Config, p *applyPlan) error {
 	if err != nil {
 		return err
 	}
-	cur := g.ups.configured()
+	cur := g.ups.Configured()
 	for _, u := range ups {
-		old, ok := cur[u.cfg.Name]
-		delete(cur, u.cfg.Name)
-		if ok && sameUpstream(old, u.cfg) {
-			_ = u.m.Close() // built, never started: the running one stays
+		old, ok := cur[u.Config.Name]
+		delete(cur, u.Config.Name)
+		if ok && upstreamset.Same(old, u.Config) {
+			_ = u.Manager.Close() // built, never started: the running one stays
 			continue
 		}
 		// Catalogs are fixed by New: an upstream may change, but not
 		// move in or out of one.
-		if was := ok && upstreamCatalog(g.cfg, old); was != upstreamCatalog(cfg, u.cfg) {
-			_ = u.m.Close()
-			p.applied.Restart = append(p.applied.Restart, fmt.Sprintf("upstreams (%s, catalog: search)", u.cfg.Name))
+		if was := ok && upstreamCatalog(g.cfg, old); was != upstreamCatalog(cfg, u.Config) {
+			_ = u.Manager.Close()
+			p.applied.Restart = append(p.applied.Restart, fmt.Sprintf("upstreams (%s, catalog: search)", u.Config.Name))
 			continue
 		}
 		p.ups = append(p.ups, u)
-		p.applied.note("upstream:"+u.cfg.Name, ok)
+		p.applied.note("upstream:"+u.Config.Name, ok)
 	}
 	for _, name := range sortedKeys(cur) {
 		if upstreamCatalog(g.cfg, cur[name]) {

@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/gateway/internal/resilience"
 	"github.com/toolgate/toolgate/gateway/internal/restsource"
+	"github.com/toolgate/toolgate/gateway/internal/upstreamset"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/buildinfo"
@@ -79,7 +80,7 @@ type Gateway struct {
 	dispatcher  *executors.Dispatcher
 	stateful    *executors.Stateful
 	rest        *rest.Executor
-	ups         upstreamSet                  // the upstream MCP servers (upstreams.go)
+	ups         upstreamset.Set              // the upstream MCP servers (upstream.go)
 	srcs        sourceSet                    // the rest and openapi sources as configured (sources.go)
 	lastReload  atomic.Pointer[reloadStatus] // the last reload's outcome, for /readyz (apply.go); nil before one
 	pool        *threadctx.Pool
@@ -458,7 +459,7 @@ func (g *Gateway) drain(ctx context.Context) error {
 func (g *Gateway) KillUpstreams() {
 	g.calls.startDraining()
 	g.calls.cancelAll(errShutdown)
-	g.ups.kill()
+	g.ups.Kill()
 }
 
 // Close stops the gateway at once: calls in flight are cancelled, sessions
@@ -474,7 +475,7 @@ func (g *Gateway) Close() error {
 			f.Close()
 		}
 		g.unsubscribe()
-		g.ups.close() // kills and reaps every upstream process
+		g.ups.Close() // kills and reaps every upstream process
 		g.pool.Close()
 		g.rest.Close()
 		g.redis.Close()

@@ -107,8 +107,8 @@ type needsAuthCollector struct{ g *Gateway }
 func (c *needsAuthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- needsAuthDesc }
 
 func (c *needsAuthCollector) Collect(ch chan<- prometheus.Metric) {
-	waiting := c.g.ups.needsAuth()
-	for _, n := range c.g.ups.withOAuth() {
+	waiting := c.g.ups.NeedsAuth()
+	for _, n := range c.g.ups.WithOAuth() {
 		v := 0.0
 		if _, ok := waiting[n]; ok {
 			v = 1
@@ -121,7 +121,7 @@ func (c *needsAuthCollector) Collect(ch chan<- prometheus.Metric) {
 // it to the command that does, for /readyz and /ui.
 func (g *Gateway) upstreamNeedsAuth() map[string]string {
 	out := map[string]string{}
-	for name := range g.ups.needsAuth() {
+	for name := range g.ups.NeedsAuth() {
 		out[name] = LoginCommand(g.cfg.Source, name)
 	}
 	return out
@@ -142,7 +142,7 @@ func (g *Gateway) serveOAuthCallback(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	q := r.URL.Query()
 	cb := oauthclient.Callback{State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error"), ErrorDescription: q.Get("error_description")}
-	for _, m := range g.ups.all() {
+	for _, m := range g.ups.All() {
 		up, who, ok, err := m.Complete(r.Context(), cb)
 		if !ok {
 			continue

@@ -87,12 +87,6 @@ func (g *Gateway) dropExecs(source string, names ...string) {
 	}
 }
 
-// addUpstreamTools replaces the tools of upstream with tools, as it lists
-// them (again), and forgets the executors of tools it no longer lists.
-func (g *Gateway) addUpstreamTools(upstream string, tools []executors.Bound) error {
-	return g.setSourceTools("upstream:"+upstream, tools)
-}
-
 // setSourceTools replaces the tools of source with tools (none: removes
 // them), all or none, and forgets the executors of the tools it drops.
 // Connected clients are told through notifications/tools/list_changed.

@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
 	"github.com/toolgate/toolgate/gateway/internal/restsource"
+	"github.com/toolgate/toolgate/gateway/internal/upstreamset"
 )
 
 // Sources added and removed while the gateway serves: the embedding API
@@ -174,22 +175,22 @@ func (g *Gateway) dropREST(name string) bool {
 // putUpstream serves u in place of the upstream of its name, which is
 // closed first (with its tools) so that the two never run together.
 // Callers hold srcs.mu.
-func (g *Gateway) putUpstream(u *liveUpstream) {
-	g.dropUpstream(u.cfg.Name)
-	g.reg.ReserveNamespaces(u.cfg.Name)
-	g.res.SetPolicy("upstream:"+u.cfg.Name, u.cfg.Retry)
-	g.caches.setUpstream(u.cfg)
-	g.ups.put(u)
+func (g *Gateway) putUpstream(u *upstreamset.Upstream) {
+	g.dropUpstream(u.Config.Name)
+	g.reg.ReserveNamespaces(u.Config.Name)
+	g.res.SetPolicy("upstream:"+u.Config.Name, u.Config.Retry)
+	g.caches.setUpstream(u.Config)
+	g.ups.Put(u)
 }
 
 // dropUpstream closes the upstream called name and removes its tools and
 // catalog. Callers hold srcs.mu.
 func (g *Gateway) dropUpstream(name string) bool {
-	u := g.ups.take(name)
+	u := g.ups.Take(name)
 	if u == nil {
 		return false
 	}
-	_ = u.m.Close() // its supervisor has stopped: it lists no more tools
+	_ = u.Manager.Close() // its supervisor has stopped: it lists no more tools
 	source := "upstream:" + name
 	if err := g.setSourceTools(source, nil); err != nil {
 		g.logger.Error("removing an upstream's tools", "upstream", name, "error", err)

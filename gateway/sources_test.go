@@ -121,7 +121,7 @@ func TestApply(t *testing.T) {
 			changed <- struct{}{}
 		}
 	})
-	keptB := g.ups.get("b")
+	keptB := g.ups.Get("b")
 
 	next := parseYAML(t,
 		"upstreams:",
@@ -138,7 +138,7 @@ func TestApply(t *testing.T) {
 	if d := cmp.Diff(want, applied); d != "" {
 		t.Errorf("Apply (-want +got):\n%s", d)
 	}
-	if g.ups.get("b") != keptB {
+	if g.ups.Get("b") != keptB {
 		t.Error("the unchanged upstream b was restarted; it should keep its manager")
 	}
 	select {
@@ -189,7 +189,7 @@ func TestApply(t *testing.T) {
 	if d := cmp.Diff(before, registered(g)); d != "" {
 		t.Errorf("tools after an invalid Apply changed (-before +after):\n%s", d)
 	}
-	if g.ups.get("b") != keptB {
+	if g.ups.Get("b") != keptB {
 		t.Error("an invalid Apply touched upstream b")
 	}
 

@@ -42,30 +42,6 @@ func (g *Gateway) upstreamCatalog(upstream string, c *mcpup.Catalog) {
 	}
 }
 
-// upstreamNotify passes an upstream's notification on to the clients it is
-// for: a log message to the client of the call that caused it (to), or to
-// every client whose principal may use the upstream; a resource update to
-// the sessions subscribed to it.
-func (g *Gateway) upstreamNotify(upstream, method string, params map[string]any, to mcppeer.Peer) {
-	switch method {
-	case "notifications/message":
-		if to != nil {
-			to.Notify(method, params)
-			return
-		}
-		ns := g.ups.namespace(upstream)
-		for _, f := range g.fronts() {
-			f.Log("upstream:"+upstream, ns, params)
-		}
-	case "notifications/resources/updated":
-		if uri, _ := params["uri"].(string); uri != "" {
-			for _, f := range g.fronts() {
-				f.ResourceUpdated(uri)
-			}
-		}
-	}
-}
-
 // withPeer returns ctx carrying req's client for the upstream side, which
 // relays an upstream's requests and log messages during the call to it.
 func withPeer(ctx context.Context, req *mcpfront.Request) context.Context {
@@ -78,5 +54,5 @@ func withPeer(ctx context.Context, req *mcpfront.Request) context.Context {
 // SetLogLevel passes the most verbose level a session set to every
 // upstream that logs.
 func (b frontBackend) SetLogLevel(ctx context.Context, level string) {
-	b.g.ups.setLogLevel(ctx, level)
+	b.g.ups.SetLogLevel(ctx, level)
 }

@@ -39,7 +39,7 @@ var surfaceSubjects = map[string]string{
 // upstreamForward sends a request to upstream's connection, which a
 // reload may have removed.
 func (g *Gateway) upstreamForward(ctx context.Context, upstream, method string, params any) (json.RawMessage, error) {
-	m := g.ups.get(upstream)
+	m := g.ups.Get(upstream)
 	if m == nil {
 		return nil, retry.Errorf(retry.NotFound, "no upstream is named %q", upstream)
 	}
