@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/batchtool"
 	"github.com/toolgate/toolgate/internal/syncbuf"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -247,7 +248,7 @@ func TestAuthPermissionsOverHTTP(t *testing.T) {
 
 	t.Run("inside toolgate_batch", func(t *testing.T) {
 		res := decodeCall(t, alice.call("tools/call", `{"name":"toolgate_batch","arguments":{"calls":[{"tool":"echo","arguments":{"text":"hi"}},{"tool":"counter"}]}}`))
-		var out batchResult
+		var out batchtool.Result
 		if err := json.Unmarshal([]byte(res.Content[0].Text), &out); err != nil {
 			t.Fatalf("batch result %q: %v", res.Content[0].Text, err)
 		}

@@ -9,12 +9,13 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/gateway/internal/batchtool"
 	"github.com/toolgate/toolgate/internal/syncbuf"
 	"github.com/toolgate/toolgate/registry"
 )
 
 // batchOf calls toolgate_batch with args and decodes its structured result.
-func batchOf(t *testing.T, g *Gateway, args string, meta map[string]any) batchResult {
+func batchOf(t *testing.T, g *Gateway, args string, meta map[string]any) batchtool.Result {
 	t.Helper()
 	res, err := g.Call(t.Context(), BatchToolName, json.RawMessage(args), meta)
 	if err != nil {
@@ -23,12 +24,12 @@ func batchOf(t *testing.T, g *Gateway, args string, meta map[string]any) batchRe
 	if res.IsError {
 		t.Fatalf("%s = isError %q", BatchToolName, resultText(t, res))
 	}
-	var out batchResult
+	var out batchtool.Result
 	b, _ := json.Marshal(res.Structured)
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("structuredContent %s: %v", b, err)
 	}
-	var fromText batchResult
+	var fromText batchtool.Result
 	if err := json.Unmarshal([]byte(resultText(t, res)), &fromText); err != nil || len(fromText.Results) != len(out.Results) {
 		t.Errorf("the text copy does not hold the same result: %v", err)
 	}
@@ -91,7 +92,7 @@ func TestBatchTool(t *testing.T) {
 
 	t.Run("calls run in parallel", func(t *testing.T) {
 		calls := strings.Repeat(`{"tool":"gate"},`, n)
-		done := make(chan batchResult, 1)
+		done := make(chan batchtool.Result, 1)
 		go func() { done <- batchOf(t, g, `{"calls":[`+strings.TrimSuffix(calls, ",")+`]}`, nil) }()
 		gt.waitAll(t) // all n calls of the batch inside the tool at once
 		close(gt.release)

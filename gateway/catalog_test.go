@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/gateway/internal/batchtool"
 )
 
 // catalogDoc is a small document served with catalog: search.
@@ -243,7 +244,7 @@ func TestCatalogSearch(t *testing.T) {
 	t.Run("toolgate_batch runs hidden tools and the call tool", func(t *testing.T) {
 		res := decodeCall(t, bob.call("tools/call", `{"name":"toolgate_batch","arguments":{"calls":[`+
 			`{"tool":"shop__listPets"},{"tool":"shop__call","arguments":{"name":"shop__getOrder","arguments":{"id":"7"}}}]}}`))
-		var out batchResult
+		var out batchtool.Result
 		if err := json.Unmarshal([]byte(res.Content[0].Text), &out); err != nil {
 			t.Fatal(err)
 		}
