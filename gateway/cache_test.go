@@ -178,7 +178,7 @@ func TestResultCacheREST(t *testing.T) {
 	if n := hits(counts, "/missing"); n != 3 {
 		t.Errorf("a failing tool's backend got %d requests for 3 calls, want 3 (failures never cached)", n)
 	}
-	if g.caches.bytes() <= 0 {
+	if g.caches.Bytes() <= 0 {
 		t.Error("toolgate_cache_bytes is 0 with entries held")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/rest"
+	"github.com/toolgate/toolgate/gateway/internal/callcache"
 	"github.com/toolgate/toolgate/gateway/internal/callshare"
 	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
 	"github.com/toolgate/toolgate/gateway/internal/events"
@@ -145,7 +146,7 @@ type Gateway struct {
 
 	audit *audit.Trail // the audit trail (audit.go), or nil
 
-	caches resultCaches // the sources' result caches (cache.go)
+	caches callcache.Set // the sources' result caches (cache.go)
 
 	httpOnce  sync.Once
 	router    http.Handler // built by Handler
@@ -170,7 +171,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{cfg: cfg, logger: o.logger, version: o.version, browser: o.browser, reg: registry.New(), execs: map[execKey]executors.Executor{},
-		loops: newLoopGuard(cfg), caches: resultCaches{now: o.cacheNow}}
+		loops: newLoopGuard(cfg), caches: callcache.Set{Now: o.cacheNow}}
 	g.live.Store(settingsOf(cfg))
 	g.routes.Store(&map[string]*route{})
 	// Configured sources are namespaces before their tools arrive (an

@@ -180,7 +180,7 @@ func (g *Gateway) syncTools(c registry.Change) {
 		// routes cache their own.
 		g.metrics.Forget(c.Removed)
 		g.res.Forget(c.Removed)
-		g.caches.forget(c.Removed)
+		g.caches.Forget(c.Removed)
 	}
 	g.trackChange(c)
 	g.routesMu.Lock()

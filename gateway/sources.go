@@ -148,7 +148,7 @@ func (g *Gateway) restBound(cfg *config.Config, i int) ([]executors.Bound, error
 func (g *Gateway) putREST(t config.RESTTool, bs []executors.Bound) error {
 	source := "rest:" + t.Name
 	g.res.SetPolicy(source, t.Retry)
-	g.caches.set(source, t.Cache)
+	g.caches.Set(source, t.Cache)
 	if err := g.setSourceTools(source, bs); err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (g *Gateway) dropREST(name string) bool {
 		g.logger.Error("removing a REST tool", "tool", name, "error", err)
 	}
 	g.res.DropSource(source)
-	g.caches.set(source, nil)
+	g.caches.Set(source, nil)
 	return had
 }
 
@@ -179,7 +179,7 @@ func (g *Gateway) putUpstream(u *upstreamset.Upstream) {
 	g.dropUpstream(u.Config.Name)
 	g.reg.ReserveNamespaces(u.Config.Name)
 	g.res.SetPolicy("upstream:"+u.Config.Name, u.Config.Retry)
-	g.caches.setUpstream(u.Config)
+	g.caches.SetUpstream(u.Config)
 	g.ups.Put(u)
 }
 
@@ -199,7 +199,7 @@ func (g *Gateway) dropUpstream(name string) bool {
 		f.SetCatalog(source, nil)
 	}
 	g.res.DropSource(source)
-	g.caches.set(source, nil)
+	g.caches.Set(source, nil)
 	g.metrics.ForgetUpstream(name)
 	return true
 }
@@ -217,7 +217,7 @@ func (g *Gateway) putOpenAPI(o config.OpenAPISource, bs []executors.Bound) error
 	source := "openapi:" + o.Name
 	g.reg.ReserveNamespaces(o.Name)
 	g.res.SetPolicy(source, o.Retry)
-	g.caches.set(source, o.Cache)
+	g.caches.Set(source, o.Cache)
 	if err := g.setSourceTools(source, bs); err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func (g *Gateway) dropOpenAPI(name string) {
 	}
 	g.openapi.Forget(name)
 	g.res.DropSource(source)
-	g.caches.set(source, nil)
+	g.caches.Set(source, nil)
 }
 
 // recordSources notes the rest and openapi sources New served from cfg,

@@ -4,8 +4,9 @@
 // function once (single flight), the others waiting for its value. A value
 // the fill function says not to keep (a failure) is never stored nor
 // handed to the waiters: each of them then fills on its own, one at a
-// time. It imports nothing beyond the standard library; the gateway keys
-// it by tool, principal and canonical arguments.
+// time. It imports nothing beyond the standard library;
+// gateway/internal/callcache keys it by tool, principal and canonical
+// arguments.
 package resultcache
 
 import (
