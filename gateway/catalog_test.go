@@ -260,7 +260,7 @@ func TestCatalogSearch(t *testing.T) {
 // TestBuild counts the builds and puts built tools back to their stubs.
 func TestCatalogLazy(t *testing.T) {
 	g, seen := catalogGateway(t)
-	c := g.catalogs["openapi:shop"]
+	c := g.catalogs.Of("openapi:shop")
 	stubbed := func(name string) bool { return string(mustTool(t, g, name).InputSchema) == string(c.StubSchema()) }
 	for _, name := range []string{"shop__listPets", "shop__createPet", "shop__getOrder"} {
 		if !stubbed(name) {

@@ -126,18 +126,10 @@ type Gateway struct {
 	// recorded as, by name (surfacecall.go).
 	surfaceTools sync.Map
 	openapi      restsource.State // the OpenAPI sources' skipped operations and sources not loaded (sources.go)
-	// catalogs are the OpenAPI sources and upstreams served with
-	// catalog: search, by their tools' registry source ("openapi:<name>",
-	// "upstream:<name>"); global is the gateway-wide catalog
-	// (catalog.mode: search) and always its catalog.always; restCatalog
-	// the rest tools' (defaults.catalog: search). All set before the
-	// tools are registered, never changed after New (catalogtool.go).
-	catalogs    map[string]*catalogtool.Catalog
-	global      *catalogtool.Catalog
-	always      []string
-	restCatalog *catalogtool.Catalog
-	catMu       sync.Mutex             // guards tracking
-	tracking    []*catalogtool.Catalog // the catalogs following the registry
+	// catalogs are the catalogs served (catalog: search, catalog.mode:
+	// search), all set before the tools are registered, never changed
+	// after New (catalogtool.go).
+	catalogs *catalogtool.Set
 
 	handles *handles.Keys // mints and checks thread handles (handles.go)
 	// handleTools are the tools registered with the thread handle argument

@@ -122,7 +122,7 @@ func (g *Gateway) newRoute(t *registry.Tool) *route {
 		exec = missingExec{}
 	}
 	_, reentrant := exec.(reentrantExecutor)
-	r := &route{tool: t, exec: exec, reentrant: reentrant, hidden: g.hiddenBy(t) != nil}
+	r := &route{tool: t, exec: exec, reentrant: reentrant, hidden: g.catalogs.HiddenBy(t) != nil}
 	r.plan.Store(new(g.res.Plan(t)))
 	return r
 }
@@ -182,7 +182,7 @@ func (g *Gateway) syncTools(c registry.Change) {
 		g.res.Forget(c.Removed)
 		g.caches.Forget(c.Removed)
 	}
-	g.trackChange(c)
+	g.catalogs.Changed(c)
 	g.routesMu.Lock()
 	routes := maps.Clone(*g.routes.Load())
 	for _, name := range c.Removed {
@@ -241,12 +241,12 @@ func (b frontBackend) Resolve(name []byte) (string, error) {
 	}
 	r, err := b.g.lookup(string(name))
 	if err != nil {
-		return "", b.g.visibleNotFound(err)
+		return "", b.g.catalogs.VisibleNotFound(err)
 	}
 	if r.hidden {
 		// Served through its catalog's meta-tools only (catalogtool.go).
 		b.g.metrics.UnknownTool()
-		return "", b.g.hiddenError(string(name), r.tool)
+		return "", b.g.catalogs.HiddenBy(r.tool).HiddenError(string(name), r.tool)
 	}
 	if r.tool.Name == string(name) {
 		return "", nil

@@ -7,7 +7,6 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
-	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
 	"github.com/toolgate/toolgate/gateway/internal/restsource"
 	"github.com/toolgate/toolgate/gateway/internal/upstreamset"
 )
@@ -59,7 +58,7 @@ func (g *Gateway) SourceProblems() []error { return g.openapi.Problems() }
 func (g *Gateway) restLoader() *restsource.Loader {
 	return &restsource.Loader{
 		Compile:    g.rest.Add,
-		NewCatalog: g.newCatalog,
+		NewCatalog: g.catalogs.OpenAPI,
 		Bound:      g.res.SetRESTURL,
 		Logger:     g.logger,
 		State:      &g.openapi,
@@ -76,10 +75,7 @@ func (g *Gateway) restTools(cfg *config.Config) ([]executors.Bound, error) {
 		return nil, joinProblems(problems...)
 	}
 	for _, c := range cats {
-		if g.catalogs == nil {
-			g.catalogs = map[string]*catalogtool.Catalog{}
-		}
-		g.catalogs[c.Source()] = c
+		g.catalogs.Serve(c)
 		bound = append(bound, c.Tools(catalogCallExec{g: g, c: c})...)
 	}
 	return bound, nil

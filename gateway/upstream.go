@@ -109,7 +109,7 @@ func (g *Gateway) tokenStore(cfg *config.Config) (*oauthclient.Store, error) {
 // ([upstreamset.Servable]).
 func (g *Gateway) servableTools(upstream string, tools []executors.Bound) []executors.Bound {
 	var isMeta func(string) bool
-	if c := g.catalogs["upstream:"+upstream]; c != nil {
+	if c := g.catalogs.Of("upstream:" + upstream); c != nil {
 		isMeta = c.IsMeta
 	}
 	return upstreamset.Servable(upstream, tools, g.reg, isMeta, g.logger)

@@ -22,7 +22,9 @@
 //     them.
 //
 // This package owns the catalogs: search, describe and the hidden tools'
-// building on first use. <prefix>call is the gateway's
+// building on first use; and a gateway's [Set] of them: which catalog
+// hides which tool, the tracking catalogs following the registry, and
+// the suggestions of an unknown name pointing at search tools. <prefix>call is the gateway's
 // (gateway/catalogtool.go): it re-enters the pipeline as toolgate_batch
 // does, its executor finding the outer call in its context and running
 // the inner call ([Catalog.Resolve] names its tool) with the outer call's
