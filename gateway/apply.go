@@ -4,14 +4,12 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
+	"github.com/toolgate/toolgate/gateway/internal/reloadplan"
 	"github.com/toolgate/toolgate/gateway/internal/restsource"
 	"github.com/toolgate/toolgate/gateway/internal/upstreamset"
 	"github.com/toolgate/toolgate/internal/auth"
@@ -94,7 +92,7 @@ type openapiPut struct {
 // planApply builds what cfg adds or changes and lists what it removes,
 // changing nothing; or returns every problem. Callers hold srcs.mu.
 func (g *Gateway) planApply(cfg *config.Config) (*applyPlan, error) {
-	p := &applyPlan{applied: &Applied{Restart: restartNeeded(g.cfg, cfg)}}
+	p := &applyPlan{applied: &Applied{Restart: reloadplan.Restart(g.cfg, cfg)}}
 	g.planAuth(cfg, p)
 	g.planSettings(cfg, p)
 	errs := append(restsource.NameErrors(cfg), upstreamNameErrors(cfg)...)
@@ -127,33 +125,17 @@ func (a *Applied) note(source string, existed bool) {
 	}
 }
 
-// liveAuth are the keys of the auth section a reload applies: the static
-// tokens, with their permissions and rates, who is an admin, and the caps
-// of one principal's sessions and instances. The rest (OAuth, rate_scope,
-// switching authentication on or off) needs a restart.
-var liveAuth = []string{"auth.tokens", "auth.admins", "auth.max_sessions", "auth.max_instances"}
-
 // planAuth builds the authenticator of cfg's tokens when they changed and
 // the rest of the auth section did not, and takes them and the caps
 // (applied by planSettings) off the settings that need a restart.
 // Per-principal rate buckets start full again.
 func (g *Gateway) planAuth(cfg *config.Config, p *applyPlan) {
-	if g.auth == nil || !cfg.Auth.Enabled() {
-		return // switching authentication on or off needs a restart
-	}
-	rest := func(a config.Auth) config.Auth {
-		a.Tokens, a.Admins, a.MaxSessions, a.MaxInstances = nil, nil, 0, 0
-		return a
-	}
-	if !sameSection(rest(g.cfg.Auth), rest(cfg.Auth)) {
+	if g.auth == nil || !reloadplan.AuthLive(&g.cfg.Auth, &cfg.Auth) {
 		return
 	}
 	p.authCaps = true
-	if p.applied.Restart = slices.DeleteFunc(p.applied.Restart, func(k string) bool { return slices.Contains(liveAuth, k) }); len(p.applied.Restart) == 0 {
-		p.applied.Restart = nil
-	}
-	cur := g.srcs.auth
-	if sameSection(cur.Tokens, cfg.Auth.Tokens) && sameSection(cur.Admins, cfg.Auth.Admins) {
+	p.applied.Restart = reloadplan.WithoutLiveAuth(p.applied.Restart)
+	if !reloadplan.TokensChanged(&g.srcs.auth, &cfg.Auth) {
 		return
 	}
 	p.authCfg = cfg.Auth
@@ -164,7 +146,7 @@ func (g *Gateway) planAuth(cfg *config.Config, p *applyPlan) {
 // planHooks builds cfg's hooks when they changed. Calls that have started
 // keep the hooks they started with.
 func (g *Gateway) planHooks(cfg *config.Config, p *applyPlan) error {
-	if sameSection(g.srcs.hooks, cfg.Hooks) {
+	if reloadplan.Same(g.srcs.hooks, cfg.Hooks) {
 		return nil
 	}
 	set, err := g.newHooks(cfg)
@@ -179,26 +161,19 @@ func (g *Gateway) planHooks(cfg *config.Config, p *applyPlan) error {
 // planREST builds the rest tools cfg adds or changes.
 func (g *Gateway) planREST(cfg *config.Config, p *applyPlan) []error {
 	var errs []error
-	seen := map[string]bool{}
-	for i, t := range cfg.Rest {
-		seen[t.Name] = true
-		old, ok := g.srcs.rest[t.Name]
-		if ok && sameSection(old, t) {
-			continue
-		}
-		bs, err := g.restBound(cfg, i)
+	changes, removed := reloadplan.Diff(g.srcs.rest, cfg.Rest, func(t config.RESTTool) string { return t.Name }, reloadplan.Same)
+	for _, c := range changes {
+		bs, err := g.restBound(cfg, c.Index)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		p.rest = append(p.rest, restPut{t, bs})
-		p.applied.note("rest:"+t.Name, ok)
+		p.rest = append(p.rest, restPut{c.New, bs})
+		p.applied.note("rest:"+c.New.Name, c.Existed)
 	}
-	for _, name := range sortedKeys(g.srcs.rest) {
-		if !seen[name] {
-			p.dropREST = append(p.dropREST, name)
-			p.applied.Removed = append(p.applied.Removed, "rest:"+name)
-		}
+	for _, name := range removed {
+		p.dropREST = append(p.dropREST, name)
+		p.applied.Removed = append(p.applied.Removed, "rest:"+name)
 	}
 	return errs
 }
@@ -208,29 +183,25 @@ func (g *Gateway) planREST(cfg *config.Config, p *applyPlan) []error {
 // while serving: a change to one is listed as needing a restart.
 func (g *Gateway) planOpenAPI(cfg *config.Config, p *applyPlan) []error {
 	var errs []error
-	seen := map[string]bool{}
-	for i, o := range cfg.OpenAPI {
-		seen[o.Name] = true
-		old, ok := g.srcs.openapi[o.Name]
-		if ok && sameSection(old, o) && !g.restLoader().DocChanged(g.root, o) {
+	same := func(old, o config.OpenAPISource) bool {
+		return reloadplan.Same(old, o) && !g.restLoader().DocChanged(g.root, o)
+	}
+	changes, removed := reloadplan.Diff(g.srcs.openapi, cfg.OpenAPI, func(o config.OpenAPISource) string { return o.Name }, same)
+	for _, c := range changes {
+		o := c.New
+		if g.catalogSource(cfg, o) || (c.Existed && g.catalogSource(g.cfg, c.Old)) {
+			p.applied.Restart = append(p.applied.Restart, fmt.Sprintf("openapi[%d] (%s, catalog: search)", c.Index, o.Name))
 			continue
 		}
-		if g.catalogSource(cfg, o) || (ok && g.catalogSource(g.cfg, old)) {
-			p.applied.Restart = append(p.applied.Restart, fmt.Sprintf("openapi[%d] (%s, catalog: search)", i, o.Name))
-			continue
-		}
-		bs, err := g.openapiBound(cfg, i)
+		bs, err := g.openapiBound(cfg, c.Index)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		p.openapi = append(p.openapi, openapiPut{o, bs})
-		p.applied.note("openapi:"+o.Name, ok)
+		p.applied.note("openapi:"+o.Name, c.Existed)
 	}
-	for _, name := range sortedKeys(g.srcs.openapi) {
-		if seen[name] {
-			continue
-		}
+	for _, name := range removed {
 		if g.catalogSource(g.cfg, g.srcs.openapi[name]) {
 			p.applied.Restart = append(p.applied.Restart, fmt.Sprintf("openapi (%s removed, catalog: search)", name))
 			continue
@@ -253,24 +224,29 @@ func (g *Gateway) planUpstreams(cfg *config.Config, p *applyPlan) error {
 		return err
 	}
 	cur := g.ups.Configured()
-	for _, u := range ups {
-		old, ok := cur[u.Config.Name]
-		delete(cur, u.Config.Name)
-		if ok && upstreamset.Same(old, u.Config) {
-			_ = u.Manager.Close() // built, never started: the running one stays
-			continue
-		}
+	cfgs := make([]config.Upstream, len(ups))
+	for i, u := range ups {
+		cfgs[i] = u.Config
+	}
+	changes, removed := reloadplan.Diff(cur, cfgs, func(u config.Upstream) string { return u.Name }, upstreamset.Same)
+	keep := make([]bool, len(ups))
+	for _, c := range changes {
 		// Catalogs are fixed by New: an upstream may change, but not
 		// move in or out of one.
-		if was := ok && upstreamCatalog(g.cfg, old); was != upstreamCatalog(cfg, u.Config) {
-			_ = u.Manager.Close()
-			p.applied.Restart = append(p.applied.Restart, fmt.Sprintf("upstreams (%s, catalog: search)", u.Config.Name))
+		if was := c.Existed && upstreamCatalog(g.cfg, c.Old); was != upstreamCatalog(cfg, c.New) {
+			p.applied.Restart = append(p.applied.Restart, fmt.Sprintf("upstreams (%s, catalog: search)", c.New.Name))
 			continue
 		}
-		p.ups = append(p.ups, u)
-		p.applied.note("upstream:"+u.Config.Name, ok)
+		keep[c.Index] = true
+		p.ups = append(p.ups, ups[c.Index])
+		p.applied.note("upstream:"+c.New.Name, c.Existed)
 	}
-	for _, name := range sortedKeys(cur) {
+	for i, u := range ups {
+		if !keep[i] {
+			_ = u.Manager.Close() // built, never started: the running one stays, or a restart is needed
+		}
+	}
+	for _, name := range removed {
 		if upstreamCatalog(g.cfg, cur[name]) {
 			p.applied.Restart = append(p.applied.Restart, fmt.Sprintf("upstreams (%s removed, catalog: search)", name))
 			continue
@@ -330,51 +306,6 @@ func (p *applyPlan) run(g *Gateway) error {
 	return errors.Join(errs...)
 }
 
-// liveSections are the configuration's sections a reload applies whole;
-// liveKeys (live.go) the keys of those it applies in part. Every other
-// setting takes effect on restart.
-var liveSections = map[string]bool{"builtin": true, "rest": true, "openapi": true, "upstreams": true, "hooks": true,
-	"guards": true, "threads": true, "batch_tool": true}
-
-// restartNeeded lists the settings that differ between old and cfg and
-// that only a restart applies: each top-level section, or for a section
-// that is a mapping, each of its keys ("server.listen") but liveKeys.
-func restartNeeded(old, cfg *config.Config) []string {
-	var out []string
-	a, b := reflect.ValueOf(*old), reflect.ValueOf(*cfg)
-	t := a.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if !f.IsExported() || key == "" || key == "-" || liveSections[key] {
-			continue
-		}
-		va, vb := a.Field(i), b.Field(i)
-		if reflect.DeepEqual(va.Interface(), vb.Interface()) {
-			continue
-		}
-		if f.Type.Kind() != reflect.Struct {
-			out = append(out, key)
-			continue
-		}
-		for j := range f.Type.NumField() {
-			sub, _, _ := strings.Cut(f.Type.Field(j).Tag.Get("yaml"), ",")
-			if sub != "" && !liveKeys[key+"."+sub] && !reflect.DeepEqual(va.Field(j).Interface(), vb.Field(j).Interface()) {
-				out = append(out, key+"."+sub)
-			}
-		}
-	}
-	return out
-}
-
-// reloadStatus is the outcome of the last reload, as /readyz reports it.
-type reloadStatus struct {
-	At       time.Time `json:"at"`
-	Result   string    `json:"result"`             // ok or error
-	Problems int       `json:"problems,omitempty"` // how many, on error (the log has each)
-	Restart  []string  `json:"restart_needed,omitempty"`
-}
-
 // RecordReload counts a configuration reload in
 // toolgate_config_reloads_total and shows its outcome on /readyz: err nil
 // is a reload applied (a, what Apply returned, may be nil), otherwise the
@@ -382,16 +313,11 @@ type reloadStatus struct {
 // counts each). While the last reload failed, /readyz says degraded. The
 // problems themselves are the caller's to log.
 func (g *Gateway) RecordReload(a *Applied, err error) {
-	st := &reloadStatus{At: time.Now().UTC(), Result: "ok"}
+	var restart []string
 	if a != nil {
-		st.Restart = a.Restart
+		restart = a.Restart
 	}
-	if err != nil {
-		st.Result, st.Problems = "error", 1
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			st.Problems = len(j.Unwrap())
-		}
-	}
+	st := reloadplan.NewStatus(time.Now(), restart, err)
 	g.metrics.Reload(st.Result)
 	g.lastReload.Store(st)
 }

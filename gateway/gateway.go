@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/handles"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/gateway/internal/reloadplan"
 	"github.com/toolgate/toolgate/gateway/internal/resilience"
 	"github.com/toolgate/toolgate/gateway/internal/restsource"
 	"github.com/toolgate/toolgate/gateway/internal/upstreamset"
@@ -81,9 +82,9 @@ type Gateway struct {
 	dispatcher  *executors.Dispatcher
 	stateful    *executors.Stateful
 	rest        *rest.Executor
-	ups         upstreamset.Set              // the upstream MCP servers (upstream.go)
-	srcs        sourceSet                    // the rest and openapi sources as configured (sources.go)
-	lastReload  atomic.Pointer[reloadStatus] // the last reload's outcome, for /readyz (apply.go); nil before one
+	ups         upstreamset.Set                   // the upstream MCP servers (upstream.go)
+	srcs        sourceSet                         // the rest and openapi sources as configured (sources.go)
+	lastReload  atomic.Pointer[reloadplan.Status] // the last reload's outcome, for /readyz (apply.go); nil before one
 	pool        *threadctx.Pool
 	metrics     *gatewaymetrics.Metrics
 	limiter     atomic.Pointer[callshare.Limiter] // the slots of new calls; a reload may replace it (live.go)

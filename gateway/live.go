@@ -49,17 +49,6 @@ func (g *Gateway) poolOptions(s *liveSettings) *threadctx.Options {
 	}
 }
 
-// liveKeys are the keys of sections a reload applies in part; the other
-// keys of those sections need a restart. defaults.catalog does: it
-// decides which OpenAPI sources are served through a catalog, fixed while
-// serving. The auth keys are live only while the rest of the auth section
-// stays as it is (planAuth).
-var liveKeys = map[string]bool{
-	"defaults.timeout": true, "defaults.retry": true, "defaults.retry_budget": true, "defaults.circuit_breaker": true,
-	"defaults.max_parallel": true, "defaults.max_parallel_per_session": true, "defaults.max_parallel_per_principal": true,
-	"defaults.max_queue": true,
-}
-
 // planSettings notes which live settings cfg changes, and keeps the new
 // ones for run; auth's caps only when planAuth found them live.
 func (g *Gateway) planSettings(cfg *config.Config, p *applyPlan) {

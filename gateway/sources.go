@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"reflect"
-	"slices"
 	"sync"
 
 	"github.com/toolgate/toolgate/config"
@@ -252,17 +250,4 @@ func (g *Gateway) recordSources(cfg *config.Config) {
 	}
 	g.srcs.auth = cfg.Auth
 	g.srcs.hooks = cfg.Hooks
-}
-
-// sameSection reports whether a and b configure a source alike.
-func sameSection[T any](a, b T) bool { return reflect.DeepEqual(a, b) }
-
-// sortedKeys returns m's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/gateway/internal/reloadplan"
 )
 
 // echoUpstream serves an MCP server over streamable HTTP whose one tool,
@@ -300,8 +301,8 @@ func TestRecordReload(t *testing.T) {
 	rec = httptest.NewRecorder()
 	g.serveReady(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	var body struct {
-		Status string       `json:"status"`
-		Reload reloadStatus `json:"reload"`
+		Status string            `json:"status"`
+		Reload reloadplan.Status `json:"reload"`
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatal(err)
