@@ -34,7 +34,7 @@ func TestCatalogErrors(t *testing.T) {
 			`t.yaml:1:17: catalog.mode: must be tools or search; search lists three meta-tools (toolgate_search, toolgate_describe, toolgate_call) in place of every tool; got "lots"`,
 		}},
 		{"always without search", []string{"catalog:", "  always: [\"x[\"]"}, []string{
-			`t.yaml:2:11: catalog.always: lists tools besides the search meta-tools, so it needs catalog.mode: search; set the mode or remove always`,
+			`t.yaml:2:11: catalog.always: lists tools besides the search meta-tools, so it needs catalog.mode: search (or an endpoint with catalog: search); set the mode or remove always`,
 			`t.yaml:2:12: catalog.always[0]: is not a valid glob (* ? [a-z] and \ escapes); got "x["`,
 		}},
 		{"an upstream's", []string{"upstreams:", "  - {name: fs, transport: stdio, command: x, catalog: find}"}, []string{

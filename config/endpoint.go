@@ -29,6 +29,22 @@ type Endpoint struct {
 	// principals who may use the endpoint; others get 403. Default ["*"]:
 	// every authenticated principal. Needs auth.
 	Principals []string `yaml:"principals"`
+	// Catalog is how the endpoint lists its tools: [CatalogTools] lists
+	// each; [CatalogSearch] lists the gateway-wide search meta-tools
+	// (toolgate_search, toolgate_describe, toolgate_call), which find,
+	// describe and call the endpoint's tools, and those of them the
+	// top-level catalog.always names. Default (empty): the top-level
+	// catalog.mode.
+	Catalog Catalog `yaml:"catalog"`
+}
+
+// Search reports whether e lists its tools as the search meta-tools,
+// under the top-level catalog section top.
+func (e Endpoint) Search(top GatewayCatalog) bool {
+	if e.Catalog == "" {
+		return top.Search()
+	}
+	return e.Catalog == CatalogSearch
 }
 
 // endpointName is the shape of an endpoint's name: one path segment.
@@ -67,6 +83,9 @@ func (c *checker) endpoints(cfg *Config) {
 			c.fail(p+".principals", "", "needs authentication: without an auth section every client is one anonymous principal; remove principals or configure auth")
 		}
 		c.globs(p+".principals", e.Principals)
+		if !e.Catalog.Valid() {
+			c.fail(p+".catalog", quoteShort(string(e.Catalog)), "must be %s or %s; search lists the meta-tools toolgate_search, toolgate_describe and toolgate_call in place of the endpoint's tools", CatalogTools, CatalogSearch)
+		}
 	}
 }
 

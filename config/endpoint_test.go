@@ -57,3 +57,46 @@ func TestEndpointErrors(t *testing.T) {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
+
+func TestEndpointCatalog(t *testing.T) {
+	cfg, err := Parse("t.yaml", yamlLines(
+		"catalog: {always: [toolgate_batch]}",
+		"endpoints:",
+		"  - {name: gh, tools: [\"gh__*\"], catalog: search}",
+		"  - {name: ops, tools: [\"ops__*\"], catalog: tools}",
+		"  - {name: all, tools: [\"*\"]}",
+	), nil)
+	if err != nil {
+		t.Fatal(err) // always is allowed: an endpoint lists the meta-tools
+	}
+	for i, want := range []bool{true, false, false} {
+		if got := cfg.Endpoints[i].Search(cfg.Catalog); got != want {
+			t.Errorf("endpoints[%d].Search() = %v, want %v", i, got, want)
+		}
+	}
+	// Without its own catalog an endpoint lists as the top-level mode says.
+	top := GatewayCatalog{Mode: CatalogSearch}
+	for i, want := range []bool{true, false, true} {
+		if got := cfg.Endpoints[i].Search(top); got != want {
+			t.Errorf("under catalog.mode: search, endpoints[%d].Search() = %v, want %v", i, got, want)
+		}
+	}
+}
+
+func TestEndpointCatalogError(t *testing.T) {
+	_, err := Parse("t.yaml", yamlLines(
+		"endpoints:",
+		"  - name: gh",
+		"    tools: [\"gh__*\"]",
+		"    catalog: find",
+	), nil)
+	want := []string{
+		`t.yaml:4:14: endpoints[0].catalog: must be tools or search; search lists the meta-tools toolgate_search, toolgate_describe and toolgate_call in place of the endpoint's tools; got "find"`,
+	}
+	if err == nil {
+		t.Fatal("Parse succeeded, want an error")
+	}
+	if diff := cmp.Diff(want, errLines(t, err)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}

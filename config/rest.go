@@ -207,13 +207,14 @@ type GatewayCatalog struct {
 // meta-tools.
 func (g GatewayCatalog) Search() bool { return g.Mode == CatalogSearch }
 
-// gatewayCatalog checks the top-level catalog section.
-func (c *checker) gatewayCatalog(g GatewayCatalog) {
+// gatewayCatalog checks the top-level catalog section, with the
+// endpoints that may list the search meta-tools too.
+func (c *checker) gatewayCatalog(g GatewayCatalog, endpoints []Endpoint) {
 	if !g.Mode.Valid() {
 		c.fail("catalog.mode", quoteShort(string(g.Mode)), "must be %s or %s; search lists three meta-tools (toolgate_search, toolgate_describe, toolgate_call) in place of every tool", CatalogTools, CatalogSearch)
 	}
-	if len(g.Always) > 0 && g.Mode != CatalogSearch {
-		c.fail("catalog.always", "", "lists tools besides the search meta-tools, so it needs catalog.mode: search; set the mode or remove always")
+	if len(g.Always) > 0 && g.Mode != CatalogSearch && !slices.ContainsFunc(endpoints, func(e Endpoint) bool { return e.Catalog == CatalogSearch }) {
+		c.fail("catalog.always", "", "lists tools besides the search meta-tools, so it needs catalog.mode: search (or an endpoint with catalog: search); set the mode or remove always")
 	}
 	c.globs("catalog.always", g.Always)
 }
@@ -320,7 +321,7 @@ func resolveSpec(spec, file string) string {
 func (c *checker) restSections(cfg *Config) {
 	c.retry("defaults.retry", &cfg.Defaults.Retry)
 	c.catalog("defaults.catalog", cfg.Defaults.Catalog)
-	c.gatewayCatalog(cfg.Catalog)
+	c.gatewayCatalog(cfg.Catalog, cfg.Endpoints)
 	c.restCatalogNames(cfg)
 	for i, o := range cfg.OpenAPI {
 		p := fmt.Sprintf("openapi[%d]", i)

@@ -347,7 +347,7 @@ func TestCatalogConfig(t *testing.T) {
 	defer g.Close()
 	var listed []string
 	for _, r := range *g.routes.Load() {
-		if !r.hidden {
+		if !r.hidden[listing(false)] {
 			listed = append(listed, r.tool.Name)
 		}
 	}

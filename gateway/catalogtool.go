@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/config"
@@ -31,6 +32,26 @@ const (
 	restCatalogName = "rest"
 )
 
+// listing indexes what a front lists (route.hidden): 0 at a front that
+// lists each tool, 1 at one in search mode, which lists the gateway-wide
+// catalog's meta-tools in place of the tools.
+func listing(search bool) int {
+	if search {
+		return 1
+	}
+	return 0
+}
+
+// isGatewayMeta reports whether name is one of the gateway-wide catalog's
+// meta-tools.
+func isGatewayMeta(name string) bool {
+	switch name {
+	case gatewayCatalogPrefix + catalogtool.Search, gatewayCatalogPrefix + catalogtool.Describe, gatewayCatalogPrefix + catalogtool.Call:
+		return true
+	}
+	return false
+}
+
 // catalogEnv is what g's catalogs need of it.
 func (g *Gateway) catalogEnv() catalogtool.Env {
 	return catalogtool.Env{
@@ -50,7 +71,7 @@ func (g *Gateway) catalogEnv() catalogtool.Env {
 func (g *Gateway) trackingCatalogs(cfg *config.Config) []executors.Bound {
 	g.catalogs = catalogtool.NewSet(g.catalogEnv())
 	var cats []*catalogtool.Catalog
-	if cfg.Catalog.Search() {
+	if cfg.Catalog.Search() || slices.ContainsFunc(cfg.Endpoints, func(e config.Endpoint) bool { return e.Search(cfg.Catalog) }) {
 		cats = append(cats, g.catalogs.Global(gatewayCatalogPrefix, cfg.Catalog.Always, g.reg.List()))
 	}
 	if cfg.Defaults.Catalog == config.CatalogSearch && len(cfg.Rest) > 0 {

@@ -21,16 +21,25 @@ import (
 // its permissions (scopedIdentity), so everything that already honours a
 // principal's permissions honours the endpoint too: tools/list, a call by
 // name or by repair, toolgate_batch, the catalogs' search, the resources,
-// prompts and log messages of an upstream.
+// prompts and log messages of an upstream. An endpoint with catalog:
+// search lists the gateway-wide catalog's meta-tools in place of its
+// tools (frontBackend.search, route.hidden), and serves them: their
+// search, describe and call, filtered by that same identity, cover its
+// tools only.
 
 // endpoint is one configured virtual server.
 type endpoint struct {
-	cfg   config.Endpoint
-	front *mcpfront.Front
+	cfg    config.Endpoint
+	search bool // lists the gateway-wide search meta-tools in place of its tools (catalog: search)
+	front  *mcpfront.Front
 }
 
-// serves reports whether e serves tool.
-func (e *endpoint) serves(tool string) bool { return matchAny(e.cfg.Tools, tool) }
+// serves reports whether e serves tool: one its globs match, or a
+// gateway-wide meta-tool when e lists them, whose searches, describes
+// and calls cover the rest of e's tools only (endpointPolicy).
+func (e *endpoint) serves(tool string) bool {
+	return matchAny(e.cfg.Tools, tool) || (e.search && isGatewayMeta(tool))
+}
 
 // admits reports whether principal name may use e.
 func (e *endpoint) admits(name string) bool {
@@ -102,7 +111,7 @@ func (e *endpoint) authenticate(authn func(http.Handler) http.Handler) func(http
 func (g *Gateway) newEndpoints(cfg *config.Config, base mcpfront.Options) []*endpoint {
 	out := make([]*endpoint, 0, len(cfg.Endpoints))
 	for _, ec := range cfg.Endpoints {
-		e := &endpoint{cfg: ec}
+		e := &endpoint{cfg: ec, search: ec.Search(cfg.Catalog)}
 		o := base
 		o.MCPPath = config.EndpointPath(cfg.Server.MCPPath, ec.Name)
 		o.SSEPath, o.MessagePath = "/sse/"+ec.Name, "/message/"+ec.Name
@@ -112,7 +121,7 @@ func (g *Gateway) newEndpoints(cfg *config.Config, base mcpfront.Options) []*end
 		o.Authenticate = e.authenticate(base.Authenticate)
 		o.Scope = e.scopedIdentity
 		o.SessionsOf = g.front // server.max_sessions and auth.max_sessions count every endpoint's
-		e.front = mcpfront.New(frontBackend{g}, o)
+		e.front = mcpfront.New(frontBackend{g: g, search: e.search}, o)
 		out = append(out, e)
 	}
 	return out
@@ -144,11 +153,12 @@ func (g *Gateway) endpointFront(name string) *mcpfront.Front {
 }
 
 // setEndpointTools passes a change of the served tools to each endpoint:
-// only the tools it serves.
-func (g *Gateway) setEndpointTools(add []mcpfront.Tool, removed []string) {
+// only the tools it serves, of those its listing lists (add, by
+// listing).
+func (g *Gateway) setEndpointTools(add [2][]mcpfront.Tool, removed []string) {
 	for _, e := range g.endpoints {
 		var a []mcpfront.Tool
-		for _, t := range add {
+		for _, t := range add[listing(e.search)] {
 			if e.serves(t.Def.Name) {
 				a = append(a, t)
 			}

@@ -92,6 +92,7 @@ type Gateway struct {
 	res         *resilience.Planner
 	events      *events.Bus // call lifecycle events (events.go)
 	front       *mcpfront.Front
+	searchFront bool                               // whether front lists the search meta-tools (catalog.mode: search)
 	endpoints   []*endpoint                        // config endpoints: virtual servers (endpoints.go)
 	auth        *auth.Authenticator                // nil without authentication (auth.go)
 	authLive    atomic.Pointer[auth.Authenticator] // the tokens a reload applied, replacing auth's; nil before (auth.go)
@@ -243,7 +244,8 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		MaxSessionsPerPrincipal: principalSessions, Authenticate: authenticate,
 		Tracer: g.tracer,
 	}
-	g.front = mcpfront.New(frontBackend{g}, frontOpts)
+	g.searchFront = cfg.Catalog.Search()
+	g.front = mcpfront.New(frontBackend{g: g, search: g.searchFront}, frontOpts)
 	g.endpoints = g.newEndpoints(cfg, frontOpts)
 	metaTools := g.trackingCatalogs(cfg)
 	g.unsubscribe = g.reg.Subscribe(g.syncTools)

@@ -205,9 +205,9 @@ func TestThreads(t *testing.T) {
 		t.Errorf("one-call instances closed = %d, want 2", got)
 	}
 	// Ending session A closes its instance.
-	frontBackend{g}.SessionStarted("A")
+	frontBackend{g: g}.SessionStarted("A")
 	before = fc.closed.Load()
-	frontBackend{g}.SessionEnded("A")
+	frontBackend{g: g}.SessionEnded("A")
 	if got := fc.closed.Load() - before; got != 1 {
 		t.Errorf("instances closed at session end = %d, want 1", got)
 	}

@@ -104,7 +104,7 @@ func TestUse(t *testing.T) {
 // the session's instance.
 func TestBatchInheritsSession(t *testing.T) {
 	g, _ := newGateway(t, func(c *config.Config) { c.BatchTool = true })
-	frontBackend{g}.SessionStarted("S")
+	frontBackend{g: g}.SessionStarted("S")
 	run := func(c *Call) *Result {
 		t.Helper()
 		res, err := g.handle(t.Context(), c)

@@ -26,10 +26,13 @@ type route struct {
 	// through the pipeline (toolgate_batch): it takes no slot itself and
 	// finds its Call in its context.
 	reentrant bool
-	// hidden marks a tool served through a catalog (catalogtool.go): it runs
-	// like any other, but is not in tools/list nor callable by name from
-	// an MCP client.
-	hidden bool
+	// hidden marks a tool a front does not list (catalogtool.go): served
+	// through a catalog, or a gateway-wide meta-tool at a front that lists
+	// each tool. It runs like any other, but is not in that front's
+	// tools/list nor callable by name from its clients. Indexed by
+	// listing (catalogtool.go): at a front that lists each tool, or at one
+	// in search mode.
+	hidden [2]bool
 	// gone is set when the registry removes or replaces the tool; a call
 	// that reaches a gone route looks its tool up again.
 	gone atomic.Bool
@@ -122,7 +125,8 @@ func (g *Gateway) newRoute(t *registry.Tool) *route {
 		exec = missingExec{}
 	}
 	_, reentrant := exec.(reentrantExecutor)
-	r := &route{tool: t, exec: exec, reentrant: reentrant, hidden: g.catalogs.HiddenBy(t) != nil}
+	r := &route{tool: t, exec: exec, reentrant: reentrant,
+		hidden: [2]bool{!g.catalogs.Listed(t, false), !g.catalogs.Listed(t, true)}}
 	r.plan.Store(new(g.res.Plan(t)))
 	return r
 }
@@ -191,19 +195,21 @@ func (g *Gateway) syncTools(c registry.Change) {
 		}
 		delete(routes, name) // a replaced tool is added back below
 	}
-	add := make([]mcpfront.Tool, 0, len(c.Added))
+	var add [2][]mcpfront.Tool // by listing: what fronts that list each tool list, and search fronts
 	for _, t := range c.Added {
 		r := g.newRoute(t)
 		routes[t.Name] = r
-		if !r.hidden {
-			add = append(add, mcpfront.Tool{Def: t, Call: g.serveFront(r)})
+		for l, hidden := range r.hidden {
+			if !hidden {
+				add[l] = append(add[l], mcpfront.Tool{Def: t, Call: g.serveFront(r)})
+			}
 		}
 	}
 	g.routes.Store(&routes)
 	g.routesMu.Unlock()
 	// A replaced tool (an upstream listing its tools again) is in both
 	// lists; the front replaces it in place.
-	g.front.SetTools(add, c.Removed)
+	g.front.SetTools(add[listing(g.searchFront)], c.Removed)
 	g.setEndpointTools(add, c.Removed)
 }
 
@@ -230,23 +236,33 @@ func (g *Gateway) serveFront(r *route) func(context.Context, *mcpfront.Request) 
 	}
 }
 
-// frontBackend is the gateway as the MCP front sees it.
-type frontBackend struct{ g *Gateway }
+// frontBackend is the gateway as an MCP front sees it; search says
+// whether the front lists the gateway-wide catalog's meta-tools in place
+// of the tools (catalog.mode, endpoints[].catalog).
+type frontBackend struct {
+	g      *Gateway
+	search bool
+}
 
 var _ mcpfront.Backend = frontBackend{}
 
 func (b frontBackend) Resolve(name []byte) (string, error) {
-	if r, ok := (*b.g.routes.Load())[string(name)]; ok && !r.hidden {
+	l := listing(b.search)
+	if r, ok := (*b.g.routes.Load())[string(name)]; ok && !r.hidden[l] {
 		return "", nil
 	}
 	r, err := b.g.lookup(string(name))
 	if err != nil {
-		return "", b.g.catalogs.VisibleNotFound(err)
+		return "", b.g.catalogs.VisibleNotFound(err, b.search)
 	}
-	if r.hidden {
-		// Served through its catalog's meta-tools only (catalogtool.go).
+	if r.hidden[l] {
 		b.g.metrics.UnknownTool()
-		return "", b.g.catalogs.HiddenBy(r.tool).HiddenError(string(name), r.tool)
+		if c := b.g.catalogs.HiddenBy(r.tool, b.search); c != nil {
+			// Served through its catalog's meta-tools only (catalogtool.go).
+			return "", c.HiddenError(string(name), r.tool)
+		}
+		// A gateway-wide meta-tool at a front that lists each tool.
+		return "", &registry.NotFoundError{Name: string(name), Available: -1}
 	}
 	if r.tool.Name == string(name) {
 		return "", nil

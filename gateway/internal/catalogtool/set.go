@@ -14,7 +14,7 @@ import (
 // Set is the catalogs one gateway serves: the OpenAPI sources' and the
 // tracking catalogs (the gateway-wide one, the rest tools', upstreams'),
 // kept up to date with the registry ([Set.Changed]), and which of them
-// hides each registered tool from tools/list ([Set.HiddenBy]). Its
+// hides each registered tool from a front's tools/list ([Set.HiddenBy]). Its
 // catalogs are added before any tool is registered, never after; from
 // then on its methods are safe for concurrent use.
 type Set struct {
@@ -106,11 +106,13 @@ func (s *Set) inGlobal(t *registry.Tool) bool {
 }
 
 // HiddenBy returns the catalog whose meta-tools serve t in place of
-// tools/list, or nil when t is listed: with a gateway-wide catalog, every
-// tool but the meta-tools and always's is behind it; otherwise a tool of
-// a source served through a catalog is behind its source's.
-func (s *Set) HiddenBy(t *registry.Tool) *Catalog {
-	if s.global != nil && !s.global.IsMeta(t.Name) && !s.alwaysListed(t.Name) {
+// tools/list at a front, or nil when t is listed there or is not served
+// there at all ([Set.Listed]). search says whether the front lists the
+// gateway-wide catalog's meta-tools: there, every tool but those and
+// always's is behind it. At any front a tool of a source served through
+// a catalog is behind its source's.
+func (s *Set) HiddenBy(t *registry.Tool, search bool) *Catalog {
+	if search && s.global != nil && !s.global.IsMeta(t.Name) && !s.alwaysListed(t.Name) {
 		return s.global
 	}
 	if c, ok := s.bySource[t.Source]; ok {
@@ -124,6 +126,15 @@ func (s *Set) HiddenBy(t *registry.Tool) *Catalog {
 	return nil
 }
 
+// Listed reports whether a front lists t (search: as [Set.HiddenBy]
+// says): t is behind no catalog there, and is not one of the
+// gateway-wide catalog's meta-tools at a front that lists each tool,
+// which has no such tools at all (a gateway whose endpoints alone are
+// served through search).
+func (s *Set) Listed(t *registry.Tool, search bool) bool {
+	return s.HiddenBy(t, search) == nil && (search || s.global == nil || !s.global.IsMeta(t.Name))
+}
+
 // alwaysListed reports whether always lists the tool called name.
 func (s *Set) alwaysListed(name string) bool {
 	for _, glob := range s.always {
@@ -134,10 +145,11 @@ func (s *Set) alwaysListed(name string) bool {
 	return false
 }
 
-// VisibleNotFound returns err, a name resolution's error for an MCP
-// client, without the hidden tools it would suggest: each becomes the
-// search tool of the catalog it is behind.
-func (s *Set) VisibleNotFound(err error) error {
+// VisibleNotFound returns err, a name resolution's error for a client
+// of a front (search: as [Set.HiddenBy] says), without the hidden tools
+// it would suggest: each becomes the search tool of the catalog it is
+// behind, and a tool the front does not serve at all is left out.
+func (s *Set) VisibleNotFound(err error, search bool) error {
 	nf, ok := errors.AsType[*registry.NotFoundError](err)
 	if !ok || (len(s.bySource) == 0 && s.global == nil && len(s.groups) == 0) {
 		return err
@@ -145,8 +157,10 @@ func (s *Set) VisibleNotFound(err error) error {
 	v := &registry.NotFoundError{Name: nf.Name, Available: -1, Ambiguous: nf.Ambiguous}
 	for _, name := range nf.Suggestions {
 		if t, ok := s.env.Tool(name); ok {
-			if c := s.HiddenBy(t); c != nil {
+			if c := s.HiddenBy(t, search); c != nil {
 				name = c.MetaName(Search)
+			} else if !s.Listed(t, search) {
+				continue
 			}
 		}
 		if !slices.Contains(v.Suggestions, name) {

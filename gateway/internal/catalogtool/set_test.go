@@ -54,12 +54,14 @@ func TestSetHiddenBy(t *testing.T) {
 		{get("fs__search", "catalog:fs"), ""},
 		{get("rest__search", "catalog:rest"), ""},
 	} {
-		var got string
-		if c := s.HiddenBy(tc.tool); c != nil {
-			got = c.MetaName(Search)
-		}
-		if got != tc.want {
-			t.Errorf("HiddenBy(%s) = %q, want %q", tc.tool.Name, got, tc.want)
+		for _, search := range []bool{false, true} { // no gateway-wide catalog: the same at every front
+			var got string
+			if c := s.HiddenBy(tc.tool, search); c != nil {
+				got = c.MetaName(Search)
+			}
+			if got != tc.want || s.Listed(tc.tool, search) != (tc.want == "") {
+				t.Errorf("HiddenBy(%s, %v) = %q (listed %v), want %q", tc.tool.Name, search, got, s.Listed(tc.tool, search), tc.want)
+			}
 		}
 	}
 	if s.Of("openapi:shop") != shop || s.Of("upstream:fs") == nil || s.Of("rest:weather") != nil {
@@ -77,11 +79,20 @@ func TestSetGlobal(t *testing.T) {
 		"toolgate_search":    "",
 	} {
 		var got string
-		if c := s.HiddenBy(&registry.Tool{Name: name, Source: "x"}); c != nil {
+		if c := s.HiddenBy(&registry.Tool{Name: name, Source: "x"}, true); c != nil {
 			got = c.MetaName(Search)
 		}
 		if got != want {
-			t.Errorf("HiddenBy(%s) = %q, want %q", name, got, want)
+			t.Errorf("HiddenBy(%s, search) = %q, want %q", name, got, want)
+		}
+	}
+	// A front that lists each tool (an endpoint with catalog: tools)
+	// lists every tool of no catalog of its own, and never the
+	// gateway-wide meta-tools.
+	for name, want := range map[string]bool{"fs__read_text_file": true, "calc": true, "toolgate_search": false, "toolgate_call": false} {
+		tool := &registry.Tool{Name: name, Source: "x"}
+		if c := s.HiddenBy(tool, false); c != nil || s.Listed(tool, false) != want {
+			t.Errorf("at a tools front, HiddenBy(%s) = %v, Listed = %v; want nil, %v", name, c, s.Listed(tool, false), want)
 		}
 	}
 	// The global catalog holds the tools but the meta-tools and the
@@ -106,16 +117,28 @@ func TestSetVisibleNotFound(t *testing.T) {
 	reg := fsRegistry()
 	s, _ := fsSet(t, reg, nil, false)
 	err := s.VisibleNotFound(&registry.NotFoundError{Name: "fs_read", Ambiguous: true,
-		Suggestions: []string{"fs__read_text_file", "fs__write_file", "calc"}})
+		Suggestions: []string{"fs__read_text_file", "fs__write_file", "calc"}}, false)
 	nf, ok := errors.AsType[*registry.NotFoundError](err)
 	if !ok || !slices.Equal(nf.Suggestions, []string{"fs__search", "calc"}) || !nf.Ambiguous || nf.Available != -1 {
 		t.Errorf("VisibleNotFound = %#v, want the hidden tools replaced by fs__search, once", err)
 	}
 	other := errors.New("not a name's")
-	if got := s.VisibleNotFound(other); got != other {
+	if got := s.VisibleNotFound(other, false); got != other {
 		t.Errorf("VisibleNotFound(%v) = %v, want it unchanged", other, got)
 	}
-	if empty := NewSet(Env{Tool: reg.get}); empty.VisibleNotFound(&registry.NotFoundError{Name: "x", Suggestions: []string{"fs__write_file"}}).(*registry.NotFoundError).Suggestions[0] != "fs__write_file" {
+	if empty := NewSet(Env{Tool: reg.get}); empty.VisibleNotFound(&registry.NotFoundError{Name: "x", Suggestions: []string{"fs__write_file"}}, false).(*registry.NotFoundError).Suggestions[0] != "fs__write_file" {
 		t.Error("a set without catalogs changed a suggestion")
+	}
+	// With a gateway-wide catalog for search fronts only, a tools front
+	// never suggests its meta-tools; a search front suggests search.
+	reg.tools["toolgate_search"] = &registry.Tool{Name: "toolgate_search", Source: "catalog:toolgate"}
+	g, _ := fsSet(t, reg, nil, true)
+	nf, _ = errors.AsType[*registry.NotFoundError](g.VisibleNotFound(&registry.NotFoundError{Name: "toolgate_serch", Suggestions: []string{"toolgate_search", "calc"}}, false))
+	if nf == nil || !slices.Equal(nf.Suggestions, []string{"calc"}) {
+		t.Errorf("at a tools front, VisibleNotFound = %#v, want only calc suggested", nf)
+	}
+	nf, _ = errors.AsType[*registry.NotFoundError](g.VisibleNotFound(&registry.NotFoundError{Name: "toolgate_serch", Suggestions: []string{"toolgate_search", "calc"}}, true))
+	if nf == nil || !slices.Equal(nf.Suggestions, []string{"toolgate_search"}) {
+		t.Errorf("at a search front, VisibleNotFound = %#v, want toolgate_search suggested", nf)
 	}
 }
