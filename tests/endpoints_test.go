@@ -242,3 +242,75 @@ endpoints:
 		t.Error("a client without a token initialized at all")
 	}
 }
+
+// TestEndpointsSearch: an endpoint with catalog: search lists the search
+// meta-tools (and catalog.always's tools it serves) in place of its
+// tools; they search, describe and call only its tools; no other
+// endpoint lists them or answers them.
+func TestEndpointsSearch(t *testing.T) {
+	srv := startServe(t, `builtin: [calc, clock_now, scratchpad, sleep]
+batch_tool: true
+catalog:
+  always: [toolgate_batch, "clock_*"]
+endpoints:
+  - name: math
+    tools: [calc, scratchpad, toolgate_batch]
+    catalog: search
+  - name: clock
+    tools: ["clock_*"]
+`)
+	math, _, err := endpointClient(t, srv.URL+"/mcp/math", false, nil)
+	if err != nil {
+		t.Fatalf("initialize at /mcp/math: %v", err)
+	}
+	// clock_now matches always, but is not math's.
+	if got, want := toolNames(t, math), []string{"toolgate_batch", "toolgate_call", "toolgate_describe", "toolgate_search"}; !slices.Equal(got, want) {
+		t.Errorf("math's tools = %v, want %v", got, want)
+	}
+	search := func(query string) []string {
+		t.Helper()
+		res := mustCall(t, math, "toolgate_search", map[string]any{"query": query, "limit": 50}, "")
+		var out struct{ Tools []struct{ Name string } }
+		if res.IsError || json.Unmarshal([]byte(resultText(res)), &out) != nil {
+			t.Fatalf("toolgate_search %q = %s", query, resultText(res))
+		}
+		var names []string
+		for _, h := range out.Tools {
+			names = append(names, h.Name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	if got := search("calc"); !slices.Equal(got, []string{"calc"}) {
+		t.Errorf("math's search for calc = %v, want [calc]", got)
+	}
+	for _, query := range []string{"clock time now", "sleep seconds"} {
+		if got := search(query); slices.ContainsFunc(got, func(n string) bool { return n != "calc" && n != "scratchpad" }) {
+			t.Errorf("math's search for %q = %v, want only math's tools", query, got)
+		}
+	}
+	wantOK(t, mustCall(t, math, "toolgate_call", map[string]any{"name": "calc", "arguments": map[string]any{"expression": "6*7"}}, ""), "42")
+	wantError(t, mustCall(t, math, "toolgate_call", map[string]any{"name": "clock_now"}, ""), "permission")
+	wantError(t, mustCall(t, math, "toolgate_describe", map[string]any{"name": "sleep"}, ""), "not_found")
+	if _, err := callTool(t, math, "calc", map[string]any{"expression": "1"}, ""); err == nil || !strings.Contains(err.Error(), "toolgate_call") {
+		t.Errorf("math's call of calc by name: %v, want it pointed at toolgate_call", err)
+	}
+
+	// The other endpoints list each tool, and know no meta-tool.
+	clock, _, err := endpointClient(t, srv.URL+"/mcp/clock", false, nil)
+	if err != nil {
+		t.Fatalf("initialize at /mcp/clock: %v", err)
+	}
+	if got := toolNames(t, clock); !slices.Equal(got, []string{"clock_now"}) {
+		t.Errorf("clock's tools = %v, want [clock_now]", got)
+	}
+	all := connect(t, streamableHTTP, srv)
+	if got := toolNames(t, all); !slices.Equal(got, []string{"calc", "clock_now", "scratchpad", "sleep", "toolgate_batch"}) {
+		t.Errorf("the default endpoint's tools = %v, want every tool and no meta-tool", got)
+	}
+	for name, c := range map[string]*client.Client{"clock": clock, "the default endpoint": all} {
+		if _, err := callTool(t, c, "toolgate_search", map[string]any{"query": "calc"}, ""); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+			t.Errorf("%s's call of toolgate_search: %v, want unknown tool", name, err)
+		}
+	}
+}
