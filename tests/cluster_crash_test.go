@@ -384,10 +384,14 @@ func TestClusterReplicaCrash(t *testing.T) {
 	})
 	halt()
 
-	// Stateless calls: only one in flight on the victim as it died may
-	// fail; the balancer sent every other to a live replica.
-	var failed, lost, total int
+	// Stateless calls: only those in flight while the victim died may
+	// fail, at most two a loop (as for the handle loops below: the call on
+	// it as it died, and one sent before the kill was over on a connection
+	// HAProxy still held to it, a POST it does not send again); the
+	// balancer sent every other to a live replica.
+	var lost, total, failedAll int
 	for i, calls := range loops {
+		failed := 0
 		for _, call := range calls {
 			total++
 			if call.err == nil {
@@ -405,12 +409,13 @@ func TestClusterReplicaCrash(t *testing.T) {
 		if len(calls) <= int(base[i]) {
 			t.Errorf("stateless loop %d made no call after the kill", i)
 		}
+		if failed > 2 {
+			t.Errorf("stateless loop %d: %d calls in flight at the kill failed, want at most 2", i, failed)
+		}
+		failedAll += failed
 	}
 	if lost > 0 {
 		t.Errorf("%d of %d stateless calls not in flight on the killed replica failed, want 0", lost, total)
-	}
-	if failed > crashLoops {
-		t.Errorf("%d stateless calls failed, want at most %d (one in flight per loop)", failed, crashLoops)
 	}
 
 	// Sessions: those on the victim end with one error, then work again;
@@ -459,5 +464,5 @@ func TestClusterReplicaCrash(t *testing.T) {
 			t.Errorf("handle loop %d (on %s): notices %v; want none", i, h.first, h.notices)
 		}
 	}
-	t.Logf("killed %s: %d stateless calls, %d failed in flight, %d lost; %d of %d sessions on it", victimID, total, failed, lost, onVictim, crashSessions)
+	t.Logf("killed %s: %d stateless calls, %d failed in flight, %d lost; %d of %d sessions on it", victimID, total, failedAll, lost, onVictim, crashSessions)
 }
