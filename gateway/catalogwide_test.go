@@ -58,23 +58,6 @@ func TestCatalogGatewayWide(t *testing.T) {
 	alice := newRawSessionAs(t, srv.URL+"/mcp", aliceToken)
 	bob := newRawSessionAs(t, srv.URL+"/mcp", bobToken)
 
-	search := func(s *rawSession, query string) []string {
-		t.Helper()
-		res := decodeCall(t, s.call("tools/call", `{"name":"toolgate_search","arguments":{"query":`+jsonString(query)+`}}`))
-		if res.IsError {
-			t.Fatalf("search %q = %+v", query, res)
-		}
-		var out struct{ Tools []catalogHit }
-		if err := json.Unmarshal([]byte(res.Content[0].Text), &out); err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, h := range out.Tools {
-			names = append(names, h.Name)
-		}
-		return names
-	}
-
 	t.Run("tools/list shows the meta-tools and the always-listed", func(t *testing.T) {
 		want := []string{"toolgate_batch", "toolgate_call", "toolgate_describe", "toolgate_search"}
 		if got := toolNames(t, bob.call("tools/list", `{}`)); !slices.Equal(got, want) {
@@ -91,14 +74,14 @@ func TestCatalogGatewayWide(t *testing.T) {
 			{"list pets", "shop__listPets"},     // an OpenAPI catalog's tool
 		}
 		for _, tc := range tests {
-			if got := search(bob, tc.query); len(got) == 0 || got[0] != tc.want {
+			if got := searchNames(t, bob, tc.query); len(got) == 0 || got[0] != tc.want {
 				t.Errorf("search(%q) = %v, want %s first", tc.query, got, tc.want)
 			}
 		}
 	})
 
 	t.Run("a principal never sees, describes or calls a denied tool", func(t *testing.T) {
-		if got := search(alice, "weather"); len(got) != 0 {
+		if got := searchNames(t, alice, "weather"); len(got) != 0 {
 			t.Errorf("alice's search for weather = %v, want nothing", got)
 		}
 		res := decodeCall(t, alice.call("tools/call", `{"name":"toolgate_describe","arguments":{"name":"weather_now"}}`))
@@ -163,7 +146,7 @@ func TestCatalogGatewayWide(t *testing.T) {
 
 	t.Run("unregistering a tool takes it out of search", func(t *testing.T) {
 		g.Unregister("calc")
-		if got := search(bob, "calculator"); len(got) != 0 {
+		if got := searchNames(t, bob, "calculator"); len(got) != 0 {
 			t.Errorf("search after unregistering calc = %v", got)
 		}
 	})
