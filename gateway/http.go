@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/gzipjson"
 	"github.com/toolgate/toolgate/gateway/internal/origin"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/upstreamoauth"
 )
 
 // Handler returns the gateway's HTTP handler: MCP over streamable HTTP at
@@ -27,7 +28,7 @@ import (
 // authentication configured, every endpoint but those two and the
 // protected resource metadata (RFC 9728, at
 // /.well-known/oauth-protected-resource and that path followed by the MCP
-// path) and [OAuthCallbackPath] (a browser back from authorizing a
+// path) and [upstreamoauth.CallbackPath] (a browser back from authorizing a
 // per-principal upstream: its state is its credential) needs a bearer token, and so does everything but the page and
 // script of /ui, which hold no data; CORS preflights are answered without
 // one. An authenticated principal sees only its own calls at /events and
@@ -61,7 +62,7 @@ func (g *Gateway) Handler() http.Handler {
 			r.Handle("/readyz", authed(g.adminOnly(http.HandlerFunc(g.serveReady))))
 			// A browser coming back from an upstream's authorization
 			// server: the state it brings is its credential.
-			r.Get(OAuthCallbackPath, g.serveOAuthCallback)
+			r.Get(upstreamoauth.CallbackPath, upstreamoauth.Callback(g.ups.All, g.logger))
 			r.Handle("/metrics", authed(g.adminOnly(promhttp.HandlerFor(g.metrics.Registry(), promhttp.HandlerOpts{Registry: g.metrics.Registry()}))))
 			// Call data: the MCP endpoint's origin rules, GETs included,
 			// and its auth.

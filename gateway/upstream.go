@@ -8,9 +8,10 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/gateway/internal/configerr"
+	"github.com/toolgate/toolgate/gateway/internal/gatewaymetrics"
 	"github.com/toolgate/toolgate/gateway/internal/upstreamset"
 	"github.com/toolgate/toolgate/internal/mcppeer"
-	"github.com/toolgate/toolgate/internal/oauthclient"
+	"github.com/toolgate/toolgate/internal/upstreamoauth"
 )
 
 // buildUpstreams builds (without starting) the upstream MCP servers of cfg.
@@ -24,7 +25,7 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 	for _, u := range ups {
 		g.ups.Put(u)
 	}
-	g.metrics.Registry().MustRegister(&needsAuthCollector{g: g})
+	g.metrics.Registry().MustRegister(gatewaymetrics.NeedsAuth{WithOAuth: g.ups.WithOAuth, Waiting: g.ups.NeedsAuth})
 	return nil
 }
 
@@ -33,14 +34,14 @@ func (g *Gateway) buildUpstreams(cfg *config.Config) error {
 func (g *Gateway) newUpstreams(cfg *config.Config) ([]*upstreamset.Upstream, error) {
 	secrets := cfg.Secrets()
 	var errs []error
-	store, err := g.tokenStore(cfg)
+	store, err := upstreamoauth.StoreFor(cfg)
 	if err != nil {
 		return nil, err
 	}
 	built := make([]mcpup.Upstream, len(cfg.Upstreams))
 	for i, u := range cfg.Upstreams {
-		up := upstreamset.Spec(u, append(oauthSecrets(u), secrets...))
-		if oc, err := OAuthConfig(cfg, i, store, g.browser); err != nil {
+		up := upstreamset.Spec(u, append(upstreamoauth.Secrets(u), secrets...))
+		if oc, err := upstreamoauth.Settings(cfg, i, store, g.browser); err != nil {
 			errs = append(errs, err)
 		} else {
 			up.OAuth = oc
@@ -87,22 +88,6 @@ func (g *Gateway) newUpstream(u config.Upstream, up mcpup.Upstream, maxParallel 
 		// As many calls to one upstream may run at once as to all.
 		MaxParallel: maxParallel,
 	})
-}
-
-// tokenStore opens the token store when an upstream of cfg has oauth
-// (nil otherwise).
-func (g *Gateway) tokenStore(cfg *config.Config) (*oauthclient.Store, error) {
-	for _, u := range cfg.Upstreams {
-		if u.OAuth == nil {
-			continue
-		}
-		store, err := OpenTokenStore(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("upstream %s has oauth, whose tokens are stored encrypted: %w", u.Name, err)
-		}
-		return store, nil
-	}
-	return nil, nil
 }
 
 // servableTools returns the tools of upstream that the registry can take

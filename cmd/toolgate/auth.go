@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/internal/cli"
 	"github.com/toolgate/toolgate/internal/oauthclient"
+	"github.com/toolgate/toolgate/internal/upstreamoauth"
 )
 
 // loginTimeout bounds `toolgate auth login`: the person has this long to
@@ -62,11 +62,11 @@ func authClient(c *cli.Common, args []string, browser oauthclient.Browser, stder
 	if i < 0 || cfg.Upstreams[i].OAuth == nil {
 		return nil, cli.ExitError{Code: 1, Msg: fmt.Sprintf("%s has no upstream %q with an oauth section; the OAuth upstreams are: %s", cfg.Source, args[0], oauthNames(cfg))}
 	}
-	store, err := gateway.OpenTokenStore(cfg)
+	store, err := upstreamoauth.OpenStore(cfg)
 	if err != nil {
 		return nil, cli.ExitError{Code: 1, Msg: err.Error()}
 	}
-	oc, err := gateway.OAuthConfig(cfg, i, store, browser)
+	oc, err := upstreamoauth.Settings(cfg, i, store, browser)
 	if err != nil {
 		return nil, cli.ExitError{Code: 1, Msg: err.Error()}
 	}
@@ -176,7 +176,7 @@ func cmdAuthStatus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	store, err := gateway.OpenTokenStore(cfg)
+	store, err := upstreamoauth.OpenStore(cfg)
 	if err != nil {
 		return cli.ExitError{Code: 1, Msg: err.Error()}
 	}

@@ -291,6 +291,33 @@ func (c *instancesCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// needsAuthDesc is the metric of the upstreams waiting for a person.
+var needsAuthDesc = prometheus.NewDesc("toolgate_upstream_needs_auth",
+	"1 while an upstream waits for a person to authorize it (toolgate auth login), else 0; only upstreams with oauth.",
+	[]string{"upstream"}, nil)
+
+// NeedsAuth collects toolgate_upstream_needs_auth from the upstreams'
+// authorization state at scrape time, as a reload leaves it: WithOAuth
+// names the upstreams that have oauth, Waiting (its keys) those of them
+// waiting for a person.
+type NeedsAuth struct {
+	WithOAuth func() []string
+	Waiting   func() map[string]string
+}
+
+func (c NeedsAuth) Describe(ch chan<- *prometheus.Desc) { ch <- needsAuthDesc }
+
+func (c NeedsAuth) Collect(ch chan<- prometheus.Metric) {
+	waiting := c.Waiting()
+	for _, n := range c.WithOAuth() {
+		v := 0.0
+		if _, ok := waiting[n]; ok {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(needsAuthDesc, prometheus.GaugeValue, v, n)
+	}
+}
+
 // CircuitState sets the state of backend's circuit breaker.
 func (m *Metrics) CircuitState(backend string, s retry.State) {
 	m.circuit.WithLabelValues(backend).Set(float64(s))
