@@ -1,6 +1,10 @@
 package gateway
 
-import "context"
+import (
+	"context"
+
+	"github.com/toolgate/toolgate/gateway/internal/threadname"
+)
 
 // CloseThread ends the thread named thread (the [ThreadMetaKey] value its
 // calls carried) for the principal ctx names, as [Gateway.Call] scopes
@@ -11,11 +15,11 @@ import "context"
 // idle timeout. Unknown threads, and names that could not name a thread,
 // are ignored.
 func (g *Gateway) CloseThread(ctx context.Context, thread string) {
-	c := &Call{Meta: map[string]any{ThreadMetaKey: thread}}
+	principal := ""
 	if id := g.embedderIdentity(ctx); id != nil {
-		c.Principal = id.Name
+		principal = id.Name
 	}
-	if id, err := g.namedThread(c); err == nil && id != "" {
+	if id, err := threadname.Named(map[string]any{ThreadMetaKey: thread}, principal); err == nil && id != "" {
 		g.pool.CloseThread(id)
 	}
 }

@@ -35,7 +35,7 @@ func (g *Gateway) closeWhenUnready(next http.Handler) http.Handler {
 
 // ready reports whether the gateway takes new work: not once it is
 // leaving or draining.
-func (g *Gateway) ready() bool { return !g.unready.Load() && !g.calls.isDraining() }
+func (g *Gateway) ready() bool { return !g.unready.Load() && !g.calls.IsDraining() }
 
 // EndStreams ends the long-lived MCP streams gracefully, now and as they
 // open from now on: each streamable HTTP session's GET stream ends (the

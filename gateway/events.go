@@ -150,7 +150,7 @@ func (g *Gateway) uiSources(id *principal.Identity) []events.Source {
 // status is the gateway's status for /ui/state: ready, or shutting_down
 // once it drains.
 func (g *Gateway) status() string {
-	if g.calls.isDraining() {
+	if g.calls.IsDraining() {
 		return "shutting_down"
 	}
 	return "ready"

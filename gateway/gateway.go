@@ -23,10 +23,12 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/gatewaymetrics"
 	"github.com/toolgate/toolgate/gateway/internal/handles"
 	"github.com/toolgate/toolgate/gateway/internal/hooks"
+	"github.com/toolgate/toolgate/gateway/internal/inflight"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/gateway/internal/reloadplan"
 	"github.com/toolgate/toolgate/gateway/internal/resilience"
 	"github.com/toolgate/toolgate/gateway/internal/restsource"
+	"github.com/toolgate/toolgate/gateway/internal/threadname"
 	"github.com/toolgate/toolgate/gateway/internal/upstreamset"
 	"github.com/toolgate/toolgate/internal/audit"
 	"github.com/toolgate/toolgate/internal/auth"
@@ -119,11 +121,11 @@ type Gateway struct {
 	// fetching OpenAPI documents.
 	root       context.Context
 	rootCancel context.CancelCauseFunc
-	calls      tracker
-	unready    atomic.Bool   // set by Unready: the replica is leaving (drain.go)
-	oneShot    atomic.Uint64 // numbers one-call threads
-	sessions   sync.Map      // live MCP session ID → its thread ID (string → string)
-	hookSet    []*hooks.Hook // the configured hooks, in the file's order; set by New, then guarded by useMu (hooks.go)
+	calls      inflight.Tracker
+	unready    atomic.Bool // set by Unready: the replica is leaving (drain.go)
+	oneShot    threadname.OneCall
+	sessions   threadname.Sessions // live MCP sessions
+	hookSet    []*hooks.Hook       // the configured hooks, in the file's order; set by New, then guarded by useMu (hooks.go)
 	// surfaceTools are the tools requests about upstreams' catalogs are
 	// recorded as, by name (surfacecall.go).
 	surfaceTools sync.Map
@@ -432,12 +434,12 @@ func (g *Gateway) Drain(ctx context.Context) error { return g.drain(ctx) }
 // done; then it cancels them and waits briefly for their results to go
 // out. It returns ctx's error if ctx ended first.
 func (g *Gateway) drain(ctx context.Context) error {
-	err := g.calls.drain(ctx)
+	err := g.calls.Drain(ctx)
 	if err != nil {
-		g.logger.Warn("shutdown grace ran out; cancelling calls in flight", "in_flight", g.calls.count())
-		g.calls.cancelAll(errShutdown)
+		g.logger.Warn("shutdown grace ran out; cancelling calls in flight", "in_flight", g.calls.Count())
+		g.calls.CancelAll(errShutdown)
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownCancelWait)
-		_ = g.calls.drain(wctx)
+		_ = g.calls.Drain(wctx)
 		cancel()
 	}
 	return err
@@ -453,8 +455,8 @@ func (g *Gateway) drain(ctx context.Context) error {
 // calls in flight first, as Close does, so that they end as cancelled,
 // not as the lost connection the kill would make of them.
 func (g *Gateway) KillUpstreams() {
-	g.calls.startDraining()
-	g.calls.cancelAll(errShutdown)
+	g.calls.StartDraining()
+	g.calls.CancelAll(errShutdown)
 	g.ups.Kill()
 }
 
@@ -463,8 +465,8 @@ func (g *Gateway) KillUpstreams() {
 // to call more than once.
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
-		g.calls.startDraining()
-		g.calls.cancelAll(errShutdown)
+		g.calls.StartDraining()
+		g.calls.CancelAll(errShutdown)
 		g.rootCancel(errShutdown)
 		g.events.Close()
 		for _, f := range g.fronts() {

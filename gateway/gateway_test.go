@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
+	"github.com/toolgate/toolgate/gateway/internal/threadname"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
 )
@@ -249,7 +250,7 @@ func TestThreadMetaErrors(t *testing.T) {
 		meta map[string]any
 	}{
 		{"not a string", map[string]any{ThreadMetaKey: 42}},
-		{"too long", map[string]any{ThreadMetaKey: strings.Repeat("x", maxThreadIDLen+1)}},
+		{"too long", map[string]any{ThreadMetaKey: strings.Repeat("x", threadname.MaxNameLen+1)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := g.Call(t.Context(), "counter", nil, tc.meta)
@@ -356,7 +357,7 @@ func TestShutdownDrainsCalls(t *testing.T) {
 	shutdownErr := make(chan error, 1)
 	go func() { shutdownErr <- g.Shutdown(context.Background()) }()
 	// Once draining has begun, a new call is refused.
-	<-g.calls.draining()
+	<-g.calls.Draining()
 	res, _ := g.Call(t.Context(), "echo", json.RawMessage(`{"text":"x"}`), nil)
 	if errorClass(res) != "unavailable" {
 		t.Errorf("call during shutdown class = %q, want unavailable", errorClass(res))

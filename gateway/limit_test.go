@@ -294,7 +294,7 @@ func TestShutdownDrainsQueue(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- g.Shutdown(t.Context()) }()
 		// Draining has started: new calls are refused, queued ones are not.
-		for !g.calls.isDraining() {
+		for !g.calls.IsDraining() {
 			runtime.Gosched()
 		}
 		if res, _ := g.Call(t.Context(), "echo", json.RawMessage(`{"text":"x"}`), nil); errorClass(res) != "unavailable" {

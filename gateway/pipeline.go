@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/handles"
+	"github.com/toolgate/toolgate/gateway/internal/threadname"
 	"github.com/toolgate/toolgate/internal/callslot"
 	"github.com/toolgate/toolgate/internal/canonjson"
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -33,10 +33,7 @@ const ErrorClassMetaKey = "toolgate/error_class"
 // milliseconds, when calling again may succeed.
 const RetryAfterMetaKey = "toolgate/retry_after_ms"
 
-const (
-	maxThreadIDLen     = 256
-	shutdownCancelWait = 2 * time.Second
-)
+const shutdownCancelWait = 2 * time.Second
 
 // errShutdown is the cause given to calls cancelled because toolgate is
 // stopping.
@@ -127,10 +124,10 @@ func (g *Gateway) record(next Handler) Handler {
 	return func(ctx context.Context, c *Call) (*Result, error) {
 		start := time.Now()
 		if c.Thread == "" {
-			// Known before the thread step for explicit and session
-			// threads, so that pending carries it; a problem with _meta
-			// is the thread step's to report.
-			c.Thread, _ = g.namedThread(c)
+			// Known before the thread step for explicit threads, so
+			// that pending carries it; a problem with _meta is the
+			// thread step's to report.
+			c.Thread, _ = threadname.Named(c.Meta, c.Principal)
 		}
 		g.callPending(ctx, c)
 		g.metrics.CallStarted()
@@ -208,11 +205,11 @@ func (g *Gateway) track(next Handler) Handler {
 	return func(ctx context.Context, c *Call) (*Result, error) {
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
-		id, ok := g.calls.enter(cancel)
+		id, ok := g.calls.Enter(cancel)
 		if !ok {
 			return errorResult(retry.Errorf(retry.Unavailable, "toolgate is shutting down and takes no new calls; call again once it is back")), nil
 		}
-		defer g.calls.leave(id)
+		defer g.calls.Leave(id)
 		return next(ctx, c)
 	}
 }
@@ -283,7 +280,7 @@ func jsonKind(v any) string {
 // pool (threadctx.WithProvisional) until a call passes the handle.
 func (g *Gateway) thread(next Handler) Handler {
 	return func(ctx context.Context, c *Call) (*Result, error) {
-		c.sessionThread = g.sessionThread(c.Session)
+		c.sessionThread = threadname.Session(c.Session)
 		if h, ok := g.takeHandle(c); ok && c.ident.Permits(c.Tool.Name) {
 			thread, err := g.handles.Thread(c.Principal, h)
 			if lost, ok := errors.AsType[*handles.ElsewhereError](err); ok {
@@ -326,47 +323,14 @@ func (g *Gateway) thread(next Handler) Handler {
 }
 
 func (g *Gateway) threadOf(c *Call) (id string, oneShot bool, err error) {
-	if id, err = g.namedThread(c); err != nil || id != "" {
+	if id, err = threadname.Named(c.Meta, c.Principal); err != nil || id != "" {
 		return id, false, err
 	}
-	return "c:" + strconv.FormatUint(g.oneShot.Add(1), 10), true, nil
-}
-
-// namedThread is the call's explicit thread, else its session's; "" when
-// it has neither.
-func (g *Gateway) namedThread(c *Call) (string, error) {
-	if v, ok := c.Meta[ThreadMetaKey]; ok && v != nil {
-		s, isStr := v.(string)
-		switch {
-		case !isStr:
-			return "", retry.Errorf(retry.Validation, "_meta %q must be a string naming the thread", ThreadMetaKey)
-		case s == "":
-			// An empty name means "no explicit thread".
-		case len(s) > maxThreadIDLen:
-			return "", retry.Errorf(retry.Validation, "_meta %q is %d bytes long; use at most %d", ThreadMetaKey, len(s), maxThreadIDLen)
-		case c.Principal != "":
-			// Each principal names its own threads: another's of the
-			// same name is out of reach.
-			return "t:" + c.Principal + "\x00" + s, nil
-		default:
-			return "t:" + s, nil
-		}
+	if c.sessionThread != "" {
+		return c.sessionThread, false, nil
 	}
-	return c.sessionThread, nil
+	return g.oneShot.Next(), true, nil
 }
-
-// sessionThread is the thread of session id, or "" for none.
-func (g *Gateway) sessionThread(id string) string {
-	if id == "" {
-		return ""
-	}
-	if v, ok := g.sessions.Load(id); ok {
-		return v.(string)
-	}
-	return sessionThread(id)
-}
-
-func sessionThread(session string) string { return "s:" + session }
 
 // threadLabel is how a thread appears in logs and events
 // ([threadctx.Label]).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
+	"github.com/toolgate/toolgate/gateway/internal/threadname"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/retry"
@@ -271,17 +272,17 @@ func (b frontBackend) Resolve(name []byte) (string, error) {
 }
 
 func (b frontBackend) SessionStarted(id string) {
-	if _, loaded := b.g.sessions.LoadOrStore(id, sessionThread(id)); !loaded {
+	if b.g.sessions.Start(id) {
 		b.g.metrics.SessionOpened()
 		b.g.logger.Debug("session started")
 	}
 }
 
 func (b frontBackend) SessionEnded(id string) {
-	if _, ok := b.g.sessions.LoadAndDelete(id); ok {
+	if b.g.sessions.End(id) {
 		b.g.metrics.SessionClosed()
-		b.g.pool.CloseThread(sessionThread(id))
-		b.g.loops.Forget(sessionThread(id))
+		b.g.pool.CloseThread(threadname.Session(id))
+		b.g.loops.Forget(threadname.Session(id))
 		b.g.logger.Debug("session ended")
 	}
 }

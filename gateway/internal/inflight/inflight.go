@@ -1,14 +1,17 @@
-package gateway
+// Package inflight counts a gateway's calls in flight so that shutdown
+// can refuse new ones, wait for those running and, when the grace runs
+// out, cancel them. It knows contexts, not calls.
+package inflight
 
 import (
 	"context"
 	"sync"
 )
 
-// tracker counts calls in flight so that shutdown can wait for them, and
+// Tracker counts calls in flight so that shutdown can wait for them, and
 // holds their cancel functions so that it can stop them. Its zero value is
 // ready to use.
-type tracker struct {
+type Tracker struct {
 	mu       sync.Mutex
 	next     uint64                             // last call id; guarded by mu
 	calls    map[uint64]context.CancelCauseFunc // calls in flight; guarded by mu
@@ -17,14 +20,14 @@ type tracker struct {
 }
 
 // stoppingLocked returns the stopping channel, making it if needed.
-func (t *tracker) stoppingLocked() chan struct{} {
+func (t *Tracker) stoppingLocked() chan struct{} {
 	if t.stopping == nil {
 		t.stopping = make(chan struct{})
 	}
 	return t.stopping
 }
 
-func (t *tracker) drainingLocked() bool {
+func (t *Tracker) drainingLocked() bool {
 	select {
 	case <-t.stoppingLocked():
 		return true
@@ -33,9 +36,9 @@ func (t *tracker) drainingLocked() bool {
 	}
 }
 
-// enter records a call whose context cancel cancels; ok is false when
+// Enter records a call whose context cancel cancels; ok is false when
 // draining has started and the call must be refused.
-func (t *tracker) enter(cancel context.CancelCauseFunc) (id uint64, ok bool) {
+func (t *Tracker) Enter(cancel context.CancelCauseFunc) (id uint64, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.drainingLocked() {
@@ -49,7 +52,8 @@ func (t *tracker) enter(cancel context.CancelCauseFunc) (id uint64, ok bool) {
 	return t.next, true
 }
 
-func (t *tracker) leave(id uint64) {
+// Leave forgets call id, which Enter recorded.
+func (t *Tracker) Leave(id uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.calls, id)
@@ -59,14 +63,15 @@ func (t *tracker) leave(id uint64) {
 	}
 }
 
-func (t *tracker) count() int {
+// Count is the number of calls in flight.
+func (t *Tracker) Count() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.calls)
 }
 
-// cancelAll cancels every call in flight with cause.
-func (t *tracker) cancelAll(cause error) {
+// CancelAll cancels every call in flight with cause.
+func (t *Tracker) CancelAll(cause error) {
 	t.mu.Lock()
 	cancels := make([]context.CancelCauseFunc, 0, len(t.calls))
 	for _, c := range t.calls {
@@ -78,20 +83,22 @@ func (t *tracker) cancelAll(cause error) {
 	}
 }
 
-func (t *tracker) isDraining() bool {
+// IsDraining reports whether draining has started.
+func (t *Tracker) IsDraining() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.drainingLocked()
 }
 
-// draining returns a channel closed once draining has started.
-func (t *tracker) draining() <-chan struct{} {
+// Draining returns a channel closed once draining has started.
+func (t *Tracker) Draining() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.stoppingLocked()
 }
 
-func (t *tracker) startDraining() {
+// StartDraining refuses new calls from now on, without waiting.
+func (t *Tracker) StartDraining() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.drainingLocked() {
@@ -99,8 +106,8 @@ func (t *tracker) startDraining() {
 	}
 }
 
-// drain refuses new calls and waits until none is in flight or ctx is done.
-func (t *tracker) drain(ctx context.Context) error {
+// Drain refuses new calls and waits until none is in flight or ctx is done.
+func (t *Tracker) Drain(ctx context.Context) error {
 	t.mu.Lock()
 	if !t.drainingLocked() {
 		close(t.stopping)
