@@ -42,7 +42,10 @@ type OpenAIOptions struct {
 // the official SDK: streaming and parallel tool calls; a compatible
 // server's reasoning_content deltas become thinking parts. The SDK's own
 // retries are off. It is safe for concurrent use.
-type OpenAI struct {
+type OpenAI struct{ openaiBase }
+
+// openaiBase is what both OpenAI APIs' providers hold.
+type openaiBase struct {
 	client openai.Client
 	model  string
 	idle   time.Duration
@@ -54,15 +57,22 @@ var _ Provider = (*OpenAI)(nil)
 // NewOpenAI returns an OpenAI provider. It fails with an error wrapping
 // [ErrNoAPIKey] when there is no key and no base URL.
 func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
-	key := o.APIKey
-	if key == "" {
-		key = os.Getenv("OPENAI_API_KEY")
+	b, err := newOpenAIBase(o)
+	if err != nil {
+		return nil, err
 	}
+	return &OpenAI{b}, nil
+}
+
+// newOpenAIBase is the client both OpenAI APIs' providers use, with the
+// key it sends (o's, else $OPENAI_API_KEY) and o's model and idle timeout.
+func newOpenAIBase(o OpenAIOptions) (openaiBase, error) {
+	key := cmp.Or(o.APIKey, os.Getenv("OPENAI_API_KEY"))
 	if key == "" && o.BaseURL == "" {
-		return nil, fmt.Errorf("openai: %w: set OPENAI_API_KEY (or a base URL for a local server)", ErrNoAPIKey)
+		return openaiBase{}, fmt.Errorf("openai: %w: set OPENAI_API_KEY (or a base URL for a local server)", ErrNoAPIKey)
 	}
 	if o.Model == "" {
-		return nil, errors.New("openai: no model: name one, e.g. gpt-4.1")
+		return openaiBase{}, errors.New("openai: no model: name one, e.g. gpt-4.1")
 	}
 	opts := []option.RequestOption{option.WithAPIKey(key), option.WithMaxRetries(0)}
 	if o.BaseURL != "" {
@@ -71,7 +81,7 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &OpenAI{client: openai.NewClient(opts...), model: o.Model, idle: o.IdleTimeout, key: key}, nil
+	return openaiBase{client: openai.NewClient(opts...), model: o.Model, idle: o.IdleTimeout, key: key}, nil
 }
 
 // The block indexes of an OpenAI stream: reasoning is block 0, text block
@@ -82,9 +92,25 @@ const (
 	openaiFirstToolBlock = 2
 )
 
-// MaxTools implements [ToolLimiter]: Chat Completions takes at most 128
+// MaxTools implements [ToolLimiter]: both OpenAI APIs take at most 128
 // tools.
-func (p *OpenAI) MaxTools() int { return 128 }
+func (p *openaiBase) MaxTools() int { return 128 }
+
+// finish ends a stream whose last error is streamErr: the idle watch's
+// error when it cut the stream, else the stream's (the key redacted), else
+// a cut stream's when it ended before its last event, want; else end.
+func (p *openaiBase) finish(ctx context.Context, w *idleWatch, streamErr error, finished bool, want string, end *StreamEnd) (*StreamEnd, error) {
+	if ie := w.err("openai"); ie != nil && ctx.Err() == nil {
+		return nil, ie
+	}
+	if streamErr != nil {
+		return nil, redactKey(openaiError(ctx, streamErr), p.key)
+	}
+	if !finished {
+		return nil, cutError("openai", want)
+	}
+	return end, nil
+}
 
 // Stream implements [Provider].
 func (p *OpenAI) Stream(ctx context.Context, req *Request, emit func(Fragment)) (*StreamEnd, error) {
@@ -142,19 +168,7 @@ func (p *OpenAI) Stream(ctx context.Context, req *Request, emit func(Fragment)) 
 			}
 		}
 	}
-	if err := stream.Err(); err != nil {
-		if ie := w.err("openai"); ie != nil && ctx.Err() == nil {
-			return nil, ie
-		}
-		return nil, redactKey(openaiError(ctx, err), p.key)
-	}
-	if ie := w.err("openai"); ie != nil && ctx.Err() == nil {
-		return nil, ie
-	}
-	if !finished {
-		return nil, cutError("openai", "a finish_reason")
-	}
-	return end, nil
+	return p.finish(ctx, w, stream.Err(), finished, "a finish_reason", end)
 }
 
 func openaiStop(r string) StopReason {

@@ -4,11 +4,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -22,12 +19,7 @@ import (
 // responses as truncated turns. Each call sends the whole history (no
 // stored state: store is off). The SDK's own retries are off. It is safe
 // for concurrent use.
-type OpenAIResponses struct {
-	client openai.Client
-	model  string
-	idle   time.Duration
-	key    string // redacted from errors
-}
+type OpenAIResponses struct{ openaiBase }
 
 var _ Provider = (*OpenAIResponses)(nil)
 
@@ -35,25 +27,12 @@ var _ Provider = (*OpenAIResponses)(nil)
 // [OpenAI]'s. It fails with an error wrapping [ErrNoAPIKey] when there is
 // no key and no base URL.
 func NewOpenAIResponses(o OpenAIOptions) (*OpenAIResponses, error) {
-	key := cmp.Or(o.APIKey, os.Getenv("OPENAI_API_KEY"))
-	if key == "" && o.BaseURL == "" {
-		return nil, fmt.Errorf("openai: %w: set OPENAI_API_KEY (or a base URL for a local server)", ErrNoAPIKey)
+	b, err := newOpenAIBase(o)
+	if err != nil {
+		return nil, err
 	}
-	if o.Model == "" {
-		return nil, errors.New("openai: no model: name one, e.g. gpt-4.1")
-	}
-	opts := []option.RequestOption{option.WithAPIKey(key), option.WithMaxRetries(0)}
-	if o.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(o.BaseURL))
-	}
-	if o.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
-	}
-	return &OpenAIResponses{client: openai.NewClient(opts...), model: o.Model, idle: o.IdleTimeout, key: key}, nil
+	return &OpenAIResponses{b}, nil
 }
-
-// MaxTools implements [ToolLimiter].
-func (p *OpenAIResponses) MaxTools() int { return 128 }
 
 // Stream implements [Provider]. Fragment indexes are the API's output
 // indexes.
@@ -97,19 +76,7 @@ func (p *OpenAIResponses) Stream(ctx context.Context, req *Request, emit func(Fr
 			return nil, redactKey(statusError("openai", 0, nil, "api_error", msg), p.key)
 		}
 	}
-	if err := stream.Err(); err != nil {
-		if ie := w.err("openai"); ie != nil && ctx.Err() == nil {
-			return nil, ie
-		}
-		return nil, redactKey(openaiError(ctx, err), p.key)
-	}
-	if ie := w.err("openai"); ie != nil && ctx.Err() == nil {
-		return nil, ie
-	}
-	if !finished {
-		return nil, cutError("openai", "response.completed")
-	}
-	return end, nil
+	return p.finish(ctx, w, stream.Err(), finished, "response.completed", end)
 }
 
 // responsesStop maps an incomplete response's reason, or a complete one.
