@@ -92,6 +92,7 @@ var allowed = map[string][]string{
 	"bench/cluster":                  {},
 	"bench/callpath":                 {},
 	"bench/idlesessions":             {},
+	"bench/toexecutor":               {"config", "gateway"},
 	"bench":                          {"config", "gateway", "registry", "executors", "executors/rest", "executors/rest/openapi", "executors/rest/openapi/corpus", "builtin"},
 	"tests":                          {"internal/prereq"},
 	"examples/petstore-api":          {},
@@ -109,9 +110,9 @@ var allowed = map[string][]string{
 // thirdParty lists, for third-party module prefixes confined to some
 // packages, the packages allowed to import them.
 var thirdParty = map[string][]string{
-	"github.com/mark3labs/mcp-go/server":    {"gateway/internal/mcpfront", "bench"},
+	"github.com/mark3labs/mcp-go/server":    {"gateway/internal/mcpfront", "bench", "bench/toexecutor"},
 	"github.com/mark3labs/mcp-go/client":    {"agent", "bench", "executors/mcpup"},
-	"github.com/mark3labs/mcp-go":           {"gateway/internal/mcpfront", "gateway/internal/continuation", "gateway/internal/surface", "gateway/internal/mcpwire", "gateway/internal/origin", "bench", "executors/mcpup", "agent"},
+	"github.com/mark3labs/mcp-go":           {"gateway/internal/mcpfront", "gateway/internal/continuation", "gateway/internal/surface", "gateway/internal/mcpwire", "gateway/internal/origin", "bench", "executors/mcpup", "agent", "bench/toexecutor"},
 	"github.com/go-chi/chi":                 {"gateway"},
 	"github.com/prometheus/client_golang":   {"gateway", "gateway/internal/gatewaymetrics"},
 	"github.com/santhosh-tekuri/jsonschema": {"schemas"},

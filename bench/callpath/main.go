@@ -43,7 +43,15 @@ func main() {
 	calls := flag.Int64("calls", 100, "how many more calls the second profile holds")
 	list := flag.Bool("list", false, "print each function")
 	skip := flag.String("skip", "", "comma-separated package prefixes (module-relative) not counted")
+	window := flag.String("window", "", "count from bench/toexecutor's per-call snapshots in this directory")
 	flag.Parse()
+	if *window != "" {
+		if err := windows(*root, *window, *list, strings.Split(*skip, ",")); err != nil {
+			fmt.Fprintln(os.Stderr, "callpath:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if flag.NArg() != 2 {
 		fmt.Fprintln(os.Stderr, "usage: callpath [-root DIR] [-calls N] [-list] [-skip P,...] base.txt more.txt")
 		os.Exit(2)
@@ -62,21 +70,80 @@ func main() {
 
 // report prints the functions whose count grew by at least calls.
 func report(base, more map[string]int64, calls int64, list bool, skip []string) {
-	perPkg := map[string]int{}
 	var names []string
 	for fn, n := range more {
-		if n-base[fn] < calls || skipped(fn, skip) {
-			continue
+		if n-base[fn] >= calls && !skipped(fn, skip) {
+			names = append(names, fn)
 		}
-		names = append(names, fn)
-		pkg, _, _ := strings.Cut(fn, " ")
-		perPkg[pkg]++
 	}
 	sort.Strings(names)
 	if list {
 		for _, fn := range names {
 			fmt.Printf("%s\t%d\n", fn, more[fn]-base[fn])
 		}
+	}
+	perPackage(names)
+}
+
+// windows prints the functions that ran in every call's window, and how
+// many more ran in some of them only; with list only the functions, one a
+// line.
+func windows(root, dir string, list bool, skip []string) error {
+	names, some, calls, err := ranInWindows(root, dir, skip)
+	if err != nil {
+		return err
+	}
+	if list {
+		for _, fn := range names {
+			fmt.Println(fn)
+		}
+		return nil
+	}
+	perPackage(names)
+	fmt.Printf("(%d calls; %d more functions ran in some windows only)\n", calls, some-len(names))
+	return nil
+}
+
+// ranInWindows reads dir's call-*/sent.txt and entry.txt and returns,
+// sorted, the functions whose counters grew between the two in every call,
+// how many grew in at least one, and how many calls there were.
+func ranInWindows(root, dir string, skip []string) (every []string, some, calls int, err error) {
+	dirs, err := filepath.Glob(filepath.Join(dir, "call-*"))
+	if err != nil || len(dirs) == 0 {
+		return nil, 0, 0, fmt.Errorf("no call-* directories in %s: run bench/toexecutor.sh", dir)
+	}
+	times := map[string]int{} // function -> calls it ran in
+	for _, call := range dirs {
+		sent, err := perFunction(root, filepath.Join(call, "sent.txt"))
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		entry, err := perFunction(root, filepath.Join(call, "entry.txt"))
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		for fn, n := range entry {
+			if n > sent[fn] && !skipped(fn, skip) {
+				times[fn]++
+			}
+		}
+	}
+	for fn, n := range times {
+		if n == len(dirs) {
+			every = append(every, fn)
+		}
+	}
+	sort.Strings(every)
+	return every, len(times), len(dirs), nil
+}
+
+// perPackage prints how many of names ("pkg/dir Func") each package has,
+// and the total.
+func perPackage(names []string) {
+	perPkg := map[string]int{}
+	for _, fn := range names {
+		pkg, _, _ := strings.Cut(fn, " ")
+		perPkg[pkg]++
 	}
 	pkgs := make([]string, 0, len(perPkg))
 	for p := range perPkg {
