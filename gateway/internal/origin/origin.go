@@ -69,17 +69,15 @@ func New(origins []string) *Policy {
 		_ = p.cop.AddTrustedOrigin(o) // validated by config: cannot fail
 		p.allowed[o] = true
 	}
-	p.cop.SetDenyHandler(http.HandlerFunc(writeRefused))
 	return p
 }
 
 // CORS guards the MCP endpoints: it answers the preflights of allowed
 // origins and marks responses to them readable; it refuses other origins'
-// preflights, and their state-changing requests through net/http's
-// CrossOriginProtection (which lets GET and HEAD through as free of side
-// effects).
+// preflights, and their state-changing requests as net/http's
+// CrossOriginProtection checks them (letting GET and HEAD through as free
+// of side effects).
 func (p *Policy) CORS(h http.Handler) http.Handler {
-	protected := p.cop.Handler(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		hdr := w.Header()
@@ -103,7 +101,11 @@ func (p *Policy) CORS(h http.Handler) http.Handler {
 			hdr.Set("Access-Control-Allow-Origin", origin)
 			hdr.Set("Access-Control-Expose-Headers", exposeHeaders)
 		}
-		protected.ServeHTTP(w, r)
+		if p.cop.Check(r) != nil {
+			writeRefused(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
 	})
 }
 
