@@ -400,39 +400,34 @@ func settle(next Handler) Handler {
 	}
 }
 
-// dispatchStep returns the dispatch step; forwardRaw lets executors forward
-// the client's raw argument bytes (only when nothing could have changed
-// Args).
+// dispatchStep returns the dispatch step: the call on its tool's executor,
+// the outcome mapped. forwardRaw lets executors forward the client's raw
+// argument bytes (only when nothing could have changed Args).
 func (g *Gateway) dispatchStep(forwardRaw bool) Handler {
 	return func(ctx context.Context, c *Call) (*Result, error) {
 		raw := c.Raw
 		if !forwardRaw {
 			raw = nil
 		}
-		return g.dispatch(ctx, c, raw)
+		// Only the arguments' size: they may hold anything a model was
+		// told, secrets included (STYLE 7.3: never log arguments).
+		if g.logger.Enabled(ctx, slog.LevelDebug) { // threadLabel hashes: only when logged
+			g.logger.LogAttrs(ctx, slog.LevelDebug, "tool call arguments", slog.String("tool", c.Tool.Name),
+				slog.String("thread", threadLabel(c.Thread)), slog.Int("argument_bytes", len(c.Raw)))
+		}
+		r := c.route
+		if r.reentrant {
+			ctx = context.WithValue(ctx, callKey{}, c)
+		}
+		res, err := g.dispatcher.Dispatch(ctx, r.exec, executors.Call{
+			Tool: c.Tool, Args: c.Args, Raw: raw, Thread: c.Thread, Progress: c.Progress, Retry: *r.plan.Load(),
+			OnAttempt: g.onAttempt(ctx, c),
+		})
+		if err != nil {
+			return errorResult(err), nil
+		}
+		return (*Result)(&res), nil
 	}
-}
-
-// dispatch runs the call on its tool's executor and maps the outcome.
-func (g *Gateway) dispatch(ctx context.Context, c *Call, raw json.RawMessage) (*Result, error) {
-	// Only the arguments' size: they may hold anything a model was told,
-	// secrets included (STYLE 7.3: never log arguments).
-	if g.logger.Enabled(ctx, slog.LevelDebug) { // threadLabel hashes: only when logged
-		g.logger.LogAttrs(ctx, slog.LevelDebug, "tool call arguments", slog.String("tool", c.Tool.Name),
-			slog.String("thread", threadLabel(c.Thread)), slog.Int("argument_bytes", len(c.Raw)))
-	}
-	r := c.route
-	if r.reentrant {
-		ctx = context.WithValue(ctx, callKey{}, c)
-	}
-	res, err := g.dispatcher.Dispatch(ctx, r.exec, executors.Call{
-		Tool: c.Tool, Args: c.Args, Raw: raw, Thread: c.Thread, Progress: c.Progress, Retry: *r.plan.Load(),
-		OnAttempt: g.onAttempt(ctx, c),
-	})
-	if err != nil {
-		return errorResult(err), nil
-	}
-	return (*Result)(&res), nil
 }
 
 // callKey is the context key under which a re-entrant tool finds the Call
