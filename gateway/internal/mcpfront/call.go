@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -61,7 +60,7 @@ type frontTool struct {
 type callParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
-	Meta      *mcp.Meta       `json:"_meta"`
+	Meta      *requestMeta    `json:"_meta"`
 	mcp.MultiRoundTripParams
 }
 
@@ -118,13 +117,7 @@ func (f *Front) callTool(x *exchange, m *message) answer {
 			return errorAnswer(m.id, mcp.HEADER_MISMATCH, err.Error(), nil)
 		}
 	}
-	req := &Request{Raw: p.Arguments, Identity: x.ident, Progress: f.progress(x, p.Meta)}
-	if p.Meta != nil && len(p.Meta.AdditionalFields) > 0 {
-		req.Meta = p.Meta.AdditionalFields
-		if x.info != nil {
-			req.Meta = withoutProtocolKeys(req.Meta)
-		}
-	}
+	req := &Request{Raw: p.Arguments, Identity: x.ident, Progress: f.progress(x, p.Meta), Meta: p.Meta.fields(x.info != nil)}
 	ctx, cancel := context.WithCancel(x.ctx)
 	defer cancel()
 	if x.s != nil {
@@ -242,23 +235,6 @@ func rpcCode(err error) int {
 	return mcp.INTERNAL_ERROR
 }
 
-// withoutProtocolKeys is a 2026-07-28 request's _meta without the
-// protocol's own members (io.modelcontextprotocol/...), which the front
-// reads as the request's protocol information.
-func withoutProtocolKeys(meta map[string]any) map[string]any {
-	var out map[string]any
-	for k, v := range meta {
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			continue
-		}
-		if out == nil {
-			out = make(map[string]any, len(meta))
-		}
-		out[k] = v
-	}
-	return out
-}
-
 // headerLookup reports the first value of a header and whether it was sent
 // at all, so that a header sent empty is not taken for a missing one.
 func headerLookup(h http.Header) func(string) (string, bool) {
@@ -273,11 +249,11 @@ func headerLookup(h http.Header) func(string) (string, bool) {
 
 // progress returns the function that reports a call's progress to its
 // client, or nil when the client asked for none (no progressToken).
-func (f *Front) progress(x *exchange, meta *mcp.Meta) func(progress, total float64, message string) {
-	if meta == nil || meta.ProgressToken == nil {
+func (f *Front) progress(x *exchange, meta *requestMeta) func(progress, total float64, message string) {
+	if meta == nil || meta.progressToken == nil {
 		return nil
 	}
-	token := meta.ProgressToken
+	token := meta.progressToken
 	return func(progress, total float64, message string) {
 		params := map[string]any{"progressToken": token, "progress": progress}
 		if total > 0 {

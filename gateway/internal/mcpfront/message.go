@@ -20,10 +20,10 @@ type message struct {
 	// call is a tools/call's params, decoded with the message; nil for
 	// another method or params that do not decode.
 	call *callParams
-	// meta is params._meta, decoded for a tools/call and when the message
-	// may be of the 2026-07-28 era (it names the protocol version key);
-	// nil otherwise.
-	meta *mcp.Meta
+	// meta is params._meta (meta.go), decoded for a tools/call and when
+	// the message may be of the 2026-07-28 era (it names the protocol
+	// version key) or carry a trace context; nil otherwise.
+	meta *requestMeta
 }
 
 // envelope is the shape a JSON-RPC message is decoded into.
@@ -38,7 +38,7 @@ type envelope struct {
 
 // metaParams is what the front reads of any request's params: its _meta.
 type metaParams struct {
-	Meta *mcp.Meta `json:"_meta"`
+	Meta *requestMeta `json:"_meta"`
 }
 
 // decodeMessage decodes raw, one JSON-RPC message (not a batch). On
@@ -108,7 +108,7 @@ func (m *message) notification() bool { return m.method != "" && m.id == nil }
 
 // modern reports whether m declares, in its _meta, a protocol version of
 // the 2026-07-28 era.
-func (m *message) modern() bool { return mcp.IsModernProtocol(m.meta.ProtocolVersion()) }
+func (m *message) modern() bool { return mcp.IsModernProtocol(m.meta.version()) }
 
 // compact returns b without insignificant white space (b itself when it
 // has none).

@@ -269,7 +269,7 @@ func (f *Front) serveModernHere(w http.ResponseWriter, r *http.Request, m *messa
 // agreeing with the body) and returns its protocol information, or the
 // error answering it.
 func modernInfo(r *http.Request, m *message) (*server.RequestProtocolInfo, answer) {
-	hv, mv := r.Header.Get(mcp.HeaderProtocolVersion), m.meta.ProtocolVersion()
+	hv, mv := r.Header.Get(mcp.HeaderProtocolVersion), m.meta.version()
 	switch {
 	case r.Header.Get(mcp.HeaderLastEventID) != "":
 		return nil, errorAnswer(m.id, mcp.HEADER_MISMATCH, fmt.Sprintf(
@@ -284,8 +284,9 @@ func modernInfo(r *http.Request, m *message) (*server.RequestProtocolInfo, answe
 		e := mcp.UnsupportedProtocolVersionError{Version: mv, Supported: servedVersions}.JSONRPCError()
 		return nil, errorAnswer(m.id, e.Error.Code, e.Error.Message, e.Error.Data)
 	}
-	info := &server.RequestProtocolInfo{Modern: true, ProtocolVersion: mv, ClientInfo: m.meta.ClientInfo(),
-		ClientCapabilities: m.meta.ClientCapabilities(), LogLevel: m.meta.LogLevel()}
+	// mv is not "": m.meta is not nil.
+	info := &server.RequestProtocolInfo{Modern: true, ProtocolVersion: mv, ClientInfo: m.meta.clientInfo,
+		ClientCapabilities: m.meta.caps, LogLevel: m.meta.logLevel}
 	if m.method == "" || m.id == nil {
 		return info, answer{}
 	}
