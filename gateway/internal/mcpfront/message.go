@@ -110,6 +110,18 @@ func (m *message) notification() bool { return m.method != "" && m.id == nil }
 // the 2026-07-28 era.
 func (m *message) modern() bool { return mcp.IsModernProtocol(m.meta.version()) }
 
+// headerName is what m's Mcp-Name header must hold: a tools/call's tool
+// name as decoded with the message; the name or uri of the params of a
+// prompts/get or resources/read (and of a tools/call whose params did not
+// decode as a whole), which only this reads. It is false when the params
+// do not read, or the method has no name.
+func (m *message) headerName() (string, bool) {
+	if m.call != nil {
+		return m.call.Name, true
+	}
+	return mcp.ExtractHeaderName(mcp.MCPMethod(m.method), m.params)
+}
+
 // compact returns b without insignificant white space (b itself when it
 // has none).
 func compact(b []byte) []byte {
