@@ -165,14 +165,26 @@ func jsonRPCError(code int, message string) []byte { return rpcError(nil, code, 
 
 // response is the JSON-RPC response of id with result, raw JSON (an
 // upstream's result as it came, or one the front encoded), compacted: a
-// newline in it would split an event. It is nil when result is not JSON.
-func response(id, result json.RawMessage) []byte {
-	b := bytes.NewBuffer(make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result)))
+// newline in it would split an event. extra, when not nil, is members
+// (each after a comma) added to result, which must then be an object with
+// members of its own. It is nil when result is not JSON, or not such an
+// object and extra is not nil.
+func response(id, result, extra json.RawMessage) []byte {
+	b := bytes.NewBuffer(make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result)+len(extra)))
 	b.WriteString(`{"jsonrpc":"2.0","id":`)
 	b.Write(id)
 	b.WriteString(`,"result":`)
 	if json.Compact(b, result) != nil {
 		return nil
+	}
+	if extra != nil {
+		out := b.Bytes()
+		if n := len(out); out[n-1] != '}' || out[n-2] == '{' {
+			return nil
+		}
+		b.Truncate(b.Len() - 1)
+		b.Write(extra)
+		b.WriteByte('}')
 	}
 	b.WriteByte('}')
 	return b.Bytes()
