@@ -393,6 +393,7 @@ func (f *Front) serveListen(w http.ResponseWriter, x *exchange, s *session, m *m
 	defer context.AfterFunc(f.streams, cancel)() // the front closing, or EndStreams, ends the stream
 	x.stream, x.ctx = st, eventstream.With(ctx, st)
 	s.id, s.listen = "listen-"+rand.Text(), true
+	s.notes = make(chan mcp.JSONRPCNotification, sessionQueue)
 	s.Initialize()
 	if err := f.mcp.RegisterSession(ctx, s); err != nil {
 		writeJSON(w, http.StatusInternalServerError, rpcError(m.id, mcp.INTERNAL_ERROR, "opening the subscription failed: "+err.Error(), nil))
