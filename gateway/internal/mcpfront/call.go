@@ -1,13 +1,13 @@
 package mcpfront
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -61,7 +61,7 @@ type frontTool struct {
 type callParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
-	Meta      *mcp.Meta       `json:"_meta"`
+	Meta      *requestMeta    `json:"_meta"`
 	mcp.MultiRoundTripParams
 }
 
@@ -118,13 +118,7 @@ func (f *Front) callTool(x *exchange, m *message) answer {
 			return errorAnswer(m.id, mcp.HEADER_MISMATCH, err.Error(), nil)
 		}
 	}
-	req := &Request{Raw: p.Arguments, Identity: x.ident, Progress: f.progress(x, p.Meta)}
-	if p.Meta != nil && len(p.Meta.AdditionalFields) > 0 {
-		req.Meta = p.Meta.AdditionalFields
-		if x.info != nil {
-			req.Meta = withoutProtocolKeys(req.Meta)
-		}
-	}
+	req := &Request{Raw: p.Arguments, Identity: x.ident, Progress: f.progress(x, p.Meta), Meta: p.Meta.fields(x.info != nil)}
 	ctx, cancel := context.WithCancel(x.ctx)
 	defer cancel()
 	if x.s != nil {
@@ -134,12 +128,15 @@ func (f *Front) callTool(x *exchange, m *message) answer {
 		defer x.s.calls.CompareAndDelete(key, call)
 	}
 	if x.info != nil {
-		res, err := f.modernCall(ctx, x, p, req, t.Call)
-		if err != nil {
+		out, res, err := f.modernCall(ctx, x, p, req, t.Call)
+		switch {
+		case err != nil:
 			return errorAnswer(m.id, rpcCode(err), err.Error(), nil)
+		case res != nil:
+			decorate(res, f.o.Name, f.o.Version)
+			return resultAnswer(m.id, res)
 		}
-		decorate(res, f.o.Name, f.o.Version)
-		return resultAnswer(m.id, res)
+		return f.callResult(m.id, out, true)
 	}
 	req.Session = x.s.id
 	req.Elicit = f.elicit(x)
@@ -148,13 +145,53 @@ func (f *Front) callTool(x *exchange, m *message) answer {
 	if err != nil {
 		return errorAnswer(m.id, mcp.INTERNAL_ERROR, err.Error(), nil)
 	}
-	raw, err := mcpwire.JSON(out)
-	if err == nil {
-		if b := response(m.id, raw); b != nil {
-			return answer{body: b}
-		}
+	return f.callResult(m.id, out, false)
+}
+
+// callResult is the answer to tools/call id with out (of a 2026-07-28
+// request when modern): written from out's JSON where it can be
+// (rawResponse), else through mcp-go's type, which decorate completes
+// for a 2026-07-28 request.
+func (f *Front) callResult(id json.RawMessage, out *executors.Result, modern bool) answer {
+	if b := f.rawResponse(id, out, modern); b != nil {
+		return answer{body: b}
 	}
-	return resultAnswer(m.id, mcpwire.Result(out))
+	res := mcpwire.Result(out)
+	if modern {
+		decorate(res, f.o.Name, f.o.Version)
+	}
+	return resultAnswer(id, res)
+}
+
+// rawResponse is the response to tools/call id with out's result as JSON
+// (mcpwire.JSON: an upstream's result as it came, a text result encoded
+// directly); for a 2026-07-28 request (modern), with the members decorate
+// would add (completeMembers) when the result has neither resultType nor
+// _meta (the usual result): one that has gets them merged by decorate. It
+// is nil when the result cannot be written this way.
+func (f *Front) rawResponse(id json.RawMessage, out *executors.Result, modern bool) []byte {
+	if modern && len(out.Meta) > 0 {
+		return nil // toolgate's own _meta for the result
+	}
+	raw, err := mcpwire.JSON(out)
+	if err != nil {
+		return nil
+	}
+	if !modern {
+		return response(id, raw, nil)
+	}
+	if bytes.Contains(raw, []byte(`"resultType"`)) || bytes.Contains(raw, []byte(`"_meta"`)) {
+		return nil
+	}
+	return response(id, raw, f.completeMembers)
+}
+
+// completeMembers are the members decorate gives a result of a server
+// named name at version that has neither resultType nor _meta, as JSON to
+// add to the result's object (response).
+func completeMembers(name, version string) json.RawMessage {
+	return fmt.Appendf(nil, `,"resultType":%s,"_meta":{%s:%s}`, mustJSON(mcp.ResultTypeComplete),
+		mustJSON(mcp.MetaKeyServerInfo), mustJSON(mcp.Implementation{Name: name, Version: version}))
 }
 
 // resolve looks the tool of a tools/call up: one lookup of the name as
@@ -242,23 +279,6 @@ func rpcCode(err error) int {
 	return mcp.INTERNAL_ERROR
 }
 
-// withoutProtocolKeys is a 2026-07-28 request's _meta without the
-// protocol's own members (io.modelcontextprotocol/...), which the front
-// reads as the request's protocol information.
-func withoutProtocolKeys(meta map[string]any) map[string]any {
-	var out map[string]any
-	for k, v := range meta {
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			continue
-		}
-		if out == nil {
-			out = make(map[string]any, len(meta))
-		}
-		out[k] = v
-	}
-	return out
-}
-
 // headerLookup reports the first value of a header and whether it was sent
 // at all, so that a header sent empty is not taken for a missing one.
 func headerLookup(h http.Header) func(string) (string, bool) {
@@ -273,11 +293,11 @@ func headerLookup(h http.Header) func(string) (string, bool) {
 
 // progress returns the function that reports a call's progress to its
 // client, or nil when the client asked for none (no progressToken).
-func (f *Front) progress(x *exchange, meta *mcp.Meta) func(progress, total float64, message string) {
-	if meta == nil || meta.ProgressToken == nil {
+func (f *Front) progress(x *exchange, meta *requestMeta) func(progress, total float64, message string) {
+	if meta == nil || meta.progressToken == nil {
 		return nil
 	}
-	token := meta.ProgressToken
+	token := meta.progressToken
 	return func(progress, total float64, message string) {
 		params := map[string]any{"progressToken": token, "progress": progress}
 		if total > 0 {

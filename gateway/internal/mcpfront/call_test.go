@@ -2,10 +2,12 @@ package mcpfront
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/executors"
 )
 
 // TestResolve: a tools/call's tool is the one its name names, else the one
@@ -44,6 +46,51 @@ func TestResolve(t *testing.T) {
 			}
 			if len(a.body) > 2048 {
 				t.Errorf("answer is %d bytes; a hostile name must not be echoed whole", len(a.body))
+			}
+		})
+	}
+}
+
+// TestCallResult: a tools/call's result is written from its JSON, as the
+// tool gave it; a 2026-07-28 one with what the revision asks of every
+// result, its resultType and the server's identity in _meta, added to that
+// JSON, or merged with a _meta or resultType the result has.
+func TestCallResult(t *testing.T) {
+	f := &Front{o: Options{Name: "tg", Version: "9"}, completeMembers: completeMembers("tg", "9")}
+	const serverInfo = `"io.modelcontextprotocol/serverInfo":{"name":"tg","version":"9"}`
+	text := executors.Text("hi")
+	for _, tc := range []struct {
+		name   string
+		out    executors.Result
+		modern bool
+		want   string // the result, as JSON
+	}{
+		{"legacy", text, false, `{"content":[{"type":"text","text":"hi"}]}`},
+		{"2026-07-28", text, true, `{"content":[{"type":"text","text":"hi"}],"resultType":"complete","_meta":{` + serverInfo + `}}`},
+		{"2026-07-28, toolgate's _meta", executors.Result{Content: text.Content, Meta: map[string]any{"toolgate/attempts": 2}}, true,
+			`{"content":[{"type":"text","text":"hi"}],"resultType":"complete","_meta":{"toolgate/attempts":2,` + serverInfo + `}}`},
+		{"2026-07-28, an upstream's result as sent", executors.Result{Passthrough: json.RawMessage(`{"content":[{"type":"text","text":"up"}], "isError":true}`)}, true,
+			`{"content":[{"type":"text","text":"up"}],"isError":true,"resultType":"complete","_meta":{` + serverInfo + `}}`},
+		{"2026-07-28, an upstream's _meta", executors.Result{Passthrough: json.RawMessage(`{"content":[],"_meta":{"u":1}}`)}, true,
+			`{"content":[],"resultType":"complete","_meta":{"u":1,` + serverInfo + `}}`},
+		{"2026-07-28, an upstream's serverInfo and resultType", executors.Result{Passthrough: json.RawMessage(`{"content":[],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}}}`)}, true,
+			`{"content":[],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := f.callResult(json.RawMessage(`7`), &tc.out, tc.modern)
+			var got, want struct {
+				JSONRPC string `json:"jsonrpc"`
+				ID      int    `json:"id"`
+				Result  any    `json:"result"`
+			}
+			if err := json.Unmarshal(a.body, &got); err != nil || a.code != 0 || got.JSONRPC != "2.0" || got.ID != 7 {
+				t.Fatalf("answer %s (%v); want a JSON-RPC result of id 7", a.body, err)
+			}
+			if err := json.Unmarshal([]byte(tc.want), &want.Result); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Result, want.Result) {
+				t.Errorf("result %s; want %s", a.body, tc.want)
 			}
 		})
 	}

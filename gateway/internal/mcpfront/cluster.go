@@ -11,7 +11,6 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/internal/forward"
 	"github.com/toolgate/toolgate/internal/principal"
-	"github.com/toolgate/toolgate/threadctx"
 )
 
 // A front in a cluster: its session IDs and requestStates name their
@@ -87,10 +86,10 @@ func (f *Front) forwardRetry(w http.ResponseWriter, r *http.Request, m *message)
 // there, whichever replica the balancer chose. When the owner cannot be
 // reached the call runs here, in this replica's instance of the thread.
 func (f *Front) forwardThread(w http.ResponseWriter, r *http.Request, m *message, info *server.RequestProtocolInfo) bool {
-	if f.o.Peers == nil || m.call == nil || m.call.Meta == nil || m.id == nil {
+	if f.o.Peers == nil || m.call == nil || m.id == nil {
 		return false
 	}
-	name, _ := m.call.Meta.AdditionalFields[threadctx.MetaKey].(string)
+	name := m.call.Meta.thread()
 	if name == "" {
 		return false
 	}

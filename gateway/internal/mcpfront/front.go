@@ -199,6 +199,8 @@ type Front struct {
 
 	mrtr     *continuation.Registry // 2026-07-28 calls waiting for their clients' answers (modern.go)
 	requests atomic.Uint64          // numbers 2026-07-28 requests, for their peers (modern.go)
+	// completeMembers complete a 2026-07-28 tools/call result (call.go).
+	completeMembers json.RawMessage
 
 	mu        sync.Mutex // guards httpParts and closed
 	httpParts *httpParts // built by Mount; closed by Close
@@ -211,7 +213,7 @@ func New(b Backend, o Options) *Front {
 	if o.Replica == nil {
 		o.Replica = replica.Alone()
 	}
-	f := &Front{b: b, o: o, logger: o.Logger, mrtr: continuation.New(o.Replica)}
+	f := &Front{b: b, o: o, logger: o.Logger, mrtr: continuation.New(o.Replica), completeMembers: completeMembers(o.Name, o.Version)}
 	if o.SessionsOf != nil {
 		f.limits = o.SessionsOf.limits
 	} else {

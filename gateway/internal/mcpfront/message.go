@@ -20,10 +20,10 @@ type message struct {
 	// call is a tools/call's params, decoded with the message; nil for
 	// another method or params that do not decode.
 	call *callParams
-	// meta is params._meta, decoded for a tools/call and when the message
-	// may be of the 2026-07-28 era (it names the protocol version key);
-	// nil otherwise.
-	meta *mcp.Meta
+	// meta is params._meta (meta.go), decoded for a tools/call and when
+	// the message may be of the 2026-07-28 era (it names the protocol
+	// version key) or carry a trace context; nil otherwise.
+	meta *requestMeta
 }
 
 // envelope is the shape a JSON-RPC message is decoded into.
@@ -38,7 +38,7 @@ type envelope struct {
 
 // metaParams is what the front reads of any request's params: its _meta.
 type metaParams struct {
-	Meta *mcp.Meta `json:"_meta"`
+	Meta *requestMeta `json:"_meta"`
 }
 
 // decodeMessage decodes raw, one JSON-RPC message (not a batch). On
@@ -108,7 +108,19 @@ func (m *message) notification() bool { return m.method != "" && m.id == nil }
 
 // modern reports whether m declares, in its _meta, a protocol version of
 // the 2026-07-28 era.
-func (m *message) modern() bool { return mcp.IsModernProtocol(m.meta.ProtocolVersion()) }
+func (m *message) modern() bool { return mcp.IsModernProtocol(m.meta.version()) }
+
+// headerName is what m's Mcp-Name header must hold: a tools/call's tool
+// name as decoded with the message; the name or uri of the params of a
+// prompts/get or resources/read (and of a tools/call whose params did not
+// decode as a whole), which only this reads. It is false when the params
+// do not read, or the method has no name.
+func (m *message) headerName() (string, bool) {
+	if m.call != nil {
+		return m.call.Name, true
+	}
+	return mcp.ExtractHeaderName(mcp.MCPMethod(m.method), m.params)
+}
 
 // compact returns b without insignificant white space (b itself when it
 // has none).
@@ -153,14 +165,26 @@ func jsonRPCError(code int, message string) []byte { return rpcError(nil, code, 
 
 // response is the JSON-RPC response of id with result, raw JSON (an
 // upstream's result as it came, or one the front encoded), compacted: a
-// newline in it would split an event. It is nil when result is not JSON.
-func response(id, result json.RawMessage) []byte {
-	b := bytes.NewBuffer(make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result)))
+// newline in it would split an event. extra, when not nil, is members
+// (each after a comma) added to result, which must then be an object with
+// members of its own. It is nil when result is not JSON, or not such an
+// object and extra is not nil.
+func response(id, result, extra json.RawMessage) []byte {
+	b := bytes.NewBuffer(make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result)+len(extra)))
 	b.WriteString(`{"jsonrpc":"2.0","id":`)
 	b.Write(id)
 	b.WriteString(`,"result":`)
 	if json.Compact(b, result) != nil {
 		return nil
+	}
+	if extra != nil {
+		out := b.Bytes()
+		if n := len(out); out[n-1] != '}' || out[n-2] == '{' {
+			return nil
+		}
+		b.Truncate(b.Len() - 1)
+		b.Write(extra)
+		b.WriteByte('}')
 	}
 	b.WriteByte('}')
 	return b.Bytes()

@@ -2,8 +2,11 @@ package mcpfront
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // TestDecodeMessage: what one decoding of a message accepts, and the
@@ -105,4 +108,50 @@ func FuzzDecodeMessage(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStandardHeaders: a 2026-07-28 request's Mcp-Method must be its
+// method and, for the three methods that name something, its Mcp-Name
+// (plain, or Base64 in the =?base64?...?= wrapper) the name or uri of its
+// params (SEP-2243); each refusal names the header and what is wrong.
+func TestStandardHeaders(t *testing.T) {
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`
+	for _, tc := range []struct {
+		name, msg, method, mcpName string
+		err                        string // "" when the headers agree
+	}{
+		{"tools/call", call, "tools/call", "echo", ""},
+		{"Base64 name", call, "tools/call", "=?base64?ZWNobw==?=", ""},
+		{"method missing", call, "", "echo", "Mcp-Method: missing required header"},
+		{"method differs", call, "tools/list", "echo", `Mcp-Method: header value "tools/list" does not match body value "tools/call"`},
+		{"name missing", call, "tools/call", "", `Mcp-Name: missing required header for method "tools/call"`},
+		{"name differs", call, "tools/call", "other", `Mcp-Name: header value "other" does not match body value "echo"`},
+		{"bad Base64", call, "tools/call", "=?base64?!!?=", "Mcp-Name: invalid Base64 encoding"},
+		{"no name needed", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "tools/list", "", ""},
+		{"prompts/get", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p"}}`, "prompts/get", "p", ""},
+		{"resources/read", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}`, "resources/read", "file:///a", ""},
+		{"resources/read by name", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}`, "resources/read", "a", `Mcp-Name: header value "a" does not match body value "file:///a"`},
+		{"tools/call without params", `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, "tools/call", "echo", `Mcp-Name: failed to extract name from parameters for method "tools/call"`},
+		// The call's params do not decode as a whole (_meta is not an
+		// object): the name is still read, and callTool refuses the params.
+		{"tools/call with a bad _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":1}}`, "tools/call", "echo", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, reject := decodeMessage([]byte(tc.msg))
+			if reject != nil {
+				t.Fatalf("refused: %s", reject)
+			}
+			h := http.Header{}
+			if tc.method != "" {
+				h.Set(mcp.HeaderMethod, tc.method)
+			}
+			if tc.mcpName != "" {
+				h.Set(mcp.HeaderName, tc.mcpName)
+			}
+			err := standardHeaders(h, &m)
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("standardHeaders = %v; want %q", err, tc.err)
+			}
+		})
+	}
 }

@@ -93,8 +93,11 @@ func (p modernPeer) Request(ctx context.Context, method string, params json.RawM
 // modernCall runs a 2026-07-28 tools/call of x (p its params, r filled
 // in but for Peer and Elicit): a retry resumes the continuation it names;
 // a call whose client may be asked something runs as a continuation; any
-// other runs here.
-func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *Request, call func(context.Context, *Request) *executors.Result) (*mcp.CallToolResult, error) {
+// other runs here. A call run here gives its result as the tool gave it
+// (out), for the front to write as a legacy call's; one run as a
+// continuation gives it as the continuation does (res): complete, or
+// input_required. Exactly one of out, res and err is not nil.
+func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *Request, call func(context.Context, *Request) *executors.Result) (out *executors.Result, res *mcp.CallToolResult, err error) {
 	who := principal.NameOf(r.Identity)
 	bind := func() continuation.Binding { // only for a call that may wait: the common call hashes nothing
 		return continuation.Binding{Method: string(mcp.MethodToolsCall), Name: p.Name, Args: canonjson.RawSum(p.Arguments)}
@@ -102,16 +105,16 @@ func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *R
 	var answer json.RawMessage // to toolgate's own question, sealed in the requestState
 	if p.RequestState != "" || len(p.InputResponses) > 0 {
 		var sealed bool
-		var err error
 		if answer, sealed, err = f.mrtr.OpenSealed(who, bind(), p.MultiRoundTripParams); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !sealed {
 			c, err := f.mrtr.ResumeWith(who, bind(), p.MultiRoundTripParams)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return toolOutcome(c.Await(ctx))
+			res, err := toolOutcome(c.Await(ctx))
+			return nil, res, err
 		}
 		// A sealed question answered: the call runs afresh, here.
 	}
@@ -121,15 +124,9 @@ func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *R
 	if answer != nil {
 		r.Elicit = sealedElicit(nil, answer)
 	}
-	run := func(ctx context.Context) (*mcp.CallToolResult, error) {
-		out, err := f.run(ctx, call, r, p.Name)
-		if err != nil {
-			return nil, err
-		}
-		return mcpwire.Result(out), nil
-	}
 	if !mayAsk(caps) {
-		return run(ctx)
+		out, err := f.run(ctx, call, r, p.Name)
+		return out, nil, err
 	}
 	c, ok := f.mrtr.Start(ctx, f.root, who, bind(), func(ctx context.Context, c *continuation.Continuation) continuation.Outcome {
 		asking := mp // mp stays as it is: the closure copies it
@@ -138,13 +135,18 @@ func (f *Front) modernCall(ctx context.Context, x *exchange, p *callParams, r *R
 		if caps.Elicitation != nil {
 			r.Elicit = sealedElicit(c, answer)
 		}
-		res, err := run(ctx)
-		return continuation.Outcome{Res: res, Err: err}
+		out, err := f.run(ctx, call, r, p.Name)
+		if err != nil {
+			return continuation.Outcome{Err: err}
+		}
+		return continuation.Outcome{Res: mcpwire.Result(out)}
 	})
 	if !ok {
-		return run(ctx)
+		out, err := f.run(ctx, call, r, p.Name)
+		return out, nil, err
 	}
-	return toolOutcome(c.Await(ctx))
+	res, err = toolOutcome(c.Await(ctx))
+	return nil, res, err
 }
 
 // Waiting returns how many 2026-07-28 calls wait for their clients'

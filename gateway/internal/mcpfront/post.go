@@ -266,10 +266,10 @@ func (f *Front) serveModernHere(w http.ResponseWriter, r *http.Request, m *messa
 // modernInfo checks a 2026-07-28 message as the revision asks of a POST
 // (no Last-Event-ID; the version in both the header and _meta, the same
 // and served; the client's capabilities in _meta; Mcp-Method and Mcp-Name
-// agreeing with the body) and returns its protocol information, or the
-// error answering it.
+// agreeing with the body: standardHeaders) and returns its protocol
+// information, or the error answering it.
 func modernInfo(r *http.Request, m *message) (*server.RequestProtocolInfo, answer) {
-	hv, mv := r.Header.Get(mcp.HeaderProtocolVersion), m.meta.ProtocolVersion()
+	hv, mv := r.Header.Get(mcp.HeaderProtocolVersion), m.meta.version()
 	switch {
 	case r.Header.Get(mcp.HeaderLastEventID) != "":
 		return nil, errorAnswer(m.id, mcp.HEADER_MISMATCH, fmt.Sprintf(
@@ -284,18 +284,54 @@ func modernInfo(r *http.Request, m *message) (*server.RequestProtocolInfo, answe
 		e := mcp.UnsupportedProtocolVersionError{Version: mv, Supported: servedVersions}.JSONRPCError()
 		return nil, errorAnswer(m.id, e.Error.Code, e.Error.Message, e.Error.Data)
 	}
-	info := &server.RequestProtocolInfo{Modern: true, ProtocolVersion: mv, ClientInfo: m.meta.ClientInfo(),
-		ClientCapabilities: m.meta.ClientCapabilities(), LogLevel: m.meta.LogLevel()}
+	// mv is not "": m.meta is not nil.
+	info := &server.RequestProtocolInfo{Modern: true, ProtocolVersion: mv, ClientInfo: m.meta.clientInfo,
+		ClientCapabilities: m.meta.caps, LogLevel: m.meta.logLevel}
 	if m.method == "" || m.id == nil {
 		return info, answer{}
 	}
 	if info.ClientCapabilities == nil {
 		return nil, errorAnswer(m.id, mcp.INVALID_PARAMS, "missing or invalid _meta field "+mcp.MetaKeyClientCapabilities+": send the client's capabilities ({} for none) with every request", nil)
 	}
-	if err := mcp.ValidateStandardHeaders(r.Header.Get, mv, mcp.MCPMethod(m.method), m.params); err != nil {
+	if err := standardHeaders(r.Header, m); err != nil {
 		return nil, errorAnswer(m.id, mcp.HEADER_MISMATCH, err.Error(), nil)
 	}
 	return info, answer{}
+}
+
+// standardHeaders checks the Mcp-Method and Mcp-Name headers of 2026-07-28
+// request m against its body (SEP-2243): Mcp-Method is its method, and for
+// a tools/call, prompts/get or resources/read, Mcp-Name (Base64 in the
+// =?base64?...?= wrapper, or as it is) is its params' name, or uri. The
+// errors are mcp-go's, as mcp.ValidateStandardHeaders words them; unlike
+// that function it reads the name of a tools/call decoded with the message
+// rather than decode the params again.
+func standardHeaders(h http.Header, m *message) error {
+	method := mcp.MCPMethod(m.method)
+	switch hm := h.Get(mcp.HeaderMethod); {
+	case hm == "":
+		return mcp.HeaderMismatchError{Header: mcp.HeaderMethod, Reason: "missing required header"}
+	case hm != m.method:
+		return mcp.HeaderMismatchError{Header: mcp.HeaderMethod, Reason: fmt.Sprintf("header value %q does not match body value %q", hm, m.method)}
+	case !mcp.MethodRequiresNameHeader(method):
+		return nil
+	}
+	hn := h.Get(mcp.HeaderName)
+	if hn == "" {
+		return mcp.HeaderMismatchError{Header: mcp.HeaderName, Reason: fmt.Sprintf("missing required header for method %q", method)}
+	}
+	name, ok := mcp.DecodeHeaderValue(hn)
+	if !ok {
+		return mcp.HeaderMismatchError{Header: mcp.HeaderName, Reason: "invalid Base64 encoding"}
+	}
+	bodyName, ok := m.headerName()
+	if !ok {
+		return mcp.HeaderMismatchError{Header: mcp.HeaderName, Reason: fmt.Sprintf("failed to extract name from parameters for method %q", method)}
+	}
+	if name != bodyName {
+		return mcp.HeaderMismatchError{Header: mcp.HeaderName, Reason: fmt.Sprintf("header value %q does not match body value %q", name, bodyName)}
+	}
+	return nil
 }
 
 // modernStatus is the HTTP status the revision maps a JSON-RPC error code
@@ -357,6 +393,7 @@ func (f *Front) serveListen(w http.ResponseWriter, x *exchange, s *session, m *m
 	defer context.AfterFunc(f.streams, cancel)() // the front closing, or EndStreams, ends the stream
 	x.stream, x.ctx = st, eventstream.With(ctx, st)
 	s.id, s.listen = "listen-"+rand.Text(), true
+	s.notes = make(chan mcp.JSONRPCNotification, sessionQueue)
 	s.Initialize()
 	if err := f.mcp.RegisterSession(ctx, s); err != nil {
 		writeJSON(w, http.StatusInternalServerError, rpcError(m.id, mcp.INTERNAL_ERROR, "opening the subscription failed: "+err.Error(), nil))

@@ -120,10 +120,11 @@ func newSession(ident *principal.Identity, replicaID string) *session {
 }
 
 // requestSession returns the session of one 2026-07-28 request: it has no
-// ID, is registered nowhere, and what is sent on it goes nowhere but, for
-// subscriptions/listen, to the request's stream (post.go).
+// ID and is registered nowhere. It has no notification queue (nil: mcp-go
+// drops what is sent on it, as from a full queue) but for
+// subscriptions/listen, whose queue feeds the request's stream (post.go).
 func requestSession(ident *principal.Identity) *session {
-	return &session{ident: ident, notes: make(chan mcp.JSONRPCNotification, sessionQueue), done: make(chan struct{})}
+	return &session{ident: ident, done: make(chan struct{})}
 }
 
 // mcpSession is the session mcp-go knows: the inner one, or s itself.

@@ -15,17 +15,11 @@ func (f *Front) traced(x *exchange, m *message) answer {
 		return f.handle(x, m)
 	}
 	name, tool := m.method, ""
-	var meta map[string]any
 	if m.call != nil {
 		tool = m.call.Name
 		name += " " + tool // {mcp.method.name} {target}: the span name OpenTelemetry's MCP conventions give
-		if m.call.Meta != nil {
-			meta = m.call.Meta.AdditionalFields
-		}
-	} else if m.meta != nil {
-		meta = m.meta.AdditionalFields
 	}
-	ctx, span := f.o.Tracer.StartRequest(x.ctx, x.header, meta, name)
+	ctx, span := f.o.Tracer.StartRequest(x.ctx, x.header, m.meta.fields(false), name)
 	defer span.End()
 	if span.Recording() {
 		span.Str("mcp.method.name", m.method)
