@@ -97,8 +97,8 @@ func (c *child) stop() {
 	}
 }
 
-// procStatus returns the kB values of the keys (VmRSS, VmHWM) in
-// /proc/pid/status.
+// procStatus returns the kB values of the keys (VmRSS, VmHWM, RssAnon,
+// RssFile) in /proc/pid/status, in bytes.
 func procStatus(pid int, keys ...string) (map[string]uint64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -335,7 +335,7 @@ func runBigList(ctx context.Context, p params, stdout, stderr io.Writer) error {
 	}
 	mem := make([]map[string]uint64, len(sides))
 	for i, s := range sides {
-		if mem[i], err = procStatus(s.pid, "VmRSS", "VmHWM"); err != nil {
+		if mem[i], err = procStatus(s.pid, "VmRSS", "VmHWM", "RssAnon", "RssFile"); err != nil {
 			return err
 		}
 	}
@@ -381,12 +381,12 @@ func reportBigList(w io.Writer, p params, sides []*bigListSide, rssHeld uint64, 
 		"stateful streamable HTTP, pages of %d, a child process. toolgate: `toolgate serve` (CGO off), a child process, "+
 		"with that one upstream. A walk lists every page in one session; %d walks each after %d warm-up walks, "+
 		"alternating which target goes first.\n\n", p.tools, p.page, p.rounds, p.warmup)
-	fmt.Fprintln(w, "| target | pages | p50 ms | p99 ms | RSS MiB | peak RSS MiB |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| target | pages | p50 ms | p99 ms | RSS MiB | of it anonymous / file MiB | peak RSS MiB |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
 	for i, s := range sides {
 		slices.Sort(s.walks)
-		fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.1f | %.1f |\n", s.t.name, s.pages, ms(percentile(s.walks, 0.5)),
-			ms(percentile(s.walks, 0.99)), mib(mem[i]["VmRSS"]), mib(mem[i]["VmHWM"]))
+		fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.1f | %.1f / %.1f | %.1f |\n", s.t.name, s.pages, ms(percentile(s.walks, 0.5)),
+			ms(percentile(s.walks, 0.99)), mib(mem[i]["VmRSS"]), mib(mem[i]["RssAnon"]), mib(mem[i]["RssFile"]), mib(mem[i]["VmHWM"]))
 	}
 	d, g := sides[0].walks, sides[1].walks
 	r50 := float64(percentile(g, 0.5)) / float64(percentile(d, 0.5))

@@ -47,8 +47,8 @@
 // With -mode biglist (see biglist.go) an upstream with -tools tools (5,000)
 // and `toolgate serve` in front of it run as child processes; the bench
 // walks every page of tools/list from each, in alternating rounds, and
-// reads each process's RSS (docs/benchmarks.md, §14). -profile DIR saves
-// toolgate's CPU and heap profiles.
+// reads each process's RSS, anonymous and file-backed (docs/benchmarks.md,
+// §14). -profile DIR saves toolgate's CPU and heap profiles.
 //
 //	go run ./bench -mode biglist -rounds 15
 //

@@ -419,8 +419,10 @@ func (g *Gateway) dispatchStep(forwardRaw bool) Handler {
 		if r.reentrant {
 			ctx = context.WithValue(ctx, callKey{}, c)
 		}
+		plan := *r.plan.Load() // shared by the tools of its source: the call's own copy names its tool
+		plan.Tool = c.Tool.Name
 		res, err := g.dispatcher.Dispatch(ctx, r.exec, executors.Call{
-			Tool: c.Tool, Args: c.Args, Raw: raw, Thread: c.Thread, Progress: c.Progress, Retry: *r.plan.Load(),
+			Tool: c.Tool, Args: c.Args, Raw: raw, Thread: c.Thread, Progress: c.Progress, Retry: plan,
 			OnAttempt: g.onAttempt(ctx, c),
 		})
 		if err != nil {

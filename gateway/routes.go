@@ -20,8 +20,9 @@ import (
 type route struct {
 	tool *registry.Tool
 	exec executors.Executor
-	// plan is the retry plan its calls start with: replaced when a reload
-	// changes the defaults (Gateway.replan).
+	// plan is the retry plan its calls start with, shared with the other
+	// tools of its source (resilience.Planner.Plan): replaced when a
+	// reload changes the defaults (Gateway.replan).
 	plan atomic.Pointer[retry.Plan]
 	// reentrant marks a tool whose executor runs calls of other tools
 	// through the pipeline (toolgate_batch): it takes no slot itself and
@@ -128,7 +129,7 @@ func (g *Gateway) newRoute(t *registry.Tool) *route {
 	_, reentrant := exec.(reentrantExecutor)
 	r := &route{tool: t, exec: exec, reentrant: reentrant,
 		hidden: [2]bool{!g.catalogs.Listed(t, false), !g.catalogs.Listed(t, true)}}
-	r.plan.Store(new(g.res.Plan(t)))
+	r.plan.Store(g.res.Plan(t))
 	return r
 }
 
@@ -139,7 +140,7 @@ func (g *Gateway) replan() {
 	g.routesMu.Lock()
 	defer g.routesMu.Unlock()
 	for _, r := range *g.routes.Load() {
-		r.plan.Store(new(g.res.Plan(r.tool)))
+		r.plan.Store(g.res.Plan(r.tool))
 	}
 }
 
@@ -184,7 +185,6 @@ func (g *Gateway) syncTools(c registry.Change) {
 		// The caches are keyed by the old *Tool; forgotten before the new
 		// routes cache their own.
 		g.metrics.Forget(c.Removed)
-		g.res.Forget(c.Removed)
 		g.caches.Forget(c.Removed)
 	}
 	g.catalogs.Changed(c)

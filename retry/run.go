@@ -21,20 +21,27 @@ type Plan struct {
 	// Backend is what the call goes to. Nil means no breaker and no
 	// budget.
 	Backend *Backend
-	// Subject names the call in messages, e.g. `tool "weather__get"`.
-	// Empty means "the call".
+	// Subject names the call in messages, e.g. "the model call". Empty
+	// means the tool named Tool, or else "the call".
 	Subject string
+	// Tool is the name of the tool the call runs, named in messages as
+	// `tool "weather__get"` when Subject is empty. Plans shared by the
+	// tools of a source leave it empty; each call sets it.
+	Tool string
 	// Rand returns values in [0, 1) for the backoff's jitter. Nil means
 	// math/rand/v2's Float64.
 	Rand func() float64
 }
 
-// subject returns p.Subject or "the call".
+// subject returns p.Subject, or the tool p.Tool, or "the call".
 func (p Plan) subject() string {
-	if p.Subject == "" {
-		return "the call"
+	switch {
+	case p.Subject != "":
+		return p.Subject
+	case p.Tool != "":
+		return fmt.Sprintf("tool %q", p.Tool)
 	}
-	return p.Subject
+	return "the call"
 }
 
 // Decide says whether to retry after attempt number attempt (from 1)

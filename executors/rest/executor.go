@@ -172,7 +172,7 @@ func (x *toolExecutor) Execute(ctx context.Context, call executors.Call) (execut
 		return executors.Result{}, err
 	}
 	plan := call.Retry
-	if plan.Subject == "" {
+	if plan.Subject == "" && plan.Tool == "" {
 		plan.Subject = t.subject
 	}
 	if plan.Rand == nil {

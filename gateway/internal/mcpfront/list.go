@@ -113,39 +113,71 @@ func listResponse(id, head json.RawMessage, page toolList) []byte {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(t.listed.head)
-		b.Write(t.listed.schema)
-		b.Write(t.listed.tail)
+		t.listed.writeTo(b)
 	}
 	b.WriteString(`]}}`)
 	return b.Bytes()
 }
 
-// listedTool is a tool's definition encoded as tools/list sends it: head,
-// schema and tail, one after the other. schema is the input schema the
-// registry holds (Def.InputSchema) when the encoding has it unchanged, as
-// a compact schema is, so that the front keeps no second copy of it;
-// otherwise nil, and head is the whole encoding.
+// listedTool is a tool's definition encoded as tools/list sends it:
+// own[:descAt], desc, own[descAt:schemaAt], schema, own[schemaAt:], one
+// after the other. desc is the registry's description (Def.Description)
+// when the encoding has it unchanged, as one with nothing to escape, and
+// schema the registry's input schema (Def.InputSchema) when the encoding
+// has it unchanged, as a compact one: so the front keeps no second copy
+// of either. Otherwise each is empty and own has it encoded.
 type listedTool struct {
-	head, schema, tail []byte
+	own              []byte
+	descAt, schemaAt int
+	desc             string
+	schema           []byte
 }
 
 // encodeListed encodes w as tools/list sends it.
 func encodeListed(w *mcp.Tool) listedTool {
 	b, _ := json.Marshal(w) // a definition decoded from JSON or built by the gateway: cannot fail
-	key := []byte(`"inputSchema":`)
-	i := bytes.Index(b, key)
+	var l listedTool
+	schemaAt, schemaEnd := len(b), len(b)
+	if i := valueAt(b, `"inputSchema":`, w.RawInputSchema); i >= 0 {
+		l.schema, schemaAt, schemaEnd = w.RawInputSchema, i, i+len(w.RawInputSchema)
+	}
+	descAt, descEnd := 0, 0
+	if w.Description != "" {
+		if i := valueAt(b[:schemaAt], `"description":`, []byte(`"`+w.Description+`"`)); i >= 0 {
+			l.desc, descAt, descEnd = w.Description, i+1, i+1+len(w.Description)
+		}
+	}
+	if l.desc == "" && l.schema == nil {
+		l.own, l.schemaAt = b, len(b)
+		return l
+	}
+	l.own = slices.Concat(b[:descAt], b[descEnd:schemaAt], b[schemaEnd:])
+	l.descAt, l.schemaAt = descAt, schemaAt-(descEnd-descAt)
+	return l
+}
+
+// valueAt returns where in b the value of the first key (`"name":`)
+// starts when that value is v, or -1.
+func valueAt(b []byte, key string, v []byte) int {
+	i := bytes.Index(b, []byte(key))
 	if i < 0 {
-		return listedTool{head: b}
+		return -1
 	}
 	start := i + len(key)
-	end := start + len(w.RawInputSchema)
-	if end > len(b) || !bytes.Equal(b[start:end], w.RawInputSchema) {
-		return listedTool{head: b}
+	if start+len(v) > len(b) || !bytes.Equal(b[start:start+len(v)], v) {
+		return -1
 	}
-	// Wherever the key was found, head+schema+tail is b.
-	return listedTool{head: bytes.Clone(b[:start]), schema: w.RawInputSchema, tail: bytes.Clone(b[end:])}
+	return start
 }
 
 // len is the length of the encoding.
-func (l listedTool) len() int { return len(l.head) + len(l.schema) + len(l.tail) }
+func (l *listedTool) len() int { return len(l.own) + len(l.desc) + len(l.schema) }
+
+// writeTo writes the encoding to b.
+func (l *listedTool) writeTo(b *bytes.Buffer) {
+	b.Write(l.own[:l.descAt])
+	b.WriteString(l.desc)
+	b.Write(l.own[l.descAt:l.schemaAt])
+	b.Write(l.schema)
+	b.Write(l.own[l.schemaAt:])
+}

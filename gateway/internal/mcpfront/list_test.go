@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,31 +162,45 @@ func TestListLeavesOutInvalidHeaderTool(t *testing.T) {
 	}
 }
 
-// TestEncodeListedSharesSchema: a tool's listed encoding is what
-// json.Marshal gives, and holds a compact input schema by reference, not
-// as a second copy; a schema the encoding changes is held encoded whole.
-func TestEncodeListedSharesSchema(t *testing.T) {
+// TestEncodeListedShares: a tool's listed encoding is what json.Marshal
+// gives, and holds a description with nothing to escape and a compact
+// input schema by reference, not as second copies; a description or
+// schema the encoding changes is held encoded.
+func TestEncodeListedShares(t *testing.T) {
+	const plain = `{"type":"object","properties":{"q":{"type":"string"}}}`
 	for _, tc := range []struct {
-		name, schema string
-		shared       bool
+		name, desc, schema string
+		descShared, shared bool
 	}{
-		{"compact", `{"type":"object","properties":{"q":{"type":"string","description":"a <b> query"}}}`, false},
-		{"compact, nothing escaped", `{"type":"object","properties":{"q":{"type":"string"}}}`, true},
-		{"spaced", `{ "type": "object" }`, false},
+		{"schema escaped", `finds`, `{"type":"object","properties":{"q":{"type":"string","description":"a <b> query"}}}`, true, false},
+		{"both shared", `finds things`, plain, true, true},
+		{"description escaped", `says "inputSchema": {}`, plain, false, true},
+		{"description with <", `a <b> c`, plain, false, true},
+		{"no description", ``, plain, false, true},
+		{"spaced", `finds`, `{ "type": "object" }`, true, false},
+		{"description like the key", `"description":`, `{ "type": "object" }`, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := mcp.Tool{Name: "find", Description: `says "inputSchema": {}`, RawInputSchema: json.RawMessage(tc.schema)}
+			w := mcp.Tool{Name: "find", Description: tc.desc, RawInputSchema: json.RawMessage(tc.schema),
+				Annotations: mcp.ToolAnnotation{Title: "Find"}}
 			want, err := json.Marshal(w)
 			if err != nil {
 				t.Fatal(err)
 			}
 			l := encodeListed(&w)
-			got := slices.Concat(l.head, l.schema, l.tail)
-			if !bytes.Equal(got, want) || l.len() != len(want) {
-				t.Errorf("listed = %s (len %d), want %s", got, l.len(), want)
+			var got bytes.Buffer
+			l.writeTo(&got)
+			if !bytes.Equal(got.Bytes(), want) || l.len() != len(want) {
+				t.Errorf("listed = %s (len %d), want %s", got.Bytes(), l.len(), want)
 			}
 			if shared := l.schema != nil && &l.schema[0] == &w.RawInputSchema[0]; shared != tc.shared {
 				t.Errorf("schema shared = %v, want %v", shared, tc.shared)
+			}
+			if descShared := l.desc != ""; descShared != tc.descShared {
+				t.Errorf("description shared = %v, want %v", descShared, tc.descShared)
+			}
+			if kept := len(want) - len(l.desc) - len(l.schema); len(l.own) != kept {
+				t.Errorf("own holds %d bytes, want %d: the shared parts left out", len(l.own), kept)
 			}
 		})
 	}

@@ -11,7 +11,6 @@
 package resilience
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -50,7 +49,19 @@ type Planner struct {
 	// when a source is added or removed while serving.
 	policies sync.Map // string → retry.Policy
 	restHost sync.Map // string → string
-	plans    sync.Map // *registry.Tool → retry.Plan
+	// plans are the plans made, one for all the tools of a source of the
+	// same kind and idempotency: 5,000 tools of an upstream share two.
+	// Dropped with what they were made from (SetDefaults, SetPolicy,
+	// SetRESTURL, DropSource).
+	plansMu sync.Mutex
+	plans   map[planKey]*retry.Plan
+}
+
+// planKey is what a plan depends on besides the settings in force.
+type planKey struct {
+	source     string
+	kind       registry.Kind
+	idempotent bool
 }
 
 // New returns the Planner of cfg's settings: defaults.retry, breakers and
@@ -104,7 +115,7 @@ func (p *Planner) SetDefaults(d config.Defaults, seed []string) bool {
 		changed = true
 	}
 	if changed {
-		p.plans.Clear()
+		p.forgetPlans("")
 	}
 	return changed
 }
@@ -147,13 +158,15 @@ func (p *Planner) newBackends() *retry.Backends {
 func (p *Planner) Backend(name string) *retry.Backend { return p.backends.Load().Get(name) }
 
 // SetPolicy records source's own retry policy, or forgets it when c is
-// nil (its tools retry by defaults.retry).
+// nil (its tools retry by defaults.retry). Plans made from then on have
+// it.
 func (p *Planner) SetPolicy(source string, c *config.Retry) {
 	if c == nil {
 		p.policies.Delete(source)
-		return
+	} else {
+		p.policies.Store(source, policyOf(*c))
 	}
-	p.policies.Store(source, policyOf(*c))
+	p.forgetPlans(source)
 }
 
 // SetRESTURL records that the REST tools of source call rawURL: their
@@ -161,6 +174,7 @@ func (p *Planner) SetPolicy(source string, c *config.Retry) {
 func (p *Planner) SetRESTURL(source, rawURL string) {
 	backend := restBackend(rawURL)
 	p.restHost.Store(source, backend)
+	p.forgetPlans(source)
 	p.gauges.CircuitState(backend, p.Backend(backend).State())
 }
 
@@ -169,6 +183,7 @@ func (p *Planner) SetRESTURL(source, rawURL string) {
 func (p *Planner) DropSource(source string) {
 	p.policies.Delete(source)
 	p.restHost.Delete(source)
+	p.forgetPlans(source)
 }
 
 // policyOf converts a configured retry policy.
@@ -196,16 +211,22 @@ func restBackend(rawURL string) string {
 	return "rest:" + strings.ToLower(rest)
 }
 
-// Plan returns the retry plan of t's calls, for executors.Call.Retry:
-// the tool's source's policy (its retry section: an upstream's, a REST
-// tool's, an OpenAPI source's) or else defaults.retry, whether t is
-// idempotent, and its backend. It is the only place a plan is assembled,
-// for every kind; plans are cached per tool until [Planner.Forget].
-func (p *Planner) Plan(t *registry.Tool) retry.Plan {
-	if v, ok := p.plans.Load(t); ok {
-		return v.(retry.Plan)
+// Plan returns the retry plan of t's calls, for executors.Call.Retry once
+// the call has set its Tool: the tool's source's policy (its retry
+// section: an upstream's, a REST tool's, an OpenAPI source's) or else
+// defaults.retry, whether t is idempotent, and its backend. It is the only
+// place a plan is assembled, for every kind. The plan is shared with the
+// other tools of t's source of the same kind and idempotency, and must not
+// be modified; a tool's breaker and budget are its backend's, so shared
+// already.
+func (p *Planner) Plan(t *registry.Tool) *retry.Plan {
+	k := planKey{t.Source, t.Kind, t.Idempotent}
+	p.plansMu.Lock()
+	defer p.plansMu.Unlock()
+	if pl, ok := p.plans[k]; ok {
+		return pl
 	}
-	pl := retry.Plan{Policy: *p.def.Load(), Idempotent: t.Idempotent, Subject: fmt.Sprintf("tool %q", t.Name)}
+	pl := &retry.Plan{Policy: *p.def.Load(), Idempotent: t.Idempotent}
 	if own, ok := p.policies.Load(t.Source); ok {
 		pl.Policy = own.(retry.Policy)
 	}
@@ -217,20 +238,28 @@ func (p *Planner) Plan(t *registry.Tool) retry.Plan {
 			pl.Backend = p.Backend(host.(string))
 		}
 	}
-	v, _ := p.plans.LoadOrStore(t, pl)
-	return v.(retry.Plan)
+	if p.plans == nil {
+		p.plans = make(map[planKey]*retry.Plan)
+	}
+	p.plans[k] = pl
+	return pl
 }
 
-// Forget drops the cached plans of the tools called names (removed).
-func (p *Planner) Forget(names []string) {
-	p.plans.Range(func(k, _ any) bool {
-		for _, n := range names {
-			if k.(*registry.Tool).Name == n {
-				p.plans.Delete(k)
-			}
+// forgetPlans drops the plans made for the tools of source, or every plan
+// when source is "". Plan holds plansMu while it reads the settings, so a
+// plan of settings replaced before forgetPlans is never kept after it.
+func (p *Planner) forgetPlans(source string) {
+	p.plansMu.Lock()
+	defer p.plansMu.Unlock()
+	if source == "" {
+		clear(p.plans)
+		return
+	}
+	for k := range p.plans {
+		if k.source == source {
+			delete(p.plans, k)
 		}
-		return true
-	})
+	}
 }
 
 // Circuits returns every backend's breaker state, for /readyz; nil when

@@ -44,7 +44,8 @@ func newConfig(t *testing.T) *config.Config {
 
 // A tool's plan takes its source's own retry policy over defaults.retry,
 // and its backend: an upstream's by name, a REST tool's by host, none for
-// an in-process tool. Plans are cached per tool until Forget.
+// an in-process tool. A changed policy or URL reaches the plans made
+// after it.
 func TestPlan(t *testing.T) {
 	p := New(newConfig(t), Gauges{})
 	p.SetRESTURL("rest:own", "https://user:secret@API.example.com:8443/v1?key=k")
@@ -72,21 +73,58 @@ func TestPlan(t *testing.T) {
 		if got := pl.Backend.Name(); got != tc.backend || tc.backend != "" && pl.Backend != p.Backend(tc.backend) {
 			t.Errorf("Plan(%s).Backend = %q, want %q of the set in force", tc.tool.Name, got, tc.backend)
 		}
+		if pl.Subject != "" || pl.Tool != "" {
+			t.Errorf("Plan(%s) names %q, tool %q; want neither: the plan is shared, each call names its tool", tc.tool.Name, pl.Subject, pl.Tool)
+		}
 	}
 
-	// A changed policy reaches a tool once its cached plan is forgotten.
 	p.SetPolicy("upstream:x", &config.Retry{Attempts: 5})
-	if got := p.Plan(up).Policy.Attempts; got != 3 {
-		t.Errorf("a cached plan after SetPolicy = %d attempts, want the cached 3", got)
-	}
-	p.Forget([]string{up.Name})
 	if got := p.Plan(up).Policy.Attempts; got != 5 {
-		t.Errorf("the plan after Forget = %d attempts, want the source's 5", got)
+		t.Errorf("the plan after SetPolicy = %d attempts, want the source's 5", got)
+	}
+	p.SetRESTURL("rest:plain", "http://127.0.0.2:9/x")
+	if got := p.Plan(plain).Backend.Name(); got != "rest:127.0.0.2:9" {
+		t.Errorf("the backend after SetRESTURL = %q, want rest:127.0.0.2:9", got)
 	}
 	p.DropSource("rest:own")
-	p.Forget([]string{own.Name})
 	if pl := p.Plan(own); pl.Policy.Attempts != 3 || pl.Backend != nil {
 		t.Errorf("a dropped source's plan = %d attempts, backend %v; want defaults.retry and no backend", pl.Policy.Attempts, pl.Backend)
+	}
+}
+
+// The tools of a source share one plan per kind and idempotency (5,000
+// tools of an upstream hold two), never with another source's tools: a
+// source with its own retry section keeps its own policy, and each
+// upstream its own breaker.
+func TestPlanShared(t *testing.T) {
+	cfg := newConfig(t)
+	cfg.Upstreams = []config.Upstream{{Name: "x"}, {Name: "y"}, {Name: "z", Retry: &config.Retry{Attempts: 1}}}
+	cfg.Defaults.CircuitBreaker = config.CircuitBreaker{Enabled: true, Failures: 1}
+	p := New(cfg, Gauges{})
+	tool := func(source, name string, idempotent bool) *registry.Tool {
+		return &registry.Tool{Name: name, Source: "upstream:" + source, Kind: registry.MCP, Idempotent: idempotent}
+	}
+	x1, x2 := p.Plan(tool("x", "x__a", true)), p.Plan(tool("x", "x__b", true))
+	if x1 != x2 {
+		t.Error("two idempotent tools of upstream x have two plans, want one shared")
+	}
+	if xn := p.Plan(tool("x", "x__c", false)); xn == x1 || xn.Idempotent {
+		t.Errorf("a non-idempotent tool of x shares the idempotent tools' plan (idempotent %v)", xn.Idempotent)
+	}
+	y := p.Plan(tool("y", "y__a", true))
+	if y == x1 || y.Backend == x1.Backend {
+		t.Fatal("upstreams x and y share a plan or a backend")
+	}
+	if z := p.Plan(tool("z", "z__a", true)); z.Policy.Attempts != 1 || x1.Policy.Attempts != 3 {
+		t.Errorf("attempts: z (its own retry section) %d, x %d; want 1, 3", z.Policy.Attempts, x1.Policy.Attempts)
+	}
+	permit, err := x1.Backend.Admit(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	permit.Record(retry.Errorf(retry.Unavailable, "down")) // failures: 1 opens x's breaker
+	if x1.Backend.State() != retry.StateOpen || y.Backend.State() != retry.StateClosed {
+		t.Errorf("breakers after x failed: x %v, y %v; want open, closed", x1.Backend.State(), y.Backend.State())
 	}
 }
 
