@@ -1,7 +1,7 @@
 // Package jsonscan reads the few members a hot path needs from a JSON
-// message without decoding it or allocating: the front end's method, id and
-// tool name of a call (gateway/internal/mcpfront), an upstream's result of
-// one of toolgate's requests (executors/mcpup). It validates structure only
+// message without decoding it or allocating: the members of a request's
+// _meta (gateway/internal/reqmeta), an upstream's result of one of
+// toolgate's requests (executors/mcpup). It validates structure only
 // as far as it reads; a caller falls back to encoding/json whenever it
 // reports false.
 package jsonscan

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/eventstream"
 	"github.com/toolgate/toolgate/gateway/internal/mcpwire"
+	"github.com/toolgate/toolgate/gateway/internal/reqmeta"
 	"github.com/toolgate/toolgate/internal/mcppeer"
 	"github.com/toolgate/toolgate/internal/principal"
 	"github.com/toolgate/toolgate/registry"
@@ -61,7 +62,7 @@ type frontTool struct {
 type callParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
-	Meta      *requestMeta    `json:"_meta"`
+	Meta      *reqmeta.Meta   `json:"_meta"`
 	mcp.MultiRoundTripParams
 }
 
@@ -118,7 +119,7 @@ func (f *Front) callTool(x *exchange, m *message) answer {
 			return errorAnswer(m.id, mcp.HEADER_MISMATCH, err.Error(), nil)
 		}
 	}
-	req := &Request{Raw: p.Arguments, Identity: x.ident, Progress: f.progress(x, p.Meta), Meta: p.Meta.fields(x.info != nil)}
+	req := &Request{Raw: p.Arguments, Identity: x.ident, Progress: f.progress(x, p.Meta), Meta: p.Meta.Fields(x.info != nil)}
 	ctx, cancel := context.WithCancel(x.ctx)
 	defer cancel()
 	if x.s != nil {
@@ -293,11 +294,11 @@ func headerLookup(h http.Header) func(string) (string, bool) {
 
 // progress returns the function that reports a call's progress to its
 // client, or nil when the client asked for none (no progressToken).
-func (f *Front) progress(x *exchange, meta *requestMeta) func(progress, total float64, message string) {
-	if meta == nil || meta.progressToken == nil {
+func (f *Front) progress(x *exchange, meta *reqmeta.Meta) func(progress, total float64, message string) {
+	if meta == nil || meta.ProgressToken == nil {
 		return nil
 	}
-	token := meta.progressToken
+	token := meta.ProgressToken
 	return func(progress, total float64, message string) {
 		params := map[string]any{"progressToken": token, "progress": progress}
 		if total > 0 {

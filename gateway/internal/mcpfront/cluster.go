@@ -89,7 +89,7 @@ func (f *Front) forwardThread(w http.ResponseWriter, r *http.Request, m *message
 	if f.o.Peers == nil || m.call == nil || m.id == nil {
 		return false
 	}
-	name := m.call.Meta.thread()
+	name := m.call.Meta.Thread()
 	if name == "" {
 		return false
 	}

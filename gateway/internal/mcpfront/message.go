@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolgate/toolgate/gateway/internal/reqmeta"
 )
 
 // message is one JSON-RPC message as every transport of the front reads
@@ -23,7 +24,7 @@ type message struct {
 	// meta is params._meta (meta.go), decoded for a tools/call and when
 	// the message may be of the 2026-07-28 era (it names the protocol
 	// version key) or carry a trace context; nil otherwise.
-	meta *requestMeta
+	meta *reqmeta.Meta
 }
 
 // envelope is the shape a JSON-RPC message is decoded into.
@@ -38,7 +39,7 @@ type envelope struct {
 
 // metaParams is what the front reads of any request's params: its _meta.
 type metaParams struct {
-	Meta *requestMeta `json:"_meta"`
+	Meta *reqmeta.Meta `json:"_meta"`
 }
 
 // decodeMessage decodes raw, one JSON-RPC message (not a batch). On
@@ -108,7 +109,7 @@ func (m *message) notification() bool { return m.method != "" && m.id == nil }
 
 // modern reports whether m declares, in its _meta, a protocol version of
 // the 2026-07-28 era.
-func (m *message) modern() bool { return mcp.IsModernProtocol(m.meta.version()) }
+func (m *message) modern() bool { return mcp.IsModernProtocol(m.meta.Version()) }
 
 // headerName is what m's Mcp-Name header must hold: a tools/call's tool
 // name as decoded with the message; the name or uri of the params of a

@@ -269,7 +269,7 @@ func (f *Front) serveModernHere(w http.ResponseWriter, r *http.Request, m *messa
 // agreeing with the body: standardHeaders) and returns its protocol
 // information, or the error answering it.
 func modernInfo(r *http.Request, m *message) (*server.RequestProtocolInfo, answer) {
-	hv, mv := r.Header.Get(mcp.HeaderProtocolVersion), m.meta.version()
+	hv, mv := r.Header.Get(mcp.HeaderProtocolVersion), m.meta.Version()
 	switch {
 	case r.Header.Get(mcp.HeaderLastEventID) != "":
 		return nil, errorAnswer(m.id, mcp.HEADER_MISMATCH, fmt.Sprintf(
@@ -285,8 +285,8 @@ func modernInfo(r *http.Request, m *message) (*server.RequestProtocolInfo, answe
 		return nil, errorAnswer(m.id, e.Error.Code, e.Error.Message, e.Error.Data)
 	}
 	// mv is not "": m.meta is not nil.
-	info := &server.RequestProtocolInfo{Modern: true, ProtocolVersion: mv, ClientInfo: m.meta.clientInfo,
-		ClientCapabilities: m.meta.caps, LogLevel: m.meta.logLevel}
+	info := &server.RequestProtocolInfo{Modern: true, ProtocolVersion: mv, ClientInfo: m.meta.ClientInfo,
+		ClientCapabilities: m.meta.Caps, LogLevel: m.meta.LogLevel}
 	if m.method == "" || m.id == nil {
 		return info, answer{}
 	}

@@ -19,7 +19,7 @@ func (f *Front) traced(x *exchange, m *message) answer {
 		tool = m.call.Name
 		name += " " + tool // {mcp.method.name} {target}: the span name OpenTelemetry's MCP conventions give
 	}
-	ctx, span := f.o.Tracer.StartRequest(x.ctx, x.header, m.meta.fields(false), name)
+	ctx, span := f.o.Tracer.StartRequest(x.ctx, x.header, m.meta.Fields(false), name)
 	defer span.End()
 	if span.Recording() {
 		span.Str("mcp.method.name", m.method)

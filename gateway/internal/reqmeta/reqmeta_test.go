@@ -1,4 +1,4 @@
-package mcpfront
+package reqmeta
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func FuzzRequestMeta(f *testing.F) {
 			Meta *mcp.Meta `json:"_meta"`
 		}
 		var got struct {
-			Meta *requestMeta `json:"_meta"`
+			Meta *Meta `json:"_meta"`
 		}
 		wantErr, gotErr := json.Unmarshal(msg, &want), json.Unmarshal(msg, &got)
 		if (wantErr == nil) != (gotErr == nil) {
@@ -72,17 +72,17 @@ func FuzzRequestMeta(f *testing.F) {
 				t.Fatalf("_meta %s: %s %#v; mcp.Meta reads %#v", meta, what, got, want)
 			}
 		}
-		check("progress token", g.progressToken, w.ProgressToken)
-		check("protocol version", g.version(), w.ProtocolVersion())
-		check("log level", g.logLevel, w.LogLevel())
+		check("progress token", g.ProgressToken, w.ProgressToken)
+		check("protocol version", g.Version(), w.ProtocolVersion())
+		check("log level", g.LogLevel, w.LogLevel())
 		legacy, modern := nonEmpty(w.AdditionalFields), nonEmpty(withoutProtocolMembers(w.AdditionalFields))
-		check("members passed on", g.fields(false), legacy)
-		check("members passed on in 2026-07-28", g.fields(true), modern)
+		check("members passed on", g.Fields(false), legacy)
+		check("members passed on in 2026-07-28", g.Fields(true), modern)
 		if foldedDuplicates(json.NewDecoder(bytes.NewReader(meta))) {
 			return
 		}
-		check("client info", g.clientInfo, w.ClientInfo())
-		check("client capabilities", g.caps, w.ClientCapabilities())
+		check("client info", g.ClientInfo, w.ClientInfo())
+		check("client capabilities", g.Caps, w.ClientCapabilities())
 	})
 }
 
@@ -146,20 +146,20 @@ func foldedDuplicates(d *json.Decoder) bool {
 // 2026-07-28 one, none of the protocol's own, which are its protocol
 // information; nothing decoded for a request that has none to pass on.
 func TestRequestMetaPassesOn(t *testing.T) {
-	var rm requestMeta
+	var rm Meta
 	if err := json.Unmarshal([]byte(`{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`), &rm); err != nil {
 		t.Fatal(err)
 	}
-	if rm.others || rm.fields(true) != nil {
-		t.Errorf("2026-07-28 request with protocol members only passes on %v", rm.fields(true))
+	if rm.others || rm.Fields(true) != nil {
+		t.Errorf("2026-07-28 request with protocol members only passes on %v", rm.Fields(true))
 	}
-	if got := rm.fields(false); len(got) != 2 || got["progressToken"] != nil {
+	if got := rm.Fields(false); len(got) != 2 || got["progressToken"] != nil {
 		t.Errorf("legacy request passes on %v, want the two protocol members", got)
 	}
 	if err := json.Unmarshal([]byte(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","toolgate/thread":"t1"}`), &rm); err != nil {
 		t.Fatal(err)
 	}
-	if got := rm.fields(true); !reflect.DeepEqual(got, map[string]any{"toolgate/thread": "t1"}) {
+	if got := rm.Fields(true); !reflect.DeepEqual(got, map[string]any{"toolgate/thread": "t1"}) {
 		t.Errorf("2026-07-28 request passes on %v, want its thread alone", got)
 	}
 }
