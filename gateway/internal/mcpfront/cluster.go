@@ -32,11 +32,12 @@ func sessionOwner(sid string) string {
 	return owner
 }
 
-// forwardSession forwards a request in a session another replica owns to
-// that replica, and reports whether it did. A session whose replica cannot
-// be reached is gone: 404, and the client initializes again (anywhere).
+// forwardSession forwards a request in a session another replica of the
+// cluster (f.o.Peers, not nil) owns to that replica, and reports whether
+// it did. A session whose replica cannot be reached is gone: 404, and the
+// client initializes again (anywhere).
 func (f *Front) forwardSession(w http.ResponseWriter, r *http.Request, sid string) bool {
-	if f.o.Peers == nil || sid == "" {
+	if sid == "" {
 		return false
 	}
 	owner := sessionOwner(sid)

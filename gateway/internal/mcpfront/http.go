@@ -81,7 +81,7 @@ func (f *Front) mcpHandler(p *httpParts) http.Handler {
 			writeLongSessionID(w)
 			return
 		}
-		if f.forwardSession(w, r, sid) {
+		if f.o.Peers != nil && f.forwardSession(w, r, sid) { // a cluster's
 			return
 		}
 		switch r.Method {
