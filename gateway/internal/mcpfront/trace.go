@@ -9,7 +9,7 @@ import (
 // traced serves m as handle does, inside the server span of the MCP
 // request (docs/tracing.md): its parent is the trace context of the
 // request's _meta, else of the HTTP request's headers. Without a tracer
-// it is handle.
+// it is handle (which serveRequest calls itself then).
 func (f *Front) traced(x *exchange, m *message) answer {
 	if f.o.Tracer == nil {
 		return f.handle(x, m)
