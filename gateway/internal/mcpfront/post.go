@@ -195,14 +195,17 @@ func (f *Front) serveInitialize(w http.ResponseWriter, r *http.Request, m *messa
 
 // ownSession returns the live streamable HTTP session sid names, when r's
 // principal owns it; else nil, having answered 400 (no Mcp-Session-Id) or
-// 404 (none, or another principal's: as if it did not exist).
+// 404 (none, another transport's, or another principal's: as if it did
+// not exist). One lookup: a live session is the front's own when it wraps
+// none of mcp-go's (inner).
 func (f *Front) ownSession(w http.ResponseWriter, r *http.Request, sid string) *session {
 	if sid == "" {
 		writeMissingSession(w)
 		return nil
 	}
-	s := f.liveClient(sid)
-	if !s.own() || !s.ownedBy(r) {
+	v, _ := f.clients.Load(sid)
+	s, _ := v.(*session)
+	if s == nil || s.inner != nil || !s.ownedBy(r) {
 		writeUnknownSession(w)
 		return nil
 	}
