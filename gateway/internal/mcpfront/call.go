@@ -319,9 +319,10 @@ func (f *Front) progress(x *exchange, meta *reqmeta.Meta) func(progress, total f
 
 // elicit returns the function that asks the user of x's session through
 // elicitation/create, or nil when its client did not declare the
-// elicitation capability.
+// elicitation capability: for a session of the front's own as decided when
+// its capabilities were set (elicits), for mcp-go's (inner) as it has them.
 func (f *Front) elicit(x *exchange) func(context.Context, string, map[string]any) (string, map[string]any, error) {
-	if x.s.clientCaps().Elicitation == nil {
+	if !x.s.elicits.Load() && (x.s.inner == nil || x.s.clientCaps().Elicitation == nil) {
 		return nil
 	}
 	return func(ctx context.Context, message string, schema map[string]any) (string, map[string]any, error) {

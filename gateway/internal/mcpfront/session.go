@@ -71,12 +71,16 @@ type session struct {
 	// What mcp-go's dispatcher sets and reads of the front's own sessions.
 	notes       chan mcp.JSONRPCNotification // for the GET stream
 	initialized atomic.Bool
-	version     atomic.Pointer[string] // negotiated by initialize
-	level       atomic.Pointer[mcp.LoggingLevel]
-	infoMu      sync.Mutex
-	info        mcp.Implementation     // guarded by infoMu
-	caps        mcp.ClientCapabilities // guarded by infoMu
-	filter      atomic.Pointer[mcp.SubscriptionFilter]
+	// elicits: caps declare elicitation, decided when they are set, for
+	// every tools/call to read without the lock (call.go elicit). Beside
+	// initialized, in its padding: no byte more per session.
+	elicits atomic.Bool
+	version atomic.Pointer[string] // negotiated by initialize
+	level   atomic.Pointer[mcp.LoggingLevel]
+	infoMu  sync.Mutex
+	info    mcp.Implementation     // guarded by infoMu
+	caps    mcp.ClientCapabilities // guarded by infoMu
+	filter  atomic.Pointer[mcp.SubscriptionFilter]
 
 	// The idle expiry: requests in flight, when the last ended.
 	idle.Activity
@@ -177,6 +181,7 @@ func (s *session) SetClientCapabilities(caps mcp.ClientCapabilities) {
 	s.infoMu.Lock()
 	defer s.infoMu.Unlock()
 	s.caps = caps
+	s.elicits.Store(caps.Elicitation != nil)
 }
 
 // ProtocolVersion is the version initialize negotiated ("" before).
