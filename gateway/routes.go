@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolgate/toolgate/executors"
+	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/gateway/internal/mcpfront"
 	"github.com/toolgate/toolgate/gateway/internal/threadname"
 	"github.com/toolgate/toolgate/internal/principal"
@@ -218,7 +219,11 @@ func (g *Gateway) syncTools(c registry.Change) {
 func (g *Gateway) serveFront(r *route) func(context.Context, *mcpfront.Request) *executors.Result {
 	return func(ctx context.Context, req *mcpfront.Request) *executors.Result {
 		r := r
-		ctx = withPeer(ctx, req)
+		if req.Peer != nil {
+			// The upstream side relays an upstream's requests and log
+			// messages during the call to req's client.
+			ctx = mcpup.WithPeer(ctx, req.Peer)
+		}
 		if name := r.tool.Name; r.gone.Load() {
 			// Removed or replaced while the call was on its way: run what
 			// the name means now, or nothing.

@@ -42,15 +42,6 @@ func (g *Gateway) upstreamCatalog(upstream string, c *mcpup.Catalog) {
 	}
 }
 
-// withPeer returns ctx carrying req's client for the upstream side, which
-// relays an upstream's requests and log messages during the call to it.
-func withPeer(ctx context.Context, req *mcpfront.Request) context.Context {
-	if req.Peer == nil {
-		return ctx
-	}
-	return mcpup.WithPeer(ctx, req.Peer)
-}
-
 // SetLogLevel passes the most verbose level a session set to every
 // upstream that logs.
 func (b frontBackend) SetLogLevel(ctx context.Context, level string) {
