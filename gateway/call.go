@@ -19,7 +19,7 @@ type Call struct {
 	// Name is the tool name as the caller wrote it (for a call from an MCP
 	// client, as the front resolved it, repair included).
 	Name string
-	// Tool is the resolved tool; set by the resolve step.
+	// Tool is the resolved tool; set before the chain runs.
 	Tool *registry.Tool
 	// Args are the arguments object; set by the validate step once it has
 	// passed the tool's input schema (an empty, non-nil map for a call

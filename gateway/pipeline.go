@@ -43,8 +43,9 @@ var errShutdown = retry.Errorf(retry.Cancelled, "toolgate shut down before the c
 // job, built once by buildChain and run for every call, whichever way it
 // arrives (an MCP transport, [Gateway.Call], a call of toolgate_batch):
 //
-//	resolve   the tool by name, with repair (skipped for calls the MCP
-//	          front resolved: it answers unknown names itself)
+//	resolve   the tool by name, with repair: before the chain, in
+//	          handle (calls from the MCP front come resolved: the front
+//	          answers unknown names itself, serveFront runs the chain)
 //	record    the call's ID; metrics, one log line per call (info) and
 //	          lifecycle events with a debug line each (events.go,
 //	          gateway/internal/events); calls in flight
@@ -84,7 +85,6 @@ func (g *Gateway) buildChain(use []Middleware) Handler {
 		h = settle(h)
 	}
 	steps := []step{
-		g.resolve,
 		g.record,
 		g.track,
 		g.permit, // first: a tool the principal may not use shows nothing of itself, its schema neither
@@ -99,24 +99,20 @@ func (g *Gateway) buildChain(use []Middleware) Handler {
 	return h
 }
 
-// handle runs c through the chain.
+// handle resolves c's tool, unless its route is set (a call of
+// toolgate_batch, or of a catalog's meta-tool, that found it), and runs c
+// through the chain. The MCP front's calls come resolved: serveFront runs
+// the chain itself.
 func (g *Gateway) handle(ctx context.Context, c *Call) (*Result, error) {
-	return (*g.chain.Load())(ctx, c)
-}
-
-// resolve finds the call's tool unless the front already did.
-func (g *Gateway) resolve(next Handler) Handler {
-	return func(ctx context.Context, c *Call) (*Result, error) {
-		if c.route == nil {
-			r, err := g.lookup(c.Name)
-			if err != nil {
-				return nil, err
-			}
-			c.route = r
+	if c.route == nil {
+		r, err := g.lookup(c.Name)
+		if err != nil {
+			return nil, err
 		}
-		c.Tool = c.route.tool
-		return next(ctx, c)
+		c.route = r
 	}
+	c.Tool = c.route.tool
+	return (*g.chain.Load())(ctx, c)
 }
 
 // record counts the call, times it and logs it.

@@ -157,7 +157,7 @@ func (missingExec) Execute(_ context.Context, c executors.Call) (executors.Resul
 // guards.name_repair allows. An unknown name is counted and returned as
 // an error wrapping registry.ErrNotFound, with suggestions. A repair is
 // counted by kind; each call is looked up once (the front's Resolve, or
-// the resolve step for calls the front did not resolve), so counts once.
+// handle for calls the front did not resolve), so counts once.
 func (g *Gateway) lookup(name string) (*route, error) {
 	if r, ok := (*g.routes.Load())[name]; ok {
 		return r, nil
@@ -232,9 +232,9 @@ func (g *Gateway) serveFront(r *route) func(context.Context, *mcpfront.Request) 
 				return (*executors.Result)(errorResult(retry.Errorf(retry.NotFound, "tool %q was just removed; call tools/list", name)))
 			}
 		}
-		c := &Call{Name: r.tool.Name, route: r, decoded: len(req.Raw) == 0, Raw: req.Raw, Meta: req.Meta, Session: req.Session, Progress: req.Progress, elicit: req.Elicit,
+		c := &Call{Name: r.tool.Name, route: r, Tool: r.tool, decoded: len(req.Raw) == 0, Raw: req.Raw, Meta: req.Meta, Session: req.Session, Progress: req.Progress, elicit: req.Elicit,
 			ident: req.Identity, Principal: principal.NameOf(req.Identity), sessionless: req.Session == ""}
-		res, err := g.handle(ctx, c)
+		res, err := (*g.chain.Load())(ctx, c) // resolved: no handle
 		if err != nil {
 			res = errorResult(err)
 		}
