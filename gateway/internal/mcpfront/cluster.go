@@ -17,6 +17,8 @@ import (
 // replica, and a request naming another replica's goes there
 // (Options.Peers), one hop; when it cannot, the client is told to start
 // over, as the spec says for a session that is gone.
+// The forward functions here run only in a cluster (Options.Peers not
+// nil): a lone toolgate's request skips them with one check.
 
 // sessionOwner is the replica a session ID names: "" for a lone toolgate's
 // (or one no toolgate issued).
@@ -54,7 +56,7 @@ func (f *Front) forwardSession(w http.ResponseWriter, r *http.Request, sid strin
 // which refuses it. A retry whose replica cannot be reached gets -32602:
 // call the tool again.
 func (f *Front) forwardRetry(w http.ResponseWriter, r *http.Request, m *message) bool {
-	if f.o.Peers == nil || m.id == nil {
+	if m.id == nil {
 		return false
 	}
 	var state string
@@ -87,7 +89,7 @@ func (f *Front) forwardRetry(w http.ResponseWriter, r *http.Request, m *message)
 // there, whichever replica the balancer chose. When the owner cannot be
 // reached the call runs here, in this replica's instance of the thread.
 func (f *Front) forwardThread(w http.ResponseWriter, r *http.Request, m *message, info *server.RequestProtocolInfo) bool {
-	if f.o.Peers == nil || m.call == nil || m.id == nil {
+	if m.call == nil || m.id == nil {
 		return false
 	}
 	name := m.call.Meta.Thread()
@@ -114,7 +116,7 @@ const handleHeader = mcp.HeaderParamPrefix + "Toolgate-Thread"
 // gateway then runs it in a new thread and tells the model its state is
 // lost.
 func (f *Front) forwardHandle(w http.ResponseWriter, r *http.Request, m *message, info *server.RequestProtocolInfo) bool {
-	if f.o.Peers == nil || f.o.HandleOwner == nil || m.call == nil || m.id == nil {
+	if f.o.HandleOwner == nil || m.call == nil || m.id == nil {
 		return false
 	}
 	handle := r.Header.Get(handleHeader)

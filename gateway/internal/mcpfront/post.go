@@ -245,7 +245,7 @@ func (f *Front) serveModern(w http.ResponseWriter, r *http.Request, m *message) 
 		writeJSON(w, modernStatus(reject.code), reject.body)
 		return
 	}
-	if f.forwardRetry(w, r, m) || f.forwardHandle(w, r, m, info) || f.forwardThread(w, r, m, info) {
+	if f.o.Peers != nil && (f.forwardRetry(w, r, m) || f.forwardHandle(w, r, m, info) || f.forwardThread(w, r, m, info)) {
 		return
 	}
 	f.serveModernHere(w, r, m, info)
