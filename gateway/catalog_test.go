@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/config/configtest"
 	"github.com/toolgate/toolgate/gateway/internal/batchtool"
 )
 
@@ -70,7 +71,7 @@ func catalogGateway(t *testing.T) (*Gateway, *[]string) {
 		w.Write([]byte(`{"ok":true}`))
 	}))
 	t.Cleanup(backend.Close)
-	in := yamlLines(
+	in := configtest.Lines(
 		"defaults: {catalog: search}",
 		"batch_tool: true",
 		"openapi:",
@@ -80,7 +81,7 @@ func catalogGateway(t *testing.T) (*Gateway, *[]string) {
 		"    - {name: alice, token: "+aliceToken+", allow: [shop__search, shop__describe, shop__call, shop__listPets, toolgate_batch]}",
 		"    - {name: bob, token: "+bobToken+", allow: ['*']}",
 	)
-	g, err := New(parseIn(t, in, map[string]string{"a.yaml": catalogDoc}))
+	g, err := New(configtest.ParseIn(t, in, map[string]string{"a.yaml": catalogDoc}))
 	if err != nil {
 		t.Fatalf("New = %v", err)
 	}
@@ -334,13 +335,13 @@ func TestCatalogLazy(t *testing.T) {
 
 func TestCatalogConfig(t *testing.T) {
 	// A source's own catalog wins over defaults.catalog.
-	in := yamlLines(
+	in := configtest.Lines(
 		"defaults: {catalog: search}",
 		"openapi:",
 		"  - {name: a, spec: a.yaml}",
 		"  - {name: b, spec: a.yaml, catalog: tools}",
 	)
-	g, err := New(parseIn(t, in, map[string]string{"a.yaml": tinyDoc}))
+	g, err := New(configtest.ParseIn(t, in, map[string]string{"a.yaml": configtest.TinyOpenAPI}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,21 +9,30 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/config/configtest"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/registry"
 )
 
-// wideGateway serves, with catalog.mode: search, an OpenAPI source behind
-// its own catalog (shop), two rest tools and the batch tool, with calc
-// registered in Go after New; alice may not call rest tools.
-func wideGateway(t *testing.T) *Gateway {
+// pathEcho is a REST backend that answers every request with its path,
+// {"path": "/…"}.
+func pathEcho(t *testing.T) *httptest.Server {
 	t.Helper()
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"path":"` + r.URL.Path + `"}`))
 	}))
 	t.Cleanup(backend.Close)
-	in := yamlLines(
+	return backend
+}
+
+// wideGateway serves, with catalog.mode: search, an OpenAPI source behind
+// its own catalog (shop), two rest tools and the batch tool, with calc
+// registered in Go after New; alice may not call rest tools.
+func wideGateway(t *testing.T) *Gateway {
+	t.Helper()
+	backend := pathEcho(t)
+	in := configtest.Lines(
 		"catalog: {mode: search, always: [toolgate_batch]}",
 		"batch_tool: true",
 		"openapi:",
@@ -37,7 +46,7 @@ func wideGateway(t *testing.T) *Gateway {
 		"    - {name: alice, token: "+aliceToken+", allow: ['*'], deny: [weather_*, stock_*]}",
 		"    - {name: bob, token: "+bobToken+", allow: ['*']}",
 	)
-	g, err := New(parseIn(t, in, map[string]string{"a.yaml": catalogDoc}))
+	g, err := New(configtest.ParseIn(t, in, map[string]string{"a.yaml": catalogDoc}))
 	if err != nil {
 		t.Fatalf("New = %v", err)
 	}
@@ -169,13 +178,13 @@ func jsonString(s string) string {
 // With defaults.catalog: search the rest tools are served as a group,
 // behind rest__search, rest__describe and rest__call.
 func TestCatalogRESTGroup(t *testing.T) {
-	in := yamlLines(
+	in := configtest.Lines(
 		"defaults: {catalog: search}",
 		"rest:",
 		"  - {name: weather_now, description: Current weather., url: 'http://127.0.0.1:9/w'}",
 		"  - {name: stock_quote, description: Latest price., url: 'http://127.0.0.1:9/s'}",
 	)
-	g, err := New(parseIn(t, in, nil))
+	g, err := New(configtest.ParseIn(t, in, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/config/configtest"
 )
 
 // These tests pin down what `toolgate validate` prints for the problems
@@ -31,7 +32,7 @@ func checkLines(t *testing.T, in []byte, env map[string]string) []string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{"a.yaml", "b.yaml", "c.yaml", "d.yaml", "e.yaml", "o.yaml"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(tinyDoc), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(configtest.TinyOpenAPI), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -64,19 +65,6 @@ func checkLines(t *testing.T, in []byte, env map[string]string) []string {
 	return lines
 }
 
-// tinyDoc is a valid OpenAPI document with one operation.
-const tinyDoc = `openapi: 3.0.3
-info: {title: t, version: "1"}
-servers: [{url: "http://127.0.0.1:9/"}]
-paths:
-  /list:
-    get:
-      operationId: list
-      responses: {"200": {description: OK}}
-`
-
-func yamlLines(lines ...string) []byte { return []byte(strings.Join(lines, "\n") + "\n") }
-
 func TestConfigCheckREST(t *testing.T) {
 	tests := []struct {
 		name string
@@ -86,7 +74,7 @@ func TestConfigCheckREST(t *testing.T) {
 	}{
 		{
 			"placeholder in the host, port or scheme",
-			yamlLines(
+			configtest.Lines(
 				"rest:",
 				"  - {name: a, url: 'http://{host}/x'}",
 				"  - {name: b, url: 'http://127.0.0.1:{port}/x'}",
@@ -105,7 +93,7 @@ func TestConfigCheckREST(t *testing.T) {
 		},
 		{
 			"placeholder in a host from the environment is refused without showing it",
-			yamlLines("rest:", "  - name: a", "    url: ${BASE}/x"),
+			configtest.Lines("rest:", "  - name: a", "    url: ${BASE}/x"),
 			map[string]string{"BASE": "http://{tenant}.internal"},
 			[]string{
 				`t.yaml:3:10: rest[0].url: placeholders like {name} are allowed only in the path and query, not in the scheme, host or port; write them out, like http://127.0.0.1:9000/items/{id} (value came from ${BASE}/x)`,
@@ -113,7 +101,7 @@ func TestConfigCheckREST(t *testing.T) {
 		},
 		{
 			"bad URLs",
-			yamlLines(
+			configtest.Lines(
 				"rest:",
 				"  - {name: a, url: /relative/path}",
 				"  - {name: b, url: 'ftp://h/x'}",
@@ -140,7 +128,7 @@ func TestConfigCheckREST(t *testing.T) {
 		},
 		{
 			"header with CR LF from the environment is refused without showing it",
-			yamlLines(
+			configtest.Lines(
 				"rest:",
 				"  - name: a",
 				"    url: http://h/",
@@ -159,7 +147,7 @@ func TestConfigCheckREST(t *testing.T) {
 		},
 		{
 			"header names",
-			yamlLines(
+			configtest.Lines(
 				"rest:",
 				"  - name: a",
 				"    url: http://h/",
@@ -178,7 +166,7 @@ func TestConfigCheckREST(t *testing.T) {
 		},
 		{
 			"names: missing, malformed, duplicate, clashing with an openapi source",
-			yamlLines(
+			configtest.Lines(
 				"rest:",
 				"  - {url: 'http://h/'}",
 				"  - {name: 'has space', url: 'http://h/'}",
@@ -211,7 +199,7 @@ func TestConfigCheckREST(t *testing.T) {
 		},
 		{
 			"method",
-			yamlLines("rest:", "  - {name: a, url: 'http://h/', method: FETCH}", "  - {name: b, url: 'http://h/', method: 1}"),
+			configtest.Lines("rest:", "  - {name: a, url: 'http://h/', method: FETCH}", "  - {name: b, url: 'http://h/', method: 1}"),
 			nil,
 			[]string{
 				`t.yaml:2:41: rest[0].method: must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS; got "FETCH"`,
@@ -222,7 +210,7 @@ func TestConfigCheckREST(t *testing.T) {
 			// config reports the spec problems this case also had
 			// (config's TestParseRESTErrors, "spec").
 			"globs and base_url",
-			yamlLines(
+			configtest.Lines(
 				"openapi:",
 				"  - name: a",
 				"    spec: a.yaml",
@@ -248,7 +236,7 @@ func TestConfigCheckREST(t *testing.T) {
 			// config reports the idempotent and unknown-key problems this
 			// case also had (config's TestParseRESTErrors).
 			"allowed_hosts and query keys",
-			yamlLines(
+			configtest.Lines(
 				"rest:",
 				"  - name: a",
 				"    url: http://h/",
@@ -287,7 +275,7 @@ func TestConfigCheckUpstreams(t *testing.T) {
 			// (config's TestParseUpstreamErrors, "transports"); those
 			// lines are valid upstreams here.
 			"required fields",
-			yamlLines(
+			configtest.Lines(
 				"upstreams:",
 				"  - {transport: stdio}",
 				"  - {name: b, transport: stdio, command: x}",
@@ -303,7 +291,7 @@ func TestConfigCheckUpstreams(t *testing.T) {
 		},
 		{
 			"fields of another transport, names, isolation, globs",
-			yamlLines(
+			configtest.Lines(
 				"rest: [{name: fs__x, url: 'http://h/'}]",
 				"upstreams:",
 				"  - {name: fs, transport: stdio, command: x, url: 'http://h/mcp'}",
@@ -328,7 +316,7 @@ func TestConfigCheckUpstreams(t *testing.T) {
 		},
 		{
 			"a header value with CR from the environment is refused without showing it",
-			yamlLines("upstreams:", "  - {name: r, transport: sse, url: 'http://h/sse', headers: {X-Key: '${KEY}'}}"),
+			configtest.Lines("upstreams:", "  - {name: r, transport: sse, url: 'http://h/sse', headers: {X-Key: '${KEY}'}}"),
 			map[string]string{"KEY": "top-secret\r\nInjected: yes"},
 			[]string{
 				`t.yaml:2:69: upstreams[0].headers.X-Key: a header value must not contain CR, LF or NUL; put it on one line (value came from ${KEY})`,
@@ -336,7 +324,7 @@ func TestConfigCheckUpstreams(t *testing.T) {
 		},
 		{
 			"upstream header names: a duplicate at the spelling written last, a name the client sets refused",
-			yamlLines(
+			configtest.Lines(
 				"upstreams:",
 				"  - name: r",
 				"    transport: sse",
@@ -370,7 +358,7 @@ func TestConfigCheckUpstreams(t *testing.T) {
 // None shows the secret, and each says where the value came from.
 func TestRESTSecretNeverInError(t *testing.T) {
 	const secret = "ftp://sk-live-[Sup3r{S3cret}\r\nX: y"
-	in := yamlLines(
+	in := configtest.Lines(
 		"rest:",
 		"  - name: ${S}",
 		"    method: ${S}",
@@ -408,7 +396,7 @@ func TestConfigCheckSpecURLCase(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
 	u := "HTTP://" + strings.TrimPrefix(srv.URL, "http://") + "/spec?token=t0ken"
-	lines := checkLines(t, yamlLines(
+	lines := checkLines(t, configtest.Lines(
 		"openapi:",
 		"  - name: o",
 		"    spec: '"+u+"'",

@@ -2,11 +2,12 @@ package gateway
 
 import (
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/config/configtest"
 )
 
 // endpointCatalogGateway serves two REST tools, at an endpoint wx (the
@@ -15,12 +16,8 @@ import (
 // catalog keys as given.
 func endpointCatalogGateway(t *testing.T, top, wxCatalog, marketCatalog string) *httptest.Server {
 	t.Helper()
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"path":"` + r.URL.Path + `"}`))
-	}))
-	t.Cleanup(backend.Close)
-	in := yamlLines(
+	backend := pathEcho(t)
+	in := configtest.Lines(
 		"catalog: "+top,
 		"batch_tool: true",
 		"rest:",
@@ -30,7 +27,7 @@ func endpointCatalogGateway(t *testing.T, top, wxCatalog, marketCatalog string) 
 		"  - {name: wx, tools: [weather_*, toolgate_batch]"+wxCatalog+"}",
 		"  - {name: market, tools: [stock_*]"+marketCatalog+"}",
 	)
-	g, err := New(parseIn(t, in, nil))
+	g, err := New(configtest.ParseIn(t, in, nil))
 	if err != nil {
 		t.Fatalf("New = %v", err)
 	}

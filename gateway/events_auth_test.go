@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/config/configtest"
 	"github.com/toolgate/toolgate/gateway/internal/events"
 )
 
@@ -241,7 +242,7 @@ func TestEventsAdminSeesAll(t *testing.T) {
 func TestUIStateBackendsForAdminsOnly(t *testing.T) {
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{}`)) }))
 	t.Cleanup(api.Close)
-	parsed, err := config.Parse("t.yaml", yamlLines("rest:", "  - name: weather", "    url: "+api.URL+"/x"), nil)
+	parsed, err := config.Parse("t.yaml", configtest.Lines("rest:", "  - name: weather", "    url: "+api.URL+"/x"), nil)
 	if err != nil {
 		t.Fatalf("config.Parse = %v", err)
 	}

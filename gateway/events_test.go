@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/config/configtest"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/gateway/internal/events"
 	"github.com/toolgate/toolgate/registry"
@@ -114,7 +115,7 @@ func TestEvents(t *testing.T) {
 		_, _ = io.WriteString(w, `{"ok":true}`)
 	}))
 	t.Cleanup(api.Close)
-	parsed, err := config.Parse("t.yaml", yamlLines(
+	parsed, err := config.Parse("t.yaml", configtest.Lines(
 		"defaults:",
 		"  retry: {attempts: 3, initial_backoff: 1ms, max_backoff: 2ms}",
 		"rest:",

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/config/configtest"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/mcpup"
 	"github.com/toolgate/toolgate/gateway/internal/threadname"
@@ -417,7 +418,7 @@ func TestInstanceDirRef(t *testing.T) {
 // alone takes 4 s (stdin, SIGTERM after 2 s, SIGKILL after 2 s more).
 func TestShutdownKillsUpstreamsAtItsEnd(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	parsed, err := config.Parse("t.yaml", yamlLines(
+	parsed, err := config.Parse("t.yaml", configtest.Lines(
 		"upstreams:",
 		"  - name: mute",
 		"    transport: stdio",

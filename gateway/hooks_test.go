@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/config/configtest"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -235,7 +236,7 @@ func TestHookWebhook(t *testing.T) {
 
 func TestHookWebhookPayload(t *testing.T) {
 	f := newFakeWebhook(t, answerWith(`{"decision":"allow"}`))
-	cfg, err := config.Parse("t.yaml", yamlLines(
+	cfg, err := config.Parse("t.yaml", configtest.Lines(
 		"builtin: []",
 		"hooks:",
 		"  - {type: webhook, tools: [echo], url: '"+f.srv.URL+"/hook?key=${TOKEN}', phase: both}",
@@ -335,7 +336,7 @@ func TestHookWebhookFailure(t *testing.T) {
 }
 
 func TestConfigCheckHooks(t *testing.T) {
-	got := checkLines(t, yamlLines(
+	got := checkLines(t, configtest.Lines(
 		"hooks:",
 		"  - {type: redact, patterns: ['ok', '[a'], tools: ['[x']}",
 		"  - {type: deny_args, rules: [{pointer: path, pattern: '(', reason: r}, {pointer: /a~2, pattern: x, reason: r}]}",

@@ -6,45 +6,25 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/config/configtest"
 )
-
-// parseIn writes files into a fresh working directory and parses in as
-// t.yaml there.
-func parseIn(t *testing.T, in []byte, files map[string]string) *config.Config {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Chdir(dir)
-	cfg, err := config.Parse("t.yaml", in, nil)
-	if err != nil {
-		t.Fatalf("config.Parse = %v", err)
-	}
-	return cfg
-}
 
 // TestOpenAPISourceUnreadable checks that a source whose document
 // cannot be read is an error only when it is the only source: otherwise
 // the gateway starts without it, /readyz says degraded and names it, and
 // SourceProblems places it in the file for toolgate validate.
 func TestOpenAPISourceUnreadable(t *testing.T) {
-	in := yamlLines(
+	in := configtest.Lines(
 		"rest:",
 		"  - {name: ping, url: 'http://127.0.0.1:9/ping'}",
 		"openapi:",
 		"  - {name: gone, spec: missing.yaml}",
 		"  - {name: ok, spec: a.yaml}",
 	)
-	g, err := New(parseIn(t, in, map[string]string{"a.yaml": tinyDoc}))
+	g, err := New(configtest.ParseIn(t, in, map[string]string{"a.yaml": configtest.TinyOpenAPI}))
 	if err != nil {
 		t.Fatalf("New = %v, want the gateway to start without the unreadable source", err)
 	}
@@ -67,8 +47,8 @@ func TestOpenAPISourceUnreadable(t *testing.T) {
 		t.Errorf("/readyz = %d %s, want 200 degraded naming gone", rec.Code, rec.Body)
 	}
 
-	only := yamlLines("openapi:", "  - {name: gone, spec: missing.yaml}")
-	if g2, err := New(parseIn(t, only, nil)); err == nil {
+	only := configtest.Lines("openapi:", "  - {name: gone, spec: missing.yaml}")
+	if g2, err := New(configtest.ParseIn(t, only, nil)); err == nil {
 		g2.Close()
 		t.Fatal("New with the unreadable source as the only source succeeded, want its error")
 	} else if !strings.Contains(err.Error(), "t.yaml:2:24: openapi[0].spec: reading the spec") {
@@ -79,7 +59,7 @@ func TestOpenAPISourceUnreadable(t *testing.T) {
 // TestOpenAPISourceSkipped checks the one info line per source, and that
 // skipped operations are listed with their reason.
 func TestOpenAPISourceSkipped(t *testing.T) {
-	doc := tinyDoc + `  /trace:
+	doc := configtest.TinyOpenAPI + `  /trace:
     trace:
       operationId: traceIt
       responses: {"200": {description: OK}}
@@ -90,8 +70,8 @@ func TestOpenAPISourceSkipped(t *testing.T) {
       responses: {"200": {description: OK}}
 `
 	var logs bytes.Buffer
-	in := yamlLines("openapi:", "  - {name: s, spec: a.yaml, include: [list, 'tag:none', traceIt, 'GET /host']}")
-	g, err := New(parseIn(t, in, map[string]string{"a.yaml": doc}),
+	in := configtest.Lines("openapi:", "  - {name: s, spec: a.yaml, include: [list, 'tag:none', traceIt, 'GET /host']}")
+	g, err := New(configtest.ParseIn(t, in, map[string]string{"a.yaml": doc}),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	if err != nil {
 		t.Fatal(err)

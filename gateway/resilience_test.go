@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/config/configtest"
 )
 
 // failing starts an API that answers every request with 503 and counts
@@ -37,10 +38,10 @@ func TestRetrySectionBeatsDefaults(t *testing.T) {
 	ownAPI, ownHits := failing(t)
 	oapiAPI, oapiHits := failing(t)
 	doc := filepath.Join(t.TempDir(), "pets.yaml")
-	if err := os.WriteFile(doc, []byte(strings.Replace(tinyDoc, "http://127.0.0.1:9/", oapiAPI.URL+"/", 1)), 0o600); err != nil {
+	if err := os.WriteFile(doc, []byte(strings.Replace(configtest.TinyOpenAPI, "http://127.0.0.1:9/", oapiAPI.URL+"/", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in := yamlLines(
+	in := configtest.Lines(
 		"defaults:",
 		"  retry: {attempts: 3, initial_backoff: 1ms, max_backoff: 2ms}",
 		"rest:",

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/config/configtest"
 	"github.com/toolgate/toolgate/gateway/internal/reloadplan"
 )
 
@@ -77,7 +78,7 @@ func listeningClient(ctx context.Context, t *testing.T, url, token string) *clie
 
 func parseYAML(t *testing.T, lines ...string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse("t.yaml", yamlLines(lines...), nil)
+	cfg, err := config.Parse("t.yaml", configtest.Lines(lines...), nil)
 	if err != nil {
 		t.Fatalf("config.Parse = %v", err)
 	}

@@ -4,10 +4,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolgate/toolgate/config/configtest"
 )
 
 func TestConfigCheckUpstreamPrefixes(t *testing.T) {
-	got := checkLines(t, yamlLines(
+	got := checkLines(t, configtest.Lines(
 		"rest: [{name: gh_issues, url: 'http://h/'}]",
 		"upstreams:",
 		"  - {name: a, prefix: '', transport: stdio, command: x}",

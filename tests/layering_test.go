@@ -79,6 +79,7 @@ var allowed = map[string][]string{
 	"internal/auth":                  {"config", "internal/httpheader", "internal/principal", "internal/rpcrefusal"},
 	"retry":                          {},
 	"retry/retrytest":                {},
+	"config/configtest":              {"config"},
 	"internal/httpheader":            {},
 	"internal/redact":                {},
 	"config":                         {"internal/httpheader", "internal/keypath"},

@@ -3,50 +3,19 @@ package restsource
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/config/configtest"
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/executors/rest/openapi"
 	"github.com/toolgate/toolgate/gateway/internal/catalogtool"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const tinyDoc = `openapi: 3.0.3
-info: {title: t, version: "1"}
-servers: [{url: "http://127.0.0.1:9/"}]
-paths:
-  /list:
-    get:
-      operationId: list
-      responses: {"200": {description: OK}}
-`
-
-func yamlLines(lines ...string) []byte { return []byte(strings.Join(lines, "\n") + "\n") }
-
-// parseIn writes files into a fresh working directory and parses in as
-// t.yaml there.
-func parseIn(t *testing.T, in []byte, files map[string]string) *config.Config {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Chdir(dir)
-	cfg, err := config.Parse("t.yaml", in, nil)
-	if err != nil {
-		t.Fatalf("config.Parse = %v", err)
-	}
-	return cfg
-}
 
 // bound is what a Loader told its Bound of one tool.
 type bound struct{ source, url string }
@@ -79,14 +48,14 @@ func errTexts(errs []error) string {
 // TestAll checks that a rest tool and an OpenAPI source's operation
 // become bound tools, each told to Bound with its source and URL.
 func TestAll(t *testing.T) {
-	in := yamlLines(
+	in := configtest.Lines(
 		"rest:",
 		"  - {name: ping, url: 'http://127.0.0.1:9/ping'}",
 		"openapi:",
 		"  - {name: s, spec: a.yaml}",
 	)
 	l, told := newLoader(t)
-	tools, cats, problems := l.All(t.Context(), parseIn(t, in, map[string]string{"a.yaml": tinyDoc}))
+	tools, cats, problems := l.All(t.Context(), configtest.ParseIn(t, in, map[string]string{"a.yaml": configtest.TinyOpenAPI}))
 	if len(problems) > 0 || len(cats) > 0 {
 		t.Fatalf("All = %d catalogs, problems:\n%s", len(cats), errTexts(problems))
 	}
@@ -123,18 +92,18 @@ func TestAllTooLarge(t *testing.T) {
 	}
 	doc.WriteString("}}")
 	files := map[string]string{"big.json": doc.String()}
-	in := yamlLines("openapi:", "  - {name: big, spec: big.json, max_spec_bytes: 67108864}")
+	in := configtest.Lines("openapi:", "  - {name: big, spec: big.json, max_spec_bytes: 67108864}")
 	l, _ := newLoader(t)
-	tools, _, problems := l.All(t.Context(), parseIn(t, in, files))
+	tools, _, problems := l.All(t.Context(), configtest.ParseIn(t, in, files))
 	want := fmt.Sprintf("t.yaml:2:23: openapi[0].spec: its %d operations make more tools than a client can list: their input schemas and descriptions pass %d MiB before the last; "+
 		"serve it with catalog: search", n, maxSourceToolBytes>>20)
 	if len(tools) > 0 || len(problems) != 1 || !strings.Contains(problems[0].Error(), want) {
 		t.Errorf("All = %d tools, problems:\n%s\nwant none and one containing %q", len(tools), errTexts(problems), want)
 	}
 
-	in = yamlLines("openapi:", "  - {name: big, spec: big.json, max_spec_bytes: 67108864, catalog: search}")
+	in = configtest.Lines("openapi:", "  - {name: big, spec: big.json, max_spec_bytes: 67108864, catalog: search}")
 	l, _ = newLoader(t)
-	tools, cats, problems := l.All(t.Context(), parseIn(t, in, files))
+	tools, cats, problems := l.All(t.Context(), configtest.ParseIn(t, in, files))
 	if len(problems) > 0 {
 		t.Fatalf("All with catalog: search: problems:\n%s", errTexts(problems))
 	}
@@ -153,17 +122,17 @@ func TestAllTooLarge(t *testing.T) {
 // source that failed before loads once its document is there, and what
 // its failure left behind is gone; a source behind a catalog is refused.
 func TestOpenAPIWhileServing(t *testing.T) {
-	in := yamlLines(
+	in := configtest.Lines(
 		"rest:",
 		"  - {name: ping, url: 'http://127.0.0.1:9/ping'}",
 		"openapi:",
 		"  - {name: late, spec: a.yaml}",
 		"  - {name: cat, spec: a.yaml, catalog: search}",
 	)
-	cfg := parseIn(t, in, nil)
+	cfg := configtest.ParseIn(t, in, nil)
 	l, _ := newLoader(t)
 	l.State.failed("late", fmt.Errorf("not there yet"))
-	if err := os.WriteFile("a.yaml", []byte(tinyDoc), 0o600); err != nil {
+	if err := os.WriteFile("a.yaml", []byte(configtest.TinyOpenAPI), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tools, problems := l.OpenAPI(t.Context(), cfg, 0)
@@ -183,8 +152,8 @@ func TestOpenAPIWhileServing(t *testing.T) {
 // TestDocChanged checks how a reload tells a changed document: unchanged
 // is not, rewritten or gone is, and a source never loaded is.
 func TestDocChanged(t *testing.T) {
-	in := yamlLines("openapi:", "  - {name: s, spec: a.yaml}")
-	cfg := parseIn(t, in, map[string]string{"a.yaml": tinyDoc})
+	in := configtest.Lines("openapi:", "  - {name: s, spec: a.yaml}")
+	cfg := configtest.ParseIn(t, in, map[string]string{"a.yaml": configtest.TinyOpenAPI})
 	l, _ := newLoader(t)
 	o := cfg.OpenAPI[0]
 	if !l.DocChanged(t.Context(), o) {
@@ -196,7 +165,7 @@ func TestDocChanged(t *testing.T) {
 	if l.DocChanged(t.Context(), o) {
 		t.Error("DocChanged of the same document = true")
 	}
-	if err := os.WriteFile("a.yaml", []byte(tinyDoc+"# edited\n"), 0o600); err != nil {
+	if err := os.WriteFile("a.yaml", []byte(configtest.TinyOpenAPI+"# edited\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if !l.DocChanged(t.Context(), o) {

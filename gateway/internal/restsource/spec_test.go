@@ -8,17 +8,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/config/configtest"
 )
 
 // TestReadSpecCap checks max_spec_bytes: a document of exactly the cap
 // is read, one byte more is refused with advice.
 func TestReadSpecCap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.yaml")
-	if err := os.WriteFile(path, []byte(tinyDoc), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(configtest.TinyOpenAPI), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n := int64(len(tinyDoc))
-	if b, err := ReadSpec(t.Context(), nil, path, n); err != nil || string(b) != tinyDoc {
+	n := int64(len(configtest.TinyOpenAPI))
+	if b, err := ReadSpec(t.Context(), nil, path, n); err != nil || string(b) != configtest.TinyOpenAPI {
 		t.Errorf("ReadSpec at the cap = %d bytes, %v; want the document", len(b), err)
 	}
 	_, err := ReadSpec(t.Context(), nil, path, n-1)
@@ -37,10 +39,10 @@ func TestReadSpecURL(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		_, _ = w.Write([]byte(tinyDoc))
+		_, _ = w.Write([]byte(configtest.TinyOpenAPI))
 	}))
 	defer srv.Close()
-	if b, err := ReadSpec(t.Context(), srv.Client(), srv.URL+"/spec.yaml", 0); err != nil || string(b) != tinyDoc {
+	if b, err := ReadSpec(t.Context(), srv.Client(), srv.URL+"/spec.yaml", 0); err != nil || string(b) != configtest.TinyOpenAPI {
 		t.Errorf("ReadSpec = %d bytes, %v; want the document", len(b), err)
 	}
 	if _, err := ReadSpec(t.Context(), srv.Client(), srv.URL+"/other", 0); err == nil || err.Error() != "fetching the spec: HTTP 404" {
