@@ -112,12 +112,7 @@ func (f *Front) exchange(r *http.Request, s *session, info *server.RequestProtoc
 func (f *Front) serveRequest(w http.ResponseWriter, x *exchange, m *message, status func(code int) int) {
 	st := eventstream.NewReply(w)
 	x.stream, x.ctx = st, eventstream.With(x.ctx, st)
-	var a answer
-	if f.o.Tracer == nil { // traced's check, saving its layer on every request
-		a = f.handle(x, m)
-	} else {
-		a = f.traced(x, m)
-	}
+	a := f.traced(x, m)
 	if st == nil {
 		eventstream.Answer(w, status(a.code), a.body)
 		return
@@ -196,16 +191,14 @@ func (f *Front) serveInitialize(w http.ResponseWriter, r *http.Request, m *messa
 // ownSession returns the live streamable HTTP session sid names, when r's
 // principal owns it; else nil, having answered 400 (no Mcp-Session-Id) or
 // 404 (none, another transport's, or another principal's: as if it did
-// not exist). One lookup: a live session is the front's own when it wraps
-// none of mcp-go's (inner).
+// not exist).
 func (f *Front) ownSession(w http.ResponseWriter, r *http.Request, sid string) *session {
 	if sid == "" {
 		writeMissingSession(w)
 		return nil
 	}
-	v, _ := f.clients.Load(sid)
-	s, _ := v.(*session)
-	if s == nil || s.inner != nil || !s.ownedBy(r) {
+	s := f.liveClient(sid)
+	if !s.own() || !s.ownedBy(r) {
 		writeUnknownSession(w)
 		return nil
 	}
