@@ -15,7 +15,7 @@ RUN go mod download
 COPY . .
 ARG VERSION=""
 ARG REVISION=""
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/toolgate/toolgate/internal/buildinfo.version=${VERSION} -X github.com/toolgate/toolgate/internal/buildinfo.revision=${REVISION}" -o /out/bin/ ./cmd/toolgate ./cmd/toolgate-agent
+RUN CGO_ENABLED=0 go build -trimpath -tags grpcnotrace -ldflags "-s -w -X github.com/toolgate/toolgate/internal/buildinfo.version=${VERSION} -X github.com/toolgate/toolgate/internal/buildinfo.revision=${REVISION}" -o /out/bin/ ./cmd/toolgate ./cmd/toolgate-agent
 # What the empty base lacks: a /tmp for the per-thread directories of
 # stdio upstreams, the configuration directory owned by the runtime user,
 # and the CA certificates for https:// backends.

@@ -149,14 +149,20 @@ func startBigListUpstream(ctx context.Context, p params) (*child, string, error)
 	return c, "http://" + strings.TrimSpace(addr) + "/mcp", nil
 }
 
-// buildToolgate builds cmd/toolgate into dir (CGO off, as a release is
-// built), with net/http/pprof when profiling.
+// releaseTags are the Makefile's build tags, which every binary that ships
+// is built with.
+const releaseTags = "grpcnotrace"
+
+// buildToolgate builds cmd/toolgate into dir (CGO off and with the
+// release's tags, as a release is built), with net/http/pprof when
+// profiling.
 func buildToolgate(ctx context.Context, dir string, withPprof bool) (string, error) {
 	bin := filepath.Join(dir, "toolgate")
-	args := []string{"build", "-o", bin}
+	tags := releaseTags
 	if withPprof {
-		args = append(args, "-tags", "pprof")
+		tags += ",pprof"
 	}
+	args := []string{"build", "-tags", tags, "-o", bin}
 	cmd := exec.CommandContext(ctx, "go", append(args, "github.com/toolgate/toolgate/cmd/toolgate")...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stderr = os.Stderr

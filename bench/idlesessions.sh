@@ -13,7 +13,8 @@ REPO=$(cd "${1:-$HERE/..}" && pwd)
 PORT=${PORT:-19460}
 W=$(mktemp -d "${TMPDIR:-/tmp}/idlesessions.XXXXXX")
 trap 'kill "$pid" 2>/dev/null; rm -rf "$W"' EXIT
-(cd "$REPO" && CGO_ENABLED=0 go build -o "$W/toolgate" ./cmd/toolgate)
+# Static and with the Makefile's build tags (TAGS= for none), as make build.
+(cd "$REPO" && CGO_ENABLED=0 go build -tags "${TAGS-grpcnotrace}" -o "$W/toolgate" ./cmd/toolgate)
 (cd "$HERE/.." && go build -o "$W/idlesessions" ./bench/idlesessions)
 printf 'server:\n  listen: 127.0.0.1:%s\n  max_sessions: 20000\nbuiltin: [calc]\n' "$PORT" > "$W/tg.yaml"
 "$W/toolgate" serve --config "$W/tg.yaml" --log-level error >"$W/serve.log" 2>&1 &

@@ -49,10 +49,11 @@ if [[ "${PEERBENCH_IN_NETNS:-}" != 1 ]]; then
   mkdir -p "$PEERS/bin" "$PEERS/cfg"
   (cd "$PB/upstream" && go build -o "$PEERS/bin/upstream" . && go build -o "$PEERS/bin/restecho" ./restecho) || exit 1
   (cd "$PB/loadgen" && go build -o "$PEERS/bin/loadgen" .) || exit 1
-  tags=(); [[ ${PPROF:-0} != 0 ]] && tags=(-tags pprof)
+  # The Makefile's build tags (TAGS= for none), and pprof with PPROF=1.
+  tags=${TAGS-grpcnotrace}; [[ ${PPROF:-0} != 0 ]] && tags=${tags:+$tags,}pprof
   # Static, as make build and release builds are (the shared run.sh's plain
   # go build links libc: about 1.7 MB more RSS at start).
-  (cd "$REPO" && CGO_ENABLED=0 go build "${tags[@]}" -o "$PEERS/bin/toolgate" ./cmd/toolgate) || exit 1
+  (cd "$REPO" && CGO_ENABLED=0 go build -tags "$tags" -o "$PEERS/bin/toolgate" ./cmd/toolgate) || exit 1
   (cd "$HERE/.." && go build -o "$PEERS/bin/bench" ./bench) || exit 1
   guard() { printf 'guards:\n  loop:\n    tools:\n      %s: "off"\n' "$1"; }
   { printf 'server:\n  listen: 127.0.0.1:19400\nupstreams:\n  - name: up\n    transport: stdio\n    command: %s/bin/upstream\n    args: ["-transport", "stdio"]\n' "$PEERS"; guard up__echo; } > "$PEERS/cfg/tg-stdio.yaml"

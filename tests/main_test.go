@@ -61,10 +61,11 @@ func runMain(m *testing.M) int {
 	// Built with the race detector: a race inside the server makes it exit
 	// with a non-zero code, which the servers' cleanups check. toolgate-agent
 	// lands next to toolgate, where `toolgate agent` looks for it first.
-	build := exec.Command("go", "build", "-race", "-o", dir+string(filepath.Separator), "./cmd/toolgate", "./cmd/toolgate-agent")
+	// With the Makefile's build tags, as what ships is built.
+	build := exec.Command("go", "build", "-race", "-tags", releaseTags, "-o", dir+string(filepath.Separator), "./cmd/toolgate", "./cmd/toolgate-agent")
 	build.Dir = ".." // the module root
 	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building toolgate and toolgate-agent (go build -race -o %s/ ./cmd/toolgate ./cmd/toolgate-agent): %v\n%s", dir, err, out)
+		fmt.Fprintf(os.Stderr, "building toolgate and toolgate-agent (go build -race -tags %s -o %s/ ./cmd/toolgate ./cmd/toolgate-agent): %v\n%s", releaseTags, dir, err, out)
 		return 1
 	}
 	toolgateBin = filepath.Join(dir, "toolgate")

@@ -96,7 +96,8 @@ func run(args []string, out io.Writer) error {
 	defer os.RemoveAll(dir)
 	if p.toolgate == "" {
 		p.toolgate = filepath.Join(dir, "toolgate")
-		build := exec.Command("go", "build", "-o", p.toolgate, "./cmd/toolgate")
+		// With the Makefile's build tags, as make build.
+		build := exec.Command("go", "build", "-tags", "grpcnotrace", "-o", p.toolgate, "./cmd/toolgate")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("building toolgate: %w", err)
