@@ -13,6 +13,7 @@ require (
 	github.com/goccy/go-yaml v1.19.2
 	github.com/google/go-cmp v0.7.0
 	github.com/hashicorp/go-retryablehttp v0.7.8
+	github.com/klauspost/compress v1.20.1
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/oasdiff/yaml v0.1.1
 	github.com/openai/openai-go/v3 v3.96.0

@@ -120,6 +120,7 @@ var thirdParty = map[string][]string{
 	"github.com/santhosh-tekuri/jsonschema": {"schemas"},
 	"github.com/goccy/go-yaml":              {"config", "tests"},
 	"github.com/hashicorp/go-retryablehttp": {"executors/rest"},
+	"github.com/klauspost/compress":         {"gateway/internal/gzipjson"},
 	"github.com/getkin/kin-openapi":         {"executors/rest/openapi"},
 	"github.com/oasdiff/yaml":               {"executors/rest/openapi"},
 	"github.com/anthropics":                 {"agent"},

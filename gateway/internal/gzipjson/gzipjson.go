@@ -7,23 +7,34 @@ package gzipjson
 
 import (
 	"bytes"
-	"compress/gzip"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // MinBytes is the smallest JSON response compressed: below it gzip's
 // header and the CPU cost more than the bytes saved.
 const MinBytes = 1024
 
-// gzipWriters reuses compressors: each holds hundreds of kilobytes of
-// state.
+// gzipWriters reuses gzip writers. They compress statelessly: each Write
+// is compressed on its own, so a writer keeps about 2 KB between responses
+// where compress/gzip's keeps 1.2 MB at any level (its match tables), and
+// the pool holds no megabytes once large pages have been sent. For the
+// output to be as small as a streaming compressor's, the writer gets a
+// response in pieces of at least blockBytes (or whole, if smaller):
+// see [gzipResponse.compressed].
 var gzipWriters = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed) // a valid level: no error
+	w, _ := gzip.NewWriterLevel(io.Discard, gzip.StatelessCompression) // a valid level: no error
 	return w
 }}
+
+// blockBytes is the least a stateless writer is given at once, but for a
+// response's last piece: smaller pieces compress worse, and pieces of a
+// few dozen bytes grow.
+const blockBytes = 64 << 10
 
 // Mounter is what [Mux] mounts handlers on: an http.ServeMux, a chi router.
 type Mounter interface {
@@ -102,7 +113,7 @@ func (g *gzipResponse) Write(p []byte) (int, error) {
 	}
 	switch {
 	case g.gz != nil:
-		return g.gz.Write(p)
+		return g.compressed(p)
 	case g.decided:
 		return g.ResponseWriter.Write(p)
 	}
@@ -125,6 +136,32 @@ func (g *gzipResponse) compress() error {
 	g.ResponseWriter.WriteHeader(g.code)
 	g.gz = gzipWriters.Get().(*gzip.Writer)
 	g.gz.Reset(g.ResponseWriter)
+	return nil
+}
+
+// compressed takes p for the gzip writer: it is held with what is held
+// already while they are less than blockBytes together; a piece of
+// blockBytes or more is written as it comes, after what was held.
+func (g *gzipResponse) compressed(p []byte) (int, error) {
+	if g.buf.Len()+len(p) < blockBytes {
+		g.buf.Write(p)
+		return len(p), nil
+	}
+	if err := g.drain(); err != nil {
+		return 0, err
+	}
+	if len(p) < blockBytes {
+		g.buf.Write(p)
+		return len(p), nil
+	}
+	return g.gz.Write(p)
+}
+
+// drain gives the gzip writer what is held for it.
+func (g *gzipResponse) drain() error {
+	if g.buf.Len() == 0 {
+		return nil
+	}
 	_, err := g.gz.Write(g.buf.Bytes())
 	g.buf.Reset()
 	return err
@@ -150,6 +187,7 @@ func (g *gzipResponse) release() {
 // a flushed response is a stream) and flushes.
 func (g *gzipResponse) Flush() {
 	if g.gz != nil {
+		_ = g.drain()
 		_ = g.gz.Flush()
 	} else {
 		g.release()
@@ -165,6 +203,7 @@ func (g *gzipResponse) Unwrap() http.ResponseWriter { return g.ResponseWriter }
 // finish ends the response once the handler returns.
 func (g *gzipResponse) finish() {
 	if g.gz != nil {
+		_ = g.drain()
 		_ = g.gz.Close()
 		g.gz.Reset(io.Discard)
 		gzipWriters.Put(g.gz)
