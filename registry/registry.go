@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -305,6 +306,7 @@ func (r *Registry) ReplaceSource(source string, tools []Tool) error {
 // Sources and must match the others.
 func prepare(tools []Tool, source string) (ok, named []*Tool, errs []error) {
 	out := make([]*Tool, 0, len(tools))
+	shared := batchSchemas{}
 	for i := range tools {
 		t := tools[i] // a copy
 		var terrs []error
@@ -328,16 +330,15 @@ func prepare(tools []Tool, source string) (ok, named []*Tool, errs []error) {
 		case t.Source == "":
 			terrs = append(terrs, fmt.Errorf("tool %s: source is missing", quoteName(t.Name)))
 		}
-		t.InputSchema = bytes.Clone(t.InputSchema)
-		// Compiled to refuse what does not compile, then dropped: the
-		// tool's first call compiles it again (lazySchema).
-		if _, err := schemas.Compile(t.InputSchema); err != nil {
-			terrs = append(terrs, fmt.Errorf("tool %s: %w", quoteName(t.Name), err))
+		in := shared.of(t.InputSchema)
+		t.InputSchema, t.schema = in.raw, in.lazy
+		if in.err != nil {
+			terrs = append(terrs, fmt.Errorf("tool %s: %w", quoteName(t.Name), in.err))
 		}
-		t.schema = &lazySchema{raw: t.InputSchema}
 		if t.OutputSchema != nil {
-			t.OutputSchema = bytes.Clone(t.OutputSchema)
-			if _, err := schemas.Compile(t.OutputSchema); err != nil {
+			o := shared.of(t.OutputSchema)
+			t.OutputSchema = o.raw
+			if err := o.err; err != nil {
 				if ce, ok := errors.AsType[*schemas.CompileError](err); ok {
 					err = outputSchemaError{ce}
 				}
@@ -351,6 +352,33 @@ func prepare(tools []Tool, source string) (ok, named []*Tool, errs []error) {
 		out = append(out, &t)
 	}
 	return out, named, errs
+}
+
+// batchSchemas holds one copy of each distinct schema of a batch, keyed
+// by its bytes, with what compiling it gave. Tools of one source often
+// declare the same schema (no parameters; the same page and filter), and
+// the registry then holds it once for all of them, compiles it once at
+// Add, and once more on the first call of any of them (lazySchema), not
+// once per tool. Schemas are never modified once registered, so sharing
+// is safe; the map itself lives only while the batch is prepared.
+type batchSchemas map[string]*batchSchema
+
+type batchSchema struct {
+	raw  json.RawMessage
+	err  error // from compiling it at Add: a schema that does not compile is refused
+	lazy *lazySchema
+}
+
+// of returns raw's entry, copying and compiling raw the first time.
+func (b batchSchemas) of(raw json.RawMessage) *batchSchema {
+	if e, ok := b[string(raw)]; ok {
+		return e
+	}
+	c := bytes.Clone(raw)
+	_, err := schemas.Compile(c)
+	e := &batchSchema{raw: c, err: err, lazy: &lazySchema{raw: c}}
+	b[string(c)] = e
+	return e
 }
 
 // conflicts checks names against the registered tools, except those

@@ -799,3 +799,47 @@ func BenchmarkAddBatch(b *testing.B) {
 		}
 	}
 }
+
+// TestAddSharesEqualSchemas: tools of one batch that declare the same
+// schema hold one copy of it and one compiled form, not the caller's
+// bytes; a schema that does not compile is refused for every tool that
+// declares it, each named.
+func TestAddSharesEqualSchemas(t *testing.T) {
+	schema := func() json.RawMessage {
+		return json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)
+	}
+	withSchema := func(name string, in, out json.RawMessage) Tool {
+		tl := tool(name, "src")
+		tl.InputSchema, tl.OutputSchema = in, out
+		return tl
+	}
+	var r Registry
+	mine := schema()
+	if err := r.Add(withSchema("a", mine, schema()), withSchema("b", schema(), nil), withSchema("c", json.RawMessage(`{"type":"object"}`), nil)); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := r.Get("a")
+	b, _ := r.Get("b")
+	c, _ := r.Get("c")
+	if &a.InputSchema[0] != &b.InputSchema[0] || a.schema != b.schema {
+		t.Error("a and b, whose schemas are equal, hold a copy each")
+	}
+	if &a.OutputSchema[0] != &a.InputSchema[0] {
+		t.Error("a's output schema, equal to its input schema, is a copy of its own")
+	}
+	if &c.InputSchema[0] == &a.InputSchema[0] || c.schema == a.schema {
+		t.Error("c shares a's schema, which differs")
+	}
+	if &a.InputSchema[0] == &mine[0] {
+		t.Error("the registry holds the caller's bytes, not a copy")
+	}
+	if v := b.Validate(map[string]any{}); len(v) != 1 {
+		t.Errorf("b, validated with the shared schema: %v, want one violation (q is required)", v)
+	}
+
+	bad := json.RawMessage(`{"type":"array"}`)
+	err := r.Add(withSchema("d", bad, nil), withSchema("e", bad, nil))
+	if err == nil || !strings.Contains(err.Error(), `tool "d"`) || !strings.Contains(err.Error(), `tool "e"`) {
+		t.Errorf("two tools with a schema that does not compile: %v, want both named", err)
+	}
+}
