@@ -37,12 +37,18 @@ const bigListDescription = "Looks up records in the %s collection by the given f
 	"fields not listed in fields are left out of each record."
 
 // bigListTool is the i-th tool of the many-tool upstream: a few typed
-// properties, two required, described as real tools are.
-func bigListTool(i int) mcp.Tool {
+// properties, two required, described as real tools are. The tools share
+// one input schema, as a generated API's often do, unless distinct: then
+// the query's description names the tool's collection.
+func bigListTool(i int, distinct bool) mcp.Tool {
 	coll := fmt.Sprintf("records_%04d", i)
+	query := "Full-text query matched against every indexed field."
+	if distinct {
+		query = fmt.Sprintf("Full-text query matched against every indexed field of %s.", coll)
+	}
 	return mcp.NewTool(fmt.Sprintf("find_%04d", i),
 		mcp.WithDescription(fmt.Sprintf(bigListDescription, coll)),
-		mcp.WithString("query", mcp.Required(), mcp.Description("Full-text query matched against every indexed field.")),
+		mcp.WithString("query", mcp.Required(), mcp.Description(query)),
 		mcp.WithNumber("limit", mcp.Description("Most records to return."), mcp.Min(1), mcp.Max(500), mcp.DefaultNumber(50)),
 		mcp.WithString("order", mcp.Enum("newest", "oldest", "relevance"), mcp.Description("Sort order of the records.")),
 		mcp.WithString("cursor", mcp.Description("The nextCursor of the page before; omit for the first.")),
@@ -54,11 +60,11 @@ func bigListTool(i int) mcp.Tool {
 // serveBigList serves n tools (bigListTool) over stateful streamable HTTP
 // on a free loopback port, pages of page tools, and writes its address as
 // the first line of out. It serves until ctx ends or in closes.
-func serveBigList(ctx context.Context, n, page int, in io.Reader, out io.Writer) error {
+func serveBigList(ctx context.Context, n, page int, distinct bool, in io.Reader, out io.Writer) error {
 	s := server.NewMCPServer("biglist", "1.0.0", server.WithToolCapabilities(false), server.WithPaginationLimit(page))
 	tools := make([]server.ServerTool, n)
 	for i := range tools {
-		tools[i] = server.ServerTool{Tool: bigListTool(i), Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		tools[i] = server.ServerTool{Tool: bigListTool(i, distinct), Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("ok"), nil
 		}}
 	}
@@ -127,7 +133,7 @@ func startBigListUpstream(ctx context.Context, p params) (*child, string, error)
 		return nil, "", fmt.Errorf("finding the bench's executable: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, exe, "-"+serveBigListFlag, "-tools", strconv.Itoa(p.tools),
-		"-page", strconv.Itoa(p.page), "-timeout", p.timeout.String())
+		"-page", strconv.Itoa(p.page), "-distinct-schemas="+strconv.FormatBool(p.distinct), "-timeout", p.timeout.String())
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, "", err
@@ -383,10 +389,14 @@ const (
 func reportBigList(w io.Writer, p params, sides []*bigListSide, rssHeld uint64, mem []map[string]uint64) {
 	fmt.Fprintf(w, "Machine: %s/%s, %d CPUs (GOMAXPROCS %d), %s. ", runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
-	fmt.Fprintf(w, "Upstream: an mcp-go server with %d tools (5 properties, ~200-character descriptions), "+
+	schemas := "one input schema shared by all"
+	if p.distinct {
+		schemas = "an input schema each"
+	}
+	fmt.Fprintf(w, "Upstream: an mcp-go server with %d tools (5 properties, %s, ~200-character descriptions), "+
 		"stateful streamable HTTP, pages of %d, a child process. toolgate: `toolgate serve` (CGO off), a child process, "+
 		"with that one upstream. A walk lists every page in one session; %d walks each after %d warm-up walks, "+
-		"alternating which target goes first.\n\n", p.tools, p.page, p.rounds, p.warmup)
+		"alternating which target goes first.\n\n", p.tools, schemas, p.page, p.rounds, p.warmup)
 	fmt.Fprintln(w, "| target | pages | p50 ms | p99 ms | RSS MiB | of it anonymous / file MiB | peak RSS MiB |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
 	for i, s := range sides {

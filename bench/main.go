@@ -95,6 +95,7 @@ type params struct {
 
 	tools        int    // biglist mode: the upstream's tools
 	page         int    // biglist mode: the upstream's tools/list page size
+	distinct     bool   // biglist mode: each tool's input schema its own, not one shared by all
 	profileDir   string // biglist mode: directory for toolgate's CPU and heap profiles; "" for none
 	serveBigList bool   // serve biglist's upstream instead of measuring (its child)
 }
@@ -125,6 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	fs.StringVar(&p.spec, "spec", "", "openapi-catalog mode: the OpenAPI document (a file) whose tools/list size is measured with catalog: tools and catalog: search")
 	fs.IntVar(&p.tools, "tools", 5000, "biglist mode: how many tools the upstream serves")
 	fs.IntVar(&p.page, "page", 100, "biglist mode: the upstream's tools/list page size")
+	fs.BoolVar(&p.distinct, "distinct-schemas", false, "biglist mode: give each tool an input schema of its own (a property's description names its collection); by default the tools share one")
 	fs.StringVar(&p.profileDir, "profile", "", "biglist mode: build toolgate with pprof and write its CPU (during the walks) and heap profiles to this `directory`")
 	fs.BoolVar(&p.serveBigList, serveBigListFlag, false, "internal: serve biglist's many-tool upstream over streamable HTTP, its address on stdout, until stdin closes")
 	if err := fs.Parse(args); err != nil {
@@ -213,7 +215,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serveUpstreamStdio(ctx, os.Stdin, stdout)
 	}
 	if p.serveBigList {
-		return serveBigList(ctx, p.tools, p.page, os.Stdin, stdout)
+		return serveBigList(ctx, p.tools, p.page, p.distinct, os.Stdin, stdout)
 	}
 	if p.serveCalc != "" {
 		return serveCalc(ctx, p.serveCalc)
