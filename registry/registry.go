@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"strings"
@@ -306,7 +307,7 @@ func (r *Registry) ReplaceSource(source string, tools []Tool) error {
 // Sources and must match the others.
 func prepare(tools []Tool, source string) (ok, named []*Tool, errs []error) {
 	out := make([]*Tool, 0, len(tools))
-	shared := batchSchemas{}
+	shared := newBatchSchemas()
 	for i := range tools {
 		t := tools[i] // a copy
 		var terrs []error
@@ -354,14 +355,18 @@ func prepare(tools []Tool, source string) (ok, named []*Tool, errs []error) {
 	return out, named, errs
 }
 
-// batchSchemas holds one copy of each distinct schema of a batch, keyed
-// by its bytes, with what compiling it gave. Tools of one source often
-// declare the same schema (no parameters; the same page and filter), and
-// the registry then holds it once for all of them, compiles it once at
-// Add, and once more on the first call of any of them (lazySchema), not
-// once per tool. Schemas are never modified once registered, so sharing
-// is safe; the map itself lives only while the batch is prepared.
-type batchSchemas map[string]*batchSchema
+// batchSchemas holds one copy of each distinct schema of a batch, with
+// what compiling it gave. Tools of one source often declare the same
+// schema (no parameters; the same page and filter), and the registry then
+// holds it once for all of them, compiles it once at Add, and once more on
+// the first call of any of them (lazySchema), not once per tool. Schemas
+// are never modified once registered, so sharing is safe. It is keyed by
+// a hash of the bytes, so a batch of distinct schemas costs an entry each
+// and no second copy; it lives only while the batch is prepared.
+type batchSchemas struct {
+	seed   maphash.Seed
+	byHash map[uint64][]*batchSchema
+}
 
 type batchSchema struct {
 	raw  json.RawMessage
@@ -369,15 +374,22 @@ type batchSchema struct {
 	lazy *lazySchema
 }
 
+func newBatchSchemas() batchSchemas {
+	return batchSchemas{seed: maphash.MakeSeed(), byHash: map[uint64][]*batchSchema{}}
+}
+
 // of returns raw's entry, copying and compiling raw the first time.
 func (b batchSchemas) of(raw json.RawMessage) *batchSchema {
-	if e, ok := b[string(raw)]; ok {
-		return e
+	h := maphash.Bytes(b.seed, raw)
+	for _, e := range b.byHash[h] {
+		if bytes.Equal(e.raw, raw) {
+			return e
+		}
 	}
 	c := bytes.Clone(raw)
 	_, err := schemas.Compile(c)
 	e := &batchSchema{raw: c, err: err, lazy: &lazySchema{raw: c}}
-	b[string(c)] = e
+	b.byHash[h] = append(b.byHash[h], e)
 	return e
 }
 
