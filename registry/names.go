@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -147,12 +149,12 @@ func Suggest(name string, candidates []string, n int) []string {
 		k := normalize(truncateBytes(c, maxCompared))
 		keys[k] = append(keys[k], c)
 	}
-	return suggest(name, keys, n)
+	return suggest(name, maps.All(keys), n)
 }
 
 // suggest is Suggest over candidates grouped by normalized key.
-func suggest(name string, keys map[string][]string, n int) []string {
-	if n <= 0 || len(keys) == 0 {
+func suggest(name string, keys iter.Seq2[string, []string], n int) []string {
+	if n <= 0 {
 		return nil
 	}
 	q := normalize(truncateBytes(name, maxCompared))

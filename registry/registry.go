@@ -136,12 +136,12 @@ type Registry struct {
 	mu sync.RWMutex
 	// tools maps each name to its tool.
 	tools map[string]*Tool
-	// byKey maps each normalized name to the names that have it, sorted.
-	byKey map[string][]string
+	// byKey maps each normalized name to the names that have it.
+	byKey nameIndex
 	// byPart maps each normalized tool part ([toolPart]) to the names
 	// that have it, sorted: the index of namespace repair. Names whose
 	// tool part is empty (fs__) are not in it.
-	byPart map[string][]string
+	byPart nameIndex
 	// prefixes counts the registered names under each normalized prefix
 	// (what precedes the first [Separator]): a name whose prefix is one of
 	// them names a real namespace, which repair never swaps for another.
@@ -165,8 +165,8 @@ type Registry struct {
 func New() *Registry {
 	return &Registry{
 		tools:    make(map[string]*Tool),
-		byKey:    make(map[string][]string),
-		byPart:   make(map[string][]string),
+		byKey:    nameIndex{},
+		byPart:   nameIndex{},
 		prefixes: make(map[string]int),
 	}
 }
@@ -419,15 +419,15 @@ func (r *Registry) conflicts(batch []*Tool, replaced func(*Tool) bool) []error {
 func (r *Registry) insert(ts ...*Tool) {
 	if r.tools == nil {
 		r.tools = make(map[string]*Tool)
-		r.byKey = make(map[string][]string)
-		r.byPart = make(map[string][]string)
+		r.byKey = nameIndex{}
+		r.byPart = nameIndex{}
 		r.prefixes = make(map[string]int)
 	}
 	for _, t := range ts {
 		r.tools[t.Name] = t
-		indexAdd(r.byKey, normalize(t.Name), t.Name)
+		r.byKey.add(normalize(t.Name), t.Name)
 		if part := normalize(toolPart(t.Name)); part != "" {
-			indexAdd(r.byPart, part, t.Name)
+			r.byPart.add(part, t.Name)
 		}
 		if prefix, _, ok := strings.Cut(t.Name, Separator); ok {
 			r.prefixes[normalize(prefix)]++
@@ -450,9 +450,9 @@ func (r *Registry) insert(ts ...*Tool) {
 // delete removes the named tool; r.mu must be held and the tool present.
 func (r *Registry) delete(name string) {
 	delete(r.tools, name)
-	indexDelete(r.byKey, normalize(name), name)
+	r.byKey.delete(normalize(name), name)
 	if part := normalize(toolPart(name)); part != "" {
-		indexDelete(r.byPart, part, name)
+		r.byPart.delete(part, name)
 	}
 	if prefix, _, ok := strings.Cut(name, Separator); ok {
 		if k := normalize(prefix); r.prefixes[k] <= 1 {
@@ -462,25 +462,6 @@ func (r *Registry) delete(name string) {
 		}
 	}
 	r.sorted = slices.DeleteFunc(slices.Clone(r.sorted), func(t *Tool) bool { return t.Name == name })
-}
-
-// indexAdd adds name to index[key], keeping it sorted. The slice is
-// replaced, never modified in place, so that callers may keep one.
-func indexAdd(index map[string][]string, key, name string) {
-	names := append(slices.Clone(index[key]), name)
-	slices.Sort(names)
-	index[key] = names
-}
-
-// indexDelete removes name from index[key], dropping the key when no name
-// is left.
-func indexDelete(index map[string][]string, key, name string) {
-	names := slices.DeleteFunc(slices.Clone(index[key]), func(n string) bool { return n == name })
-	if len(names) == 0 {
-		delete(index, key)
-	} else {
-		index[key] = names
-	}
 }
 
 func sortedTools(ts []*Tool) []*Tool {
@@ -562,16 +543,16 @@ func (r *Registry) resolveSlow(name string, repair bool) (*Tool, RepairKind, err
 	kind := RepairCase
 	if len(name) <= maxCompared {
 		key := normalize(name)
-		if matches = r.byKey[key]; len(matches) == 0 {
+		if matches = r.byKey.names(key); len(matches) == 0 {
 			// A wrong namespace is repaired only when it is no namespace at
 			// all: a real one (an upstream that excludes the tool, or one
 			// not connected yet) is never swapped for another source's.
 			prefix, part, prefixed := strings.Cut(name, Separator)
 			if !prefixed || !r.isNamespace(prefix) {
 				kind = RepairNamespace
-				matches = r.byPart[key]
+				matches = r.byPart.names(key)
 				if prefixed {
-					matches = union(matches, r.byPart[normalize(part)])
+					matches = union(matches, r.byPart.names(normalize(part)))
 				}
 			}
 		}
@@ -586,7 +567,7 @@ func (r *Registry) resolveSlow(name string, repair bool) (*Tool, RepairKind, err
 	case len(matches) > 0:
 		e.Suggestions = slices.Clone(matches[:min(len(matches), maxSuggestions)])
 	default:
-		e.Suggestions = suggest(name, r.byKey, maxSuggestions)
+		e.Suggestions = suggest(name, r.byKey.groups, maxSuggestions)
 	}
 	return nil, RepairNone, e
 }
