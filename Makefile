@@ -61,7 +61,7 @@ build:
 # tracing, which toolgate never turns on): its HTML templates call methods
 # by name through reflect, so the linker has to keep every exported method
 # of every linked type. Without it toolgate is 48 MB instead of 33, and
-# starts 3.4 MB larger in RSS (docs/benchmarks.md §16).
+# starts 3.4 MB larger in RSS (docs/benchmarks.md §14).
 TAGS := grpcnotrace
 
 # What `toolgate version` and toolgate_build_info report
