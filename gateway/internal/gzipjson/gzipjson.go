@@ -120,15 +120,14 @@ func (g *gzipResponse) Write(p []byte) (int, error) {
 	}
 	g.buf.Write(p)
 	if g.buf.Len() >= MinBytes {
-		if err := g.compress(); err != nil {
-			return 0, err
-		}
+		g.compress()
 	}
 	return len(p), nil
 }
 
-// compress starts the compressed response with what is held.
-func (g *gzipResponse) compress() error {
+// compress starts the compressed response: its header goes out, and what
+// is held waits in buf for the gzip writer ([gzipResponse.compressed]).
+func (g *gzipResponse) compress() {
 	g.decided, g.held = true, false
 	hdr := g.Header()
 	hdr.Set("Content-Encoding", "gzip")
@@ -137,7 +136,6 @@ func (g *gzipResponse) compress() error {
 	g.ResponseWriter.WriteHeader(g.code)
 	g.gz = gzipWriters.Get().(*gzip.Writer)
 	g.gz.Reset(g.ResponseWriter)
-	return nil
 }
 
 // compressed takes p for the gzip writer: it is held with what is held
