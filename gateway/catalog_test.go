@@ -16,38 +16,8 @@ import (
 	"github.com/toolgate/toolgate/gateway/internal/batchtool"
 )
 
-// catalogDoc is a small document served with catalog: search.
-const catalogDoc = `openapi: 3.0.3
-info: {title: shop, version: "1"}
-servers: [{url: "http://127.0.0.1:9/"}]
-paths:
-  /pets:
-    get:
-      operationId: listPets
-      summary: List every pet in the shop
-      tags: [pets]
-      parameters:
-        - {name: limit, in: query, schema: {type: integer, maximum: 100}}
-      responses: {"200": {description: OK}}
-    post:
-      operationId: createPet
-      summary: Add a pet
-      tags: [pets]
-      requestBody:
-        required: true
-        content:
-          application/json:
-            schema: {type: object, required: [name], properties: {name: {type: string}}}
-      responses: {"200": {description: OK}}
-  /orders/{id}:
-    get:
-      operationId: getOrder
-      summary: Read an order
-      tags: [store]
-      parameters:
-        - {name: id, in: path, required: true, schema: {type: string}}
-      responses: {"200": {description: OK}}
-`
+// catalogDoc is the document served with catalog: search.
+const catalogDoc = configtest.ShopOpenAPI
 
 // catalogHit is one result of a catalog's search, as a client reads it.
 type catalogHit struct {

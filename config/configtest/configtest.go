@@ -23,6 +23,40 @@ paths:
       responses: {"200": {description: OK}}
 `
 
+// ShopOpenAPI is a small OpenAPI document of three operations in two tags
+// (listPets, createPet, getOrder), for the tests of catalog: search.
+const ShopOpenAPI = `openapi: 3.0.3
+info: {title: shop, version: "1"}
+servers: [{url: "http://127.0.0.1:9/"}]
+paths:
+  /pets:
+    get:
+      operationId: listPets
+      summary: List every pet in the shop
+      tags: [pets]
+      parameters:
+        - {name: limit, in: query, schema: {type: integer, maximum: 100}}
+      responses: {"200": {description: OK}}
+    post:
+      operationId: createPet
+      summary: Add a pet
+      tags: [pets]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: {type: object, required: [name], properties: {name: {type: string}}}
+      responses: {"200": {description: OK}}
+  /orders/{id}:
+    get:
+      operationId: getOrder
+      summary: Read an order
+      tags: [store]
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: string}}
+      responses: {"200": {description: OK}}
+`
+
 // Lines joins lines into a YAML document, so positions in a test case can
 // be read off line by line.
 func Lines(lines ...string) []byte { return []byte(strings.Join(lines, "\n") + "\n") }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolgate/toolgate/config/configtest"
 	"github.com/toolgate/toolgate/executors"
 	"github.com/toolgate/toolgate/executors/rest"
 	"github.com/toolgate/toolgate/executors/rest/openapi"
@@ -17,38 +18,8 @@ import (
 	"github.com/toolgate/toolgate/retry"
 )
 
-// doc is a small document served with catalog: search.
-const doc = `openapi: 3.0.3
-info: {title: shop, version: "1"}
-servers: [{url: "http://127.0.0.1:9/"}]
-paths:
-  /pets:
-    get:
-      operationId: listPets
-      summary: List every pet in the shop
-      tags: [pets]
-      parameters:
-        - {name: limit, in: query, schema: {type: integer, maximum: 100}}
-      responses: {"200": {description: OK}}
-    post:
-      operationId: createPet
-      summary: Add a pet
-      tags: [pets]
-      requestBody:
-        required: true
-        content:
-          application/json:
-            schema: {type: object, required: [name], properties: {name: {type: string}}}
-      responses: {"200": {description: OK}}
-  /orders/{id}:
-    get:
-      operationId: getOrder
-      summary: Read an order
-      tags: [store]
-      parameters:
-        - {name: id, in: path, required: true, schema: {type: string}}
-      responses: {"200": {description: OK}}
-`
+// doc is the document served with catalog: search.
+const doc = configtest.ShopOpenAPI
 
 // fakeRegistry stands in for the gateway's registry: tools by name,
 // replaced in place.
